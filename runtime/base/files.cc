@@ -1,0 +1,102 @@
+#include "runtime/base/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+namespace sandbox {
+
+Result<std::string> ReadFile(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return FailSys("open", path);
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return FailSys("read", path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return FailSys("write");
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+Status WriteFile(const std::string& path, std::string_view content, int mode) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+  if (!fd) return FailSys("open", path);
+  if (auto st = WriteAll(fd.get(), content); !st) return Fail(std::move(st.error()).Context(path));
+  return {};
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view content, int mode) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+    if (!fd) return FailSys("open", tmp);
+    if (auto st = WriteAll(fd.get(), content); !st) {
+      ::unlink(tmp.c_str());
+      return Fail(std::move(st.error()).Context(tmp));
+    }
+    if (::fsync(fd.get()) != 0) {
+      int err = errno;
+      ::unlink(tmp.c_str());
+      return FailSys("fsync", tmp, err);
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return FailSys("rename", path, err);
+  }
+  return {};
+}
+
+Status MakeDirs(const std::string& path, int mode) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return FailSys("mkdir", path, ec.value());
+  (void)mode;
+  return {};
+}
+
+Status RemoveTree(const std::string& path) {
+  std::error_code ec;
+  // Make read-only directories writable first so their entries can go (images hold 0555 dirs).
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return FailSys("lstat", path);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             path, std::filesystem::directory_options::none, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_directory(ec) && !it->is_symlink(ec)) {
+        ::chmod(it->path().c_str(), 0700);
+      }
+    }
+    ::chmod(path.c_str(), 0700);
+  }
+  std::filesystem::remove_all(path, ec);
+  if (ec) return FailSys("remove_all", path, ec.value());
+  return {};
+}
+
+}  // namespace sandbox

@@ -1,0 +1,20 @@
+// Process-wide logging setup. Logs never go to stdout: it belongs to the stdio MCP transport
+// and to `run`'s streamed output.
+#pragma once
+
+#include <string>
+
+#include "runtime/base/result.h"
+
+namespace sandbox {
+
+struct LogOptions {
+  std::string level = "info";     // trace|debug|info|warn|error|critical|off
+  std::string file;               // empty: stderr
+  std::string format = "console"; // console|json
+};
+
+// Validates the options and installs the default spdlog logger. Safe to call again.
+Status InitLogging(const LogOptions& options);
+
+}  // namespace sandbox

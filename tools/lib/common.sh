@@ -1,0 +1,44 @@
+# Sourced by tools/run, tools/test and tools/bench: package installation and the build.
+# Everything here is idempotent: a second run does no finished work again.
+
+SANDBOX_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD_DIR=${SANDBOX_BUILD_DIR:-$SANDBOX_ROOT/build}
+
+# The Debian packages the build, the image recipe and the tests need.
+BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
+  libseccomp-dev libcap-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
+  libarchive-dev libcpp-httplib-dev libcurl4-openssl-dev libexpected-dev libssl-dev
+  libzstd-dev zlib1g-dev)
+IMAGE_PACKAGES=(mmdebstrap)
+
+log() { printf '%s\n' "$*" >&2; }
+
+# ensure_packages PKG... : installs what is missing (as root), or prints the command and stops.
+ensure_packages() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    log "missing Debian packages: ${missing[*]}"
+    log "install them with:"
+    log "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}"
+    exit 1
+  fi
+  log "installing ${missing[*]}"
+  if [ -z "${SANDBOX_APT_UPDATED:-}" ]; then
+    apt-get update -qq >&2
+    SANDBOX_APT_UPDATED=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# build_project [BUILD_DIR] [extra cmake args...]: configure once, then build incrementally.
+build_project() {
+  local dir=${1:-$BUILD_DIR}; shift || true
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S "$SANDBOX_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
+  fi
+  cmake --build "$dir" -j "$(nproc)" >&2
+}
