@@ -1,0 +1,97 @@
+// AgentClient: the server's side of the agent protocol (runtime/agent/PROTOCOL.md), over the
+// ByteStream of one sandbox. One run at a time; Cancel() may be called from any thread while a
+// run is in flight. Never writes to stdout.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/base/result.h"
+#include "runtime/byte_stream.h"
+
+namespace sandbox {
+
+struct FileInfo {
+  std::string path;  // absolute path inside the sandbox, e.g. "/mnt/data/out/chart.png"
+  uint64_t size = 0;
+  std::string mime_type;
+  int64_t mtime_ms = 0;  // milliseconds since the epoch
+  bool is_dir = false;
+};
+
+struct Figure {
+  std::string path;       // where it was saved, under /mnt/data
+  std::string png;        // the PNG bytes
+};
+
+struct RunRequest {
+  enum class Kind { kPython, kShell };
+  Kind kind = Kind::kPython;
+  std::string code;                    // Python source, or a shell command for kShell
+  bool fresh = false;                  // Python: run in a new worker (state of the old one kept)
+  double timeout_s = 60;               // interrupt, then kill the worker's process group
+  uint64_t max_output_bytes = 100 << 10;  // per stream; beyond it the *_truncated flag is set
+  std::string cwd = "/mnt/data";       // shell commands
+};
+
+struct RunResult {
+  int exit_code = 0;               // 0 ok; 1 for a Python exception; the shell's status
+  std::string stdout_text;         // may hold invalid UTF-8: the MCP layer repairs it
+  std::string stderr_text;         // for an exception, ends with the traceback
+  bool stdout_truncated = false;
+  bool stderr_truncated = false;
+  bool timed_out = false;          // the timeout fired
+  bool cancelled = false;          // Cancel() stopped it
+  bool state_lost = false;         // the Python worker was killed and restarted
+  bool worker_killed = false;      // the worker died of a signal it did not ask for (e.g. OOM)
+  int term_signal = 0;             // the signal that ended it, if any
+  double duration_s = 0;
+  std::vector<FileInfo> artifacts;  // files new or changed under /mnt/data during the run
+  std::vector<Figure> figures;      // open matplotlib figures, as PNG (also saved as artifacts)
+};
+
+// Called with chunks of output while a run lasts (for progress and `run`'s live streaming).
+// stream is 1 for stdout, 2 for stderr.
+using OutputCallback = std::function<void(int stream, std::string_view chunk)>;
+
+class AgentClient {
+ public:
+  explicit AgentClient(ByteStream& stream);
+
+  // Waits for the agent's hello (the Python worker is up). Fails with kSandboxUnavailable.
+  Status WaitReady(std::chrono::milliseconds timeout);
+
+  // Runs a cell or a command. Errors are protocol or transport failures only; a failing cell
+  // is a RunResult with exit_code != 0. A host-side deadline of timeout_s plus a grace period
+  // guards against an agent that stops answering (kSandboxUnavailable).
+  Result<RunResult> Run(const RunRequest& request, const OutputCallback& on_output = {});
+
+  // Interrupts the run in flight, if any: SIGINT first, then the process group is killed.
+  void Cancel();
+
+  // Files: paths are absolute inside the sandbox, or relative to /mnt/data. Writes are allowed
+  // under /mnt/data and /tmp only (kInvalidPath otherwise).
+  Status WriteFile(const std::string& path, std::string_view content, bool overwrite,
+                   uint32_t mode = 0644);  // kFileExists when !overwrite and it exists
+  Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes);  // kArtifactTooLarge
+  Result<FileInfo> Stat(const std::string& path);  // kNotFound
+  Result<std::vector<FileInfo>> ListFiles(const std::string& path, bool recursive);
+
+  // Asks the agent to exit. The backend kills the sandbox anyway.
+  void Shutdown();
+
+ private:
+  ByteStream& stream_;
+  std::mutex call_mutex_;          // one request/response exchange at a time
+  std::atomic<bool> run_in_flight_{false};
+  std::string read_buffer_;
+};
+
+}  // namespace sandbox

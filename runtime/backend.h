@@ -1,0 +1,64 @@
+// Backend: the small interface every sandbox technology implements (namespaces, Docker).
+// A backend starts a sandbox whose agent is connected to one ByteStream, and kills it.
+// Everything else (running code, files, artifacts) goes through the agent protocol.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/base/result.h"
+#include "runtime/byte_stream.h"
+#include "runtime/limits.h"
+
+namespace sandbox {
+
+// Everything a backend needs to start one sandbox. Plain data.
+struct SandboxSpec {
+  std::string session_id;         // "sess_" + 12 hex; names cgroups, containers, labels
+  std::string image_name;         // the store name or digest it came from (labels, Docker image)
+  std::string rootfs;             // host path of the unpacked image rootfs (namespace backend)
+  std::vector<std::string> env;   // KEY=VALUE from the image config, plus ours
+  std::string workdir = "/mnt/data";
+  Limits limits;
+  std::string agent_dir;          // host dir holding sandbox-init and worker.py, seen at /.sandbox
+  std::string wheelhouse;         // optional host dir, mounted read-only at /mnt/wheelhouse
+};
+
+// What a sandbox has used so far, where the backend can tell.
+struct SandboxUsage {
+  uint64_t memory_bytes = 0;
+  uint64_t memory_peak_bytes = 0;
+  uint32_t pids = 0;
+  uint64_t oom_kills = 0;   // processes killed for hitting the memory limit, since start
+  double cpu_seconds = 0;
+};
+
+class Sandbox {
+ public:
+  // Destruction kills every process of the sandbox and removes what it made (cgroups,
+  // mounts, state records, containers). It never throws and never leaves anything behind.
+  virtual ~Sandbox() = default;
+  virtual ByteStream& stream() = 0;
+  // Kills every process in the sandbox now. Idempotent.
+  virtual Status Kill() = 0;
+  virtual SandboxUsage Usage() = 0;
+  virtual const EnforcedLimits& enforced_limits() const = 0;
+  virtual std::string backend_name() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;  // "namespace" or "docker"
+  // Starts a sandbox with its agent running and connected. A failure names the step and errno;
+  // nothing of a half-made sandbox is left behind.
+  virtual Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) = 0;
+  // The limits Start would enforce for `limits` on this host, without starting anything.
+  virtual EnforcedLimits PlanLimits(const Limits& limits) const = 0;
+  // Removes every process, cgroup, mount, container and record a crashed server left behind.
+  // Returns how many sandboxes were swept.
+  virtual Result<int> SweepOrphans() = 0;
+};
+
+}  // namespace sandbox

@@ -1,0 +1,130 @@
+// SessionManager: the sessions of one server. Creates sandboxes through a Backend, keeps one
+// AgentClient per session, enforces one run at a time (session_busy), the session cap, idle TTL
+// and per-session limit overrides bounded by the configured maxima. Crash-safe records under
+// state_dir/sessions let a restarted server (or `mcp-sandbox sessions gc`) sweep leftovers.
+// Thread-safe: calls on different sessions run concurrently.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/agent/host/agent_client.h"
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+#include "runtime/limits.h"
+
+namespace sandbox {
+
+struct SessionConfig {
+  std::string state_dir;              // SANDBOX_STATE_DIR
+  std::string default_image;          // SANDBOX_IMAGE (a store name or digest)
+  std::string agent_dir;              // host dir with sandbox-init and worker.py
+  std::string wheelhouse;             // SANDBOX_WHEELHOUSE ("" = none)
+  Limits limits;                      // defaults, and the maxima for per-session overrides
+  double exec_timeout_s = 60;         // SANDBOX_EXEC_TIMEOUT_S: default and maximum per call
+  std::chrono::minutes ttl{30};       // SANDBOX_SESSION_TTL_M
+  int max_sessions = 10;              // SANDBOX_MAX_SESSIONS
+  uint64_t max_output_bytes = 100 << 10;  // SANDBOX_MAX_OUTPUT_BYTES
+  uint64_t max_code_bytes = 100 << 10;    // SANDBOX_MAX_CODE_BYTES
+  uint64_t max_upload_bytes = 50ull << 20; // SANDBOX_MAX_UPLOAD_BYTES
+};
+
+// Per-session overrides; each must be <= the configured value (else invalid_argument).
+struct SessionOptions {
+  std::string name;
+  std::string image;                  // "" = default image
+  std::optional<uint64_t> memory_bytes;
+  std::optional<double> cpus;
+  std::optional<uint32_t> pids;
+  std::optional<uint64_t> disk_bytes;
+};
+
+struct SessionInfo {
+  std::string id;                     // "sess_" + 12 lowercase hex
+  std::string name;
+  std::string state;                  // "idle" | "busy"
+  std::string image;
+  std::string backend;                // "namespace" | "docker"
+  std::chrono::system_clock::time_point created;
+  std::chrono::system_clock::time_point last_used;
+  uint64_t runs = 0;
+  Limits limits;                      // requested
+  EnforcedLimits enforced;            // in force
+  SandboxUsage usage;
+};
+
+// Resolves an image name to what a backend needs (rootfs path, env). Provided by the caller so
+// runtime/ does not depend on rootfs/ (the CLI wires ImageStore in).
+struct ResolvedImage {
+  std::string name;
+  std::string rootfs;
+  std::vector<std::string> env;
+  std::string workdir;
+};
+using ImageResolver = std::function<Result<ResolvedImage>(const std::string& name)>;
+
+// Cancels a run from another thread (MCP notifications/cancelled).
+class CancelToken {
+ public:
+  void Cancel();
+  bool cancelled() const;
+ private:
+  friend class SessionManager;
+  mutable std::mutex mutex_;
+  bool cancelled_ = false;
+  std::function<void()> on_cancel_;
+};
+
+class SessionManager {
+ public:
+  SessionManager(SessionConfig config, std::shared_ptr<Backend> backend, ImageResolver resolver);
+  ~SessionManager();  // closes every session
+
+  Result<SessionInfo> Create(const SessionOptions& options);
+  Result<SessionInfo> Get(const std::string& id);
+  std::vector<SessionInfo> List();
+  // force: close even while a run is in flight (the run is killed). Else session_busy.
+  Status Close(const std::string& id, bool force = false);
+  void CloseAll();
+
+  // Runs Python or a shell command. session_busy while another run is in flight; timeout_s is
+  // bounded by the configured exec timeout; `cancel` may be null.
+  Result<RunResult> Run(const std::string& id, RunRequest request,
+                        const OutputCallback& on_output = {}, CancelToken* cancel = nullptr);
+
+  Status WriteFile(const std::string& id, const std::string& path, std::string_view content,
+                   bool overwrite);
+  Result<std::string> ReadFile(const std::string& id, const std::string& path, uint64_t max_bytes);
+  Result<FileInfo> Stat(const std::string& id, const std::string& path);
+  Result<std::vector<FileInfo>> ListFiles(const std::string& id, const std::string& path,
+                                          bool recursive);
+
+  // Closes sessions idle longer than the TTL; returns how many. Called periodically.
+  int ExpireIdle();
+
+  const SessionConfig& config() const { return config_; }
+  Backend& backend() { return *backend_; }
+
+ private:
+  struct Session;
+  Result<std::shared_ptr<Session>> Lookup(const std::string& id);
+
+  SessionConfig config_;
+  std::shared_ptr<Backend> backend_;
+  ImageResolver resolver_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
+  int creating_ = 0;  // sessions being created (count against max_sessions)
+};
+
+// "sess_" followed by 12 lowercase hex digits.
+bool IsValidSessionId(std::string_view id);
+
+}  // namespace sandbox
