@@ -1,0 +1,60 @@
+// Resource limits for one sandbox through the best mechanism this host allows: cgroup v2 with a
+// delegated subtree, cgroup v1 (root on v1/hybrid hosts), else rlimits only. What is in force is
+// reported (EnforcedLimits), never silently weaker.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+#include "runtime/limits.h"
+
+namespace sandbox {
+
+// One session's cgroup(s). Destruction kills every process in it and removes it.
+class SandboxCgroup {
+ public:
+  virtual ~SandboxCgroup() = default;
+  // Moves `pid` in (before the child execs anything). v2 writes cgroup.procs; v1 each controller.
+  virtual Status Attach(pid_t pid) = 0;
+  // For clone3(CLONE_INTO_CGROUP): an O_PATH|O_DIRECTORY fd of the v2 cgroup, or -1.
+  virtual int DirFd() const = 0;
+  // Kills every process now (cgroup.kill on v2 >= 5.14, else SIGKILL to each pid listed).
+  virtual Status KillAll() = 0;
+  virtual SandboxUsage Usage() const = 0;
+};
+
+// An rlimit a child applies with setrlimit() between clone and exec (plain data).
+struct RlimitSetting {
+  int resource;
+  rlim_t soft;
+  rlim_t hard;
+};
+
+class CgroupManager {
+ public:
+  virtual ~CgroupManager() = default;
+  // Probes the host for real and picks cgroup2, cgroup1 or none. `owner` names the parent
+  // group ("mcp-sandbox"). Never fails: "none" is a valid answer with a reason.
+  static std::unique_ptr<CgroupManager> Detect(const std::string& owner = "mcp-sandbox");
+
+  virtual std::string mode() const = 0;    // "cgroup2" | "cgroup1" | "none"
+  virtual std::string reason() const = 0;  // why this mode (for doctor and logs)
+  virtual EnforcedLimits Plan(const Limits& limits) const = 0;
+  // Creates the session's cgroup with the limits written. Returns nullptr-free error on failure.
+  virtual Result<std::unique_ptr<SandboxCgroup>> Create(const std::string& session_id,
+                                                        const Limits& limits) = 0;
+  // Removes cgroups of sessions not in `live_session_ids` (crashed server); returns the count.
+  virtual Result<int> SweepOrphans(const std::vector<std::string>& live_session_ids) = 0;
+};
+
+// The rlimits every sandbox gets (CORE 0, FSIZE, NOFILE, NPROC where safe, AS when no memory
+// cgroup is available), computed from the limits and whether a memory cgroup is in force.
+std::vector<RlimitSetting> RlimitsFor(const Limits& limits, bool memory_cgroup_in_force);
+
+}  // namespace sandbox
