@@ -6,12 +6,14 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/session_id.h"
 
 namespace sandbox {
 
@@ -114,7 +117,12 @@ class SessionManager {
 
  private:
   struct Session;
+  class BusyLease;
   Result<std::shared_ptr<Session>> Lookup(const std::string& id);
+  Result<BusyLease> Acquire(const std::string& id);
+  Result<Limits> EffectiveLimits(const SessionOptions& options) const;
+  SessionInfo Describe(const Session& session) const;
+  void ReaperLoop();
 
   SessionConfig config_;
   std::shared_ptr<Backend> backend_;
@@ -122,9 +130,12 @@ class SessionManager {
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
   int creating_ = 0;  // sessions being created (count against max_sessions)
-};
 
-// "sess_" followed by 12 lowercase hex digits.
-bool IsValidSessionId(std::string_view id);
+  // Expires idle sessions in the background.
+  std::mutex reaper_mutex_;
+  std::condition_variable reaper_wake_;
+  bool stopping_ = false;
+  std::thread reaper_;
+};
 
 }  // namespace sandbox

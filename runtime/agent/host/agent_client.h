@@ -51,6 +51,7 @@ struct RunResult {
   bool cancelled = false;          // Cancel() stopped it
   bool state_lost = false;         // the Python worker was killed and restarted
   bool worker_killed = false;      // the worker died of a signal it did not ask for (e.g. OOM)
+  bool oom = false;                // set by the SessionManager: the memory limit killed it
   int term_signal = 0;             // the signal that ended it, if any
   double duration_s = 0;
   std::vector<FileInfo> artifacts;  // files new or changed under /mnt/data during the run

@@ -1,0 +1,426 @@
+#include "runtime/session/session_manager.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+namespace sandbox {
+
+namespace {
+
+// How long a new sandbox may take to say hello (Python start-up on a loaded host included).
+constexpr std::chrono::seconds kReadyTimeout{30};
+// How often the reaper looks for idle sessions.
+constexpr std::chrono::seconds kReaperInterval{15};
+
+// Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
+// read-only; /tmp is a tmpfs) and a headless matplotlib.
+void AddDefaultEnv(std::vector<std::string>& env) {
+  auto has = [&env](std::string_view key) {
+    return std::any_of(env.begin(), env.end(), [key](const std::string& kv) {
+      return kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 &&
+             kv[key.size()] == '=';
+    });
+  };
+  if (!has("PATH")) env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (!has("HOME")) env.emplace_back("HOME=/tmp");
+  if (!has("LANG")) env.emplace_back("LANG=C.UTF-8");
+  if (!has("MPLBACKEND")) env.emplace_back("MPLBACKEND=Agg");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------- CancelToken
+
+void CancelToken::Cancel() {
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+    hook = on_cancel_;
+  }
+  if (hook) hook();
+}
+
+bool CancelToken::cancelled() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancelled_;
+}
+
+// ---------------------------------------------------------------------------- Session
+
+struct SessionManager::Session {
+  std::string id;
+  std::string name;
+  std::string image;
+  Limits limits;
+  std::unique_ptr<Sandbox> sandbox;
+  std::unique_ptr<AgentClient> agent;
+  std::atomic<bool> busy{false};
+  std::atomic<bool> closed{false};
+  std::chrono::system_clock::time_point created;
+  std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
+  std::atomic<uint64_t> runs{0};
+
+  void Touch() {
+    last_used_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  }
+  std::chrono::system_clock::time_point LastUsed() const {
+    return std::chrono::system_clock::time_point(std::chrono::milliseconds(last_used_ms.load()));
+  }
+};
+
+// Holds a session's busy flag for one agent exchange; releases it (and stamps last use) on
+// destruction.
+class SessionManager::BusyLease {
+ public:
+  explicit BusyLease(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  BusyLease(BusyLease&&) noexcept = default;
+  BusyLease& operator=(BusyLease&&) = delete;
+  BusyLease(const BusyLease&) = delete;
+  ~BusyLease() {
+    if (session_) {
+      session_->Touch();
+      session_->busy = false;
+    }
+  }
+  Session& operator*() const { return *session_; }
+  Session* operator->() const { return session_.get(); }
+
+ private:
+  std::shared_ptr<Session> session_;
+};
+
+// ---------------------------------------------------------------------------- SessionManager
+
+SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> backend,
+                               ImageResolver resolver)
+    : config_(std::move(config)), backend_(std::move(backend)), resolver_(std::move(resolver)) {
+  // A previous server may have crashed and left sandboxes behind: sweep them before serving.
+  if (auto swept = backend_->SweepOrphans(); !swept) {
+    spdlog::warn("orphan sweep failed: {}", swept.error().message);
+  } else if (*swept > 0) {
+    spdlog::info("swept {} sandbox(es) left by an earlier server", *swept);
+  }
+  reaper_ = std::thread([this] { ReaperLoop(); });
+}
+
+SessionManager::~SessionManager() {
+  {
+    std::lock_guard<std::mutex> lock(reaper_mutex_);
+    stopping_ = true;
+  }
+  reaper_wake_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  CloseAll();
+}
+
+void SessionManager::ReaperLoop() {
+  std::unique_lock<std::mutex> lock(reaper_mutex_);
+  while (!stopping_) {
+    reaper_wake_.wait_for(lock, kReaperInterval);
+    if (stopping_) break;
+    lock.unlock();
+    int expired = ExpireIdle();
+    if (expired > 0) spdlog::info("expired {} idle session(s)", expired);
+    lock.lock();
+  }
+}
+
+Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) const {
+  Limits limits = config_.limits;
+  const Limits& max = config_.limits;
+  if (options.memory_bytes) {
+    if (*options.memory_bytes == 0 || *options.memory_bytes > max.memory_bytes) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "memory limit must be between 1 byte and the configured maximum of {} bytes",
+                  max.memory_bytes);
+    }
+    limits.memory_bytes = *options.memory_bytes;
+  }
+  if (options.cpus) {
+    if (!(*options.cpus > 0) || *options.cpus > max.cpus) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "cpu limit must be above 0 and at most the configured maximum of {}", max.cpus);
+    }
+    limits.cpus = *options.cpus;
+  }
+  if (options.pids) {
+    if (*options.pids < 8 || *options.pids > max.pids) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "pids limit must be between 8 and the configured maximum of {}", max.pids);
+    }
+    limits.pids = *options.pids;
+  }
+  if (options.disk_bytes) {
+    if (*options.disk_bytes == 0 || *options.disk_bytes > max.disk_bytes) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "disk limit must be between 1 byte and the configured maximum of {} bytes",
+                  max.disk_bytes);
+    }
+    limits.disk_bytes = *options.disk_bytes;
+  }
+  return limits;
+}
+
+Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
+  SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(options));
+  std::string image_name = options.image.empty() ? config_.default_image : options.image;
+  SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(image_name));
+
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (static_cast<int>(sessions_.size()) + creating_ >= config_.max_sessions) {
+      return Fail(ErrorCode::kMaxSessions,
+                  "the server already runs its maximum of {} sessions; close one "
+                  "(sandbox_close_session) and try again",
+                  config_.max_sessions);
+    }
+    ++creating_;
+  }
+  struct CreatingGuard {
+    SessionManager* self;
+    ~CreatingGuard() {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      --self->creating_;
+    }
+  } creating_guard{this};
+
+  auto session = std::make_shared<Session>();
+  session->id = NewSessionId();
+  session->name = options.name;
+  session->image = image.name;
+  session->limits = limits;
+  session->created = std::chrono::system_clock::now();
+  session->Touch();
+
+  SandboxSpec spec;
+  spec.session_id = session->id;
+  spec.image_name = image.name;
+  spec.rootfs = image.rootfs;
+  spec.env = image.env;
+  AddDefaultEnv(spec.env);
+  if (!image.workdir.empty()) spec.workdir = image.workdir;
+  spec.limits = limits;
+  spec.agent_dir = config_.agent_dir;
+  spec.wheelhouse = config_.wheelhouse;
+
+  auto sandbox = backend_->Start(spec);
+  if (!sandbox) {
+    Error error = std::move(sandbox.error()).Context("start sandbox");
+    if (error.code == ErrorCode::kInternal || error.code == ErrorCode::kNotFound) {
+      error.code = ErrorCode::kSandboxUnavailable;
+    }
+    return Fail(std::move(error));
+  }
+  session->sandbox = std::move(*sandbox);
+  session->agent = std::make_unique<AgentClient>(session->sandbox->stream());
+  if (auto ready = session->agent->WaitReady(
+          std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
+      !ready) {
+    Error error = std::move(ready.error()).Context("sandbox agent did not start");
+    error.code = ErrorCode::kSandboxUnavailable;
+    return Fail(std::move(error));  // ~Session kills and cleans the sandbox
+  }
+
+  SessionInfo info = Describe(*session);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions_.emplace(session->id, session);
+  }
+  spdlog::info("session {} created (image {}, backend {})", session->id, session->image,
+               session->sandbox->backend_name());
+  return info;
+}
+
+Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const std::string& id) {
+  if (!IsValidSessionId(id)) {
+    return Fail(ErrorCode::kInvalidSessionId,
+                "'{}' is not a session id (expected sess_ followed by 12 hex digits)", id);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return Fail(ErrorCode::kSessionNotFound,
+                "session {} does not exist (it was closed or expired); create a new one", id);
+  }
+  return it->second;
+}
+
+Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id) {
+  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
+  bool expected = false;
+  if (!session->busy.compare_exchange_strong(expected, true)) {
+    return Fail(ErrorCode::kSessionBusy,
+                "session {} is running another call; wait for it to finish", id);
+  }
+  if (session->closed) {
+    session->busy = false;
+    return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
+  }
+  return BusyLease(std::move(session));
+}
+
+SessionInfo SessionManager::Describe(const Session& session) const {
+  SessionInfo info;
+  info.id = session.id;
+  info.name = session.name;
+  info.state = session.busy ? "busy" : "idle";
+  info.image = session.image;
+  info.backend = session.sandbox->backend_name();
+  info.created = session.created;
+  info.last_used = session.LastUsed();
+  info.runs = session.runs;
+  info.limits = session.limits;
+  info.enforced = session.sandbox->enforced_limits();
+  info.usage = session.sandbox->Usage();
+  return info;
+}
+
+Result<SessionInfo> SessionManager::Get(const std::string& id) {
+  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
+  return Describe(*session);
+}
+
+std::vector<SessionInfo> SessionManager::List() {
+  std::vector<std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, session] : sessions_) sessions.push_back(session);
+  }
+  std::vector<SessionInfo> infos;
+  infos.reserve(sessions.size());
+  for (auto& session : sessions) infos.push_back(Describe(*session));
+  std::sort(infos.begin(), infos.end(),
+            [](const SessionInfo& a, const SessionInfo& b) { return a.created < b.created; });
+  return infos;
+}
+
+Status SessionManager::Close(const std::string& id, bool force) {
+  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
+  bool expected = false;
+  bool acquired = session->busy.compare_exchange_strong(expected, true);
+  if (!acquired && !force) {
+    return Fail(ErrorCode::kSessionBusy,
+                "session {} is running a call; wait for it, or close with force", id);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions_.erase(id);
+  }
+  session->closed = true;
+  // Kill now, so a run in flight (force) ends at once; the run's thread drops the last
+  // reference and the destructor reaps and removes everything.
+  if (auto killed = session->sandbox->Kill(); !killed) {
+    spdlog::warn("session {}: kill: {}", id, killed.error().message);
+  }
+  if (acquired) session->busy = false;
+  spdlog::info("session {} closed", id);
+  return {};
+}
+
+void SessionManager::CloseAll() {
+  std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [id, session] : sessions) {
+    session->closed = true;
+    (void)session->sandbox->Kill();
+  }
+  sessions.clear();  // destructors reap and clean (unless a run still holds one)
+}
+
+int SessionManager::ExpireIdle() {
+  auto now = std::chrono::system_clock::now();
+  std::vector<std::string> expired;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [id, session] : sessions_) {
+      if (!session->busy && now - session->LastUsed() > config_.ttl) expired.push_back(id);
+    }
+  }
+  int closed = 0;
+  for (const auto& id : expired) {
+    if (Close(id, /*force=*/false)) ++closed;
+  }
+  return closed;
+}
+
+Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
+                                      const OutputCallback& on_output, CancelToken* cancel) {
+  if (request.code.size() > config_.max_code_bytes) {
+    return Fail(ErrorCode::kCodeTooLarge, "the code is {} bytes; the limit is {} bytes",
+                request.code.size(), config_.max_code_bytes);
+  }
+  if (request.timeout_s <= 0) request.timeout_s = config_.exec_timeout_s;
+  if (request.timeout_s > config_.exec_timeout_s) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "timeout_s {} is above the server's maximum of {} seconds", request.timeout_s,
+                config_.exec_timeout_s);
+  }
+  request.max_output_bytes = std::min(request.max_output_bytes, config_.max_output_bytes);
+  if (request.max_output_bytes == 0) request.max_output_bytes = config_.max_output_bytes;
+
+  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  uint64_t oom_before = session->sandbox->Usage().oom_kills;
+
+  AgentClient* agent = session->agent.get();
+  if (cancel != nullptr) {
+    std::lock_guard<std::mutex> lock(cancel->mutex_);
+    if (cancel->cancelled_) {
+      return Fail(ErrorCode::kCancelled, "the call was cancelled before it started");
+    }
+    cancel->on_cancel_ = [agent] { agent->Cancel(); };
+  }
+  auto result = agent->Run(request, on_output);
+  if (cancel != nullptr) {
+    std::lock_guard<std::mutex> lock(cancel->mutex_);
+    cancel->on_cancel_ = nullptr;
+  }
+  ++session->runs;
+  if (!result) {
+    if (session->closed) {
+      return Fail(ErrorCode::kSessionNotFound, "session {} was closed during the call", id);
+    }
+    return Fail(std::move(result.error()).Context(fmt::format("session {}", id)));
+  }
+  if (result->worker_killed && session->sandbox->Usage().oom_kills > oom_before) {
+    result->oom = true;
+  }
+  return result;
+}
+
+Status SessionManager::WriteFile(const std::string& id, const std::string& path,
+                                 std::string_view content, bool overwrite) {
+  if (content.size() > config_.max_upload_bytes) {
+    return Fail(ErrorCode::kUploadTooLarge, "the file is {} bytes; the limit is {} bytes",
+                content.size(), config_.max_upload_bytes);
+  }
+  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  return session->agent->WriteFile(path, content, overwrite);
+}
+
+Result<std::string> SessionManager::ReadFile(const std::string& id, const std::string& path,
+                                             uint64_t max_bytes) {
+  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  return session->agent->ReadFile(path, max_bytes);
+}
+
+Result<FileInfo> SessionManager::Stat(const std::string& id, const std::string& path) {
+  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  return session->agent->Stat(path);
+}
+
+Result<std::vector<FileInfo>> SessionManager::ListFiles(const std::string& id,
+                                                        const std::string& path, bool recursive) {
+  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  return session->agent->ListFiles(path, recursive);
+}
+
+}  // namespace sandbox
