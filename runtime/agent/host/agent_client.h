@@ -7,16 +7,23 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "runtime/base/result.h"
 #include "runtime/byte_stream.h"
 
 namespace sandbox {
+
+namespace agent {
+class FrameDecoder;
+}
 
 struct FileInfo {
   std::string path;  // absolute path inside the sandbox, e.g. "/mnt/data/out/chart.png"
@@ -27,32 +34,32 @@ struct FileInfo {
 };
 
 struct Figure {
-  std::string path;       // where it was saved, under /mnt/data
-  std::string png;        // the PNG bytes
+  std::string path;  // where it was saved, under /mnt/data
+  std::string png;   // the PNG bytes
 };
 
 struct RunRequest {
   enum class Kind { kPython, kShell };
   Kind kind = Kind::kPython;
-  std::string code;                    // Python source, or a shell command for kShell
-  bool fresh = false;                  // Python: run in a new worker (state of the old one kept)
-  double timeout_s = 60;               // interrupt, then kill the worker's process group
+  std::string code;                       // Python source, or a shell command for kShell
+  bool fresh = false;                     // Python: run in a new worker (state of the old one kept)
+  double timeout_s = 60;                  // interrupt, then kill the worker's process group
   uint64_t max_output_bytes = 100 << 10;  // per stream; beyond it the *_truncated flag is set
-  std::string cwd = "/mnt/data";       // shell commands
+  std::string cwd = "/mnt/data";          // shell commands
 };
 
 struct RunResult {
-  int exit_code = 0;               // 0 ok; 1 for a Python exception; the shell's status
-  std::string stdout_text;         // may hold invalid UTF-8: the MCP layer repairs it
-  std::string stderr_text;         // for an exception, ends with the traceback
+  int exit_code = 0;        // 0 ok; 1 for a Python exception; the shell's status
+  std::string stdout_text;  // may hold invalid UTF-8: the MCP layer repairs it
+  std::string stderr_text;  // for an exception, ends with the traceback
   bool stdout_truncated = false;
   bool stderr_truncated = false;
-  bool timed_out = false;          // the timeout fired
-  bool cancelled = false;          // Cancel() stopped it
-  bool state_lost = false;         // the Python worker was killed and restarted
-  bool worker_killed = false;      // the worker died of a signal it did not ask for (e.g. OOM)
-  bool oom = false;                // set by the SessionManager: the memory limit killed it
-  int term_signal = 0;             // the signal that ended it, if any
+  bool timed_out = false;      // the timeout fired
+  bool cancelled = false;      // Cancel() stopped it
+  bool state_lost = false;     // the Python worker was killed and restarted
+  bool worker_killed = false;  // the worker died of a signal it did not ask for (e.g. OOM)
+  bool oom = false;            // set by the SessionManager: the memory limit killed it
+  int term_signal = 0;         // the signal that ended it, if any
   double duration_s = 0;
   std::vector<FileInfo> artifacts;  // files new or changed under /mnt/data during the run
   std::vector<Figure> figures;      // open matplotlib figures, as PNG (also saved as artifacts)
@@ -62,9 +69,20 @@ struct RunResult {
 // stream is 1 for stdout, 2 for stderr.
 using OutputCallback = std::function<void(int stream, std::string_view chunk)>;
 
+// What the agent said in its hello (valid after WaitReady succeeded).
+struct AgentInfo {
+  int protocol = 0;
+  int init_pid = 0;            // as seen inside the sandbox (1 under the namespace backend)
+  int worker_pid = 0;          // the first persistent worker; a restarted one has another pid
+  std::string python_version;  // "3.11.2"
+  std::string data_dir;        // "/mnt/data" in a sandbox
+  std::string tmp_dir;
+};
+
 class AgentClient {
  public:
   explicit AgentClient(ByteStream& stream);
+  ~AgentClient();
 
   // Waits for the agent's hello (the Python worker is up). Fails with kSandboxUnavailable.
   Status WaitReady(std::chrono::milliseconds timeout);
@@ -82,17 +100,42 @@ class AgentClient {
   Status WriteFile(const std::string& path, std::string_view content, bool overwrite,
                    uint32_t mode = 0644);  // kFileExists when !overwrite and it exists
   Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes);  // kArtifactTooLarge
-  Result<FileInfo> Stat(const std::string& path);  // kNotFound
+  Result<FileInfo> Stat(const std::string& path);                             // kNotFound
   Result<std::vector<FileInfo>> ListFiles(const std::string& path, bool recursive);
 
   // Asks the agent to exit. The backend kills the sandbox anyway.
   void Shutdown();
 
+  const AgentInfo& info() const { return info_; }
+
+  // Added to RunRequest::timeout_s for the host-side deadline: covers the interrupt grace,
+  // the kill, and a fresh worker's start.
+  static constexpr std::chrono::seconds kRunDeadlineGrace{30};
+  // The host-side deadline of a file operation.
+  static constexpr std::chrono::seconds kFileOpDeadline{120};
+
  private:
+  Status SendRequest(const nlohmann::json& request);
+  // Reads until the answer to `id` (skipping stale answers and the hello); an "error" answer
+  // becomes its Error. Output events of `id` go to `on_event`.
+  Result<nlohmann::json> Await(uint64_t id, Clock::time_point deadline,
+                               const std::function<void(const nlohmann::json&)>& on_event);
+  Result<nlohmann::json> ReadMessage(Clock::time_point deadline);
+  Result<nlohmann::json> Call(nlohmann::json request, const char* expected_type);
+  void RecordHello(const nlohmann::json& hello);
+  tl::unexpected<Error> Broken(std::string message);
+
   ByteStream& stream_;
-  std::mutex call_mutex_;          // one request/response exchange at a time
-  std::atomic<bool> run_in_flight_{false};
-  std::string read_buffer_;
+  std::mutex call_mutex_;  // one request/response exchange at a time
+  // Guarded by call_mutex_:
+  std::unique_ptr<agent::FrameDecoder> decoder_;
+  uint64_t next_id_ = 1;
+  bool ready_ = false;
+  std::string broken_;  // why the stream is unusable (empty while it is fine)
+  AgentInfo info_;
+  // Shared with Cancel():
+  std::atomic<uint64_t> run_id_{0};  // the run in flight, 0 when none
+  std::atomic<bool> cancel_requested_{false};
 };
 
 }  // namespace sandbox

@@ -1,0 +1,271 @@
+#include "runtime/agent/host/agent_client.h"
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/agent/wire.h"
+
+namespace sandbox {
+
+using agent::Json;
+
+namespace {
+
+constexpr auto kShutdownWait = std::chrono::seconds(2);
+
+FileInfo FileInfoFromJson(const Json& entry) {
+  FileInfo info;
+  info.path = agent::GetString(entry, "path");
+  info.size = agent::GetUint(entry, "size");
+  info.mime_type = agent::GetString(entry, "mime");
+  info.mtime_ms = agent::GetInt(entry, "mtime_ms");
+  info.is_dir = agent::GetBool(entry, "is_dir");
+  return info;
+}
+
+const char* KindName(RunRequest::Kind kind) {
+  return kind == RunRequest::Kind::kShell ? "shell" : "python";
+}
+
+}  // namespace
+
+AgentClient::AgentClient(ByteStream& stream)
+    : stream_(stream), decoder_(std::make_unique<agent::FrameDecoder>()) {}
+
+AgentClient::~AgentClient() = default;
+
+tl::unexpected<Error> AgentClient::Broken(std::string message) {
+  if (broken_.empty()) broken_ = message;
+  return Fail(ErrorCode::kSandboxUnavailable, "{}", message);
+}
+
+Status AgentClient::SendRequest(const Json& request) {
+  if (!broken_.empty()) return Fail(ErrorCode::kSandboxUnavailable, "agent unusable: {}", broken_);
+  if (auto written = stream_.Write(agent::EncodeFrame(request)); !written) {
+    return Broken("writing to the agent: " + written.error().message);
+  }
+  return {};
+}
+
+Result<Json> AgentClient::ReadMessage(Clock::time_point deadline) {
+  for (;;) {
+    auto next = decoder_->Next();
+    if (!next) return Broken("malformed frame from the agent: " + next.error().message);
+    if (next->has_value()) return std::move(**next);
+    char buf[65536];
+    auto n = stream_.Read(buf, sizeof buf, deadline);
+    if (!n) {
+      if (n.error().code == ErrorCode::kTimeout) return Broken("the agent did not answer in time");
+      return Broken("reading from the agent: " + n.error().message);
+    }
+    if (*n == 0) return Broken("the agent closed its stream (the sandbox has ended)");
+    decoder_->Append(std::string_view(buf, *n));
+  }
+}
+
+void AgentClient::RecordHello(const Json& hello) {
+  ready_ = true;
+  info_.protocol = static_cast<int>(agent::GetInt(hello, "protocol"));
+  info_.init_pid = static_cast<int>(agent::GetInt(hello, "init_pid"));
+  info_.worker_pid = static_cast<int>(agent::GetInt(hello, "worker_pid"));
+  info_.python_version = agent::GetString(hello, "python");
+  info_.data_dir = agent::GetString(hello, "data_dir");
+  info_.tmp_dir = agent::GetString(hello, "tmp_dir");
+}
+
+Result<Json> AgentClient::Await(uint64_t id, Clock::time_point deadline,
+                                const std::function<void(const Json&)>& on_event) {
+  for (;;) {
+    SBX_ASSIGN_OR_RETURN(Json message, ReadMessage(deadline));
+    std::string type = agent::GetString(message, "type");
+    if (type == "hello") {
+      RecordHello(message);
+      continue;
+    }
+    uint64_t message_id = agent::GetUint(message, "id");
+    if (type == "error" && message_id == 0) {
+      // Not an answer: init itself gave up (it exits after saying so).
+      return Broken("agent failed: " + agent::GetString(message, "message"));
+    }
+    if (message_id != id) continue;  // a late answer to an exchange that was abandoned
+    if (type == "output") {
+      if (on_event) on_event(message);
+      continue;
+    }
+    if (type == "error") {
+      return Fail(agent::ErrorCodeFromName(agent::GetString(message, "code")), "{}",
+                  agent::GetString(message, "message"));
+    }
+    return message;
+  }
+}
+
+Status AgentClient::WaitReady(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  auto deadline = Clock::now() + timeout;
+  while (!ready_) {
+    auto message = ReadMessage(deadline);
+    if (!message) return Fail(std::move(message.error()).Context("waiting for the agent's hello"));
+    std::string type = agent::GetString(*message, "type");
+    if (type == "hello") {
+      RecordHello(*message);
+    } else if (type == "error") {
+      return Broken("the agent could not start: " + agent::GetString(*message, "message"));
+    }
+  }
+  if (info_.protocol != agent::kProtocolVersion) {
+    return Broken(fmt::format("agent speaks protocol {}, expected {}", info_.protocol,
+                              agent::kProtocolVersion));
+  }
+  return {};
+}
+
+Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallback& on_output) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  uint64_t id = next_id_++;
+  Json message{{"type", "run"},
+               {"id", id},
+               {"kind", KindName(request.kind)},
+               {"code", request.code},
+               {"fresh", request.fresh},
+               {"timeout_s", request.timeout_s},
+               {"max_output_bytes", request.max_output_bytes},
+               {"cwd", request.cwd}};
+  auto deadline = Clock::now() +
+                  std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(std::max(request.timeout_s, 0.0))) +
+                  kRunDeadlineGrace;
+  cancel_requested_ = false;
+  SBX_TRY(SendRequest(message));
+  run_id_ = id;
+  // A Cancel() that came before run_id_ was set could not name this run: send it now.
+  if (cancel_requested_.exchange(false)) {
+    (void)stream_.Write(agent::EncodeFrame(Json{{"type", "cancel"}, {"id", id}}));
+  }
+
+  size_t delivered[2] = {0, 0};
+  auto on_event = [&](const Json& event) {
+    int64_t stream = agent::GetInt(event, "stream");
+    auto data = agent::GetBytes(event, "data");
+    if ((stream != 1 && stream != 2) || !data) return;
+    delivered[stream - 1] += data->size();
+    if (on_output) on_output(static_cast<int>(stream), *data);
+  };
+  auto answer = Await(id, deadline, on_event);
+  run_id_ = 0;
+  if (!answer) return tl::unexpected(std::move(answer.error()));
+  if (agent::GetString(*answer, "type") != "result") {
+    return Broken("unexpected answer to run: " + agent::GetString(*answer, "type"));
+  }
+
+  RunResult result;
+  auto stdout_text = agent::GetBytes(*answer, "stdout");
+  auto stderr_text = agent::GetBytes(*answer, "stderr");
+  if (!stdout_text || !stderr_text) return Broken("malformed run result from the agent");
+  result.stdout_text = std::move(*stdout_text);
+  result.stderr_text = std::move(*stderr_text);
+  result.exit_code = static_cast<int>(agent::GetInt(*answer, "exit_code"));
+  result.stdout_truncated = agent::GetBool(*answer, "stdout_truncated");
+  result.stderr_truncated = agent::GetBool(*answer, "stderr_truncated");
+  result.timed_out = agent::GetBool(*answer, "timed_out");
+  result.cancelled = agent::GetBool(*answer, "cancelled");
+  result.state_lost = agent::GetBool(*answer, "state_lost");
+  result.worker_killed = agent::GetBool(*answer, "worker_killed");
+  result.term_signal = static_cast<int>(agent::GetInt(*answer, "term_signal"));
+  result.duration_s = agent::GetDouble(*answer, "duration_s");
+  if (auto it = answer->find("artifacts"); it != answer->end() && it->is_array()) {
+    for (const auto& entry : *it) result.artifacts.push_back(FileInfoFromJson(entry));
+  }
+  if (auto it = answer->find("figures"); it != answer->end() && it->is_array()) {
+    for (const auto& entry : *it) {
+      auto png = agent::GetBytes(entry, "png");
+      if (!png) return Broken("malformed figure in the run result");
+      result.figures.push_back(Figure{agent::GetString(entry, "path"), std::move(*png)});
+    }
+  }
+  // Output events stop short of the end (they are throttled): the rest goes out now, so the
+  // callback sees exactly the captured output.
+  if (on_output) {
+    if (result.stdout_text.size() > delivered[0]) {
+      on_output(1, std::string_view(result.stdout_text).substr(delivered[0]));
+    }
+    if (result.stderr_text.size() > delivered[1]) {
+      on_output(2, std::string_view(result.stderr_text).substr(delivered[1]));
+    }
+  }
+  return result;
+}
+
+void AgentClient::Cancel() {
+  cancel_requested_ = true;
+  uint64_t id = run_id_.load();
+  if (id == 0) return;  // Run() sends it itself once the run has an id
+  if (auto written = stream_.Write(agent::EncodeFrame(Json{{"type", "cancel"}, {"id", id}}));
+      !written) {
+    spdlog::debug("agent cancel: {}", written.error().message);
+  }
+}
+
+Result<Json> AgentClient::Call(Json request, const char* expected_type) {
+  uint64_t id = next_id_++;
+  request["id"] = id;
+  SBX_TRY(SendRequest(request));
+  SBX_ASSIGN_OR_RETURN(Json answer, Await(id, Clock::now() + kFileOpDeadline, {}));
+  if (agent::GetString(answer, "type") != expected_type) {
+    return Broken(fmt::format("unexpected answer '{}' to {}", agent::GetString(answer, "type"),
+                              agent::GetString(request, "type")));
+  }
+  return answer;
+}
+
+Status AgentClient::WriteFile(const std::string& path, std::string_view content, bool overwrite,
+                              uint32_t mode) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  SBX_TRY(Call(Json{{"type", "write_file"},
+                    {"path", path},
+                    {"content", agent::Base64Encode(content)},
+                    {"overwrite", overwrite},
+                    {"mode", mode}},
+               "ok"));
+  return {};
+}
+
+Result<std::string> AgentClient::ReadFile(const std::string& path, uint64_t max_bytes) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  SBX_ASSIGN_OR_RETURN(
+      Json answer,
+      Call(Json{{"type", "read_file"}, {"path", path}, {"max_bytes", max_bytes}}, "file"));
+  auto content = agent::GetBytes(answer, "content");
+  if (!content) return Broken("malformed file content from the agent");
+  return content;
+}
+
+Result<FileInfo> AgentClient::Stat(const std::string& path) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  SBX_ASSIGN_OR_RETURN(Json answer, Call(Json{{"type", "stat"}, {"path", path}}, "info"));
+  auto it = answer.find("entry");
+  if (it == answer.end() || !it->is_object()) return Broken("malformed stat answer");
+  return FileInfoFromJson(*it);
+}
+
+Result<std::vector<FileInfo>> AgentClient::ListFiles(const std::string& path, bool recursive) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  SBX_ASSIGN_OR_RETURN(
+      Json answer,
+      Call(Json{{"type", "list"}, {"path", path}, {"recursive", recursive}}, "entries"));
+  std::vector<FileInfo> entries;
+  if (auto it = answer.find("entries"); it != answer.end() && it->is_array()) {
+    for (const auto& entry : *it) entries.push_back(FileInfoFromJson(entry));
+  }
+  return entries;
+}
+
+void AgentClient::Shutdown() {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  uint64_t id = next_id_++;
+  if (SendRequest(Json{{"type", "shutdown"}, {"id", id}})) {
+    (void)Await(id, Clock::now() + kShutdownWait, {});
+  }
+  stream_.CloseWrite();
+}
+
+}  // namespace sandbox

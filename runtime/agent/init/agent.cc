@@ -1,0 +1,715 @@
+#include "runtime/agent/init/agent.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/agent/mime.h"
+
+namespace sandbox::agent {
+
+namespace {
+
+// Output events go out when this much is pending or this long after the previous event, so a
+// chatty cell does not become a frame per write and a quick cell needs no event at all.
+constexpr size_t kOutputEventBytes = 4096;
+constexpr auto kOutputEventInterval = std::chrono::milliseconds(100);
+constexpr size_t kReadChunk = 65536;
+// Bounds one drain of a pipe, so a background writer cannot keep init draining forever.
+constexpr int kMaxDrainReads = 256;
+constexpr size_t kStderrTailBytes = 4096;
+constexpr uint64_t kMaxOutputCap = uint64_t{64} << 20;
+constexpr uint64_t kMaxFigureBytes = uint64_t{32} << 20;
+constexpr size_t kMaxListEntries = 20000;
+constexpr size_t kMaxArtifacts = 1000;
+
+void Log(const std::string& message) {
+  std::string line = "sandbox-init: " + message + "\n";
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+}
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+Json FileEntryJson(const FileEntry& entry) {
+  return Json{{"path", entry.path},
+              {"size", entry.size},
+              {"mime", entry.is_dir ? std::string() : std::string(MimeTypeForPath(entry.path))},
+              {"mtime_ms", entry.mtime_ms},
+              {"is_dir", entry.is_dir}};
+}
+
+// Reads what is available on a non-blocking fd. Returns false at EOF or on a hard error.
+bool ReadAvailable(int fd, std::string& out, int max_reads) {
+  char buf[kReadChunk];
+  for (int i = 0; i < max_reads; ++i) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<size_t>(n));
+      if (static_cast<size_t>(n) < sizeof buf) return true;
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    return errno == EAGAIN || errno == EWOULDBLOCK;
+  }
+  return true;
+}
+
+// Writes all of `data`, waiting for POLLOUT when the fd is non-blocking.
+bool WriteFully(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd p {
+        fd, POLLOUT, 0
+      };
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Agent::Agent(AgentConfig config, int in_fd, int out_fd)
+    : config_(std::move(config)),
+      in_fd_(in_fd),
+      out_fd_(out_fd),
+      files_(config_.data_dir, config_.tmp_dir) {}
+
+Agent::~Agent() {
+  // Whatever is still running goes with init (as it would with pid 1 of a pid namespace).
+  for (Proc* proc : {worker_.get(), run_proc_.get()}) {
+    if (proc != nullptr) ::kill(-proc->child.pid, SIGKILL);
+  }
+}
+
+int Agent::Serve() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int sig : {SIGCHLD, SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, sig);
+  sigprocmask(SIG_BLOCK, &signals, nullptr);
+  signal_fd_.Reset(::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!signal_fd_) {
+    SendError(0, SysError("signalfd").Context("sandbox-init"));
+    return 1;
+  }
+  if (auto started = StartWorker(); !started) {
+    SendError(0, Error(started.error()).Context("starting the Python worker"));
+    return 1;
+  }
+
+  std::vector<struct pollfd> fds;
+  std::vector<std::pair<Proc*, int>> owners;  // what each pollfd is: (proc, 0 control|1|2)
+  while (!stopping_) {
+    fds.clear();
+    owners.clear();
+    fds.push_back({in_fd_, POLLIN, 0});
+    owners.emplace_back(nullptr, -1);
+    fds.push_back({signal_fd_.get(), POLLIN, 0});
+    owners.emplace_back(nullptr, -2);
+    for (Proc* proc : {worker_.get(), run_proc_.get()}) {
+      if (proc == nullptr) continue;
+      if (proc->child.control_read) {
+        fds.push_back({proc->child.control_read.get(), POLLIN, 0});
+        owners.emplace_back(proc, 0);
+      }
+      if (proc->child.stdout_read) {
+        fds.push_back({proc->child.stdout_read.get(), POLLIN, 0});
+        owners.emplace_back(proc, 1);
+      }
+      if (proc->child.stderr_read) {
+        fds.push_back({proc->child.stderr_read.get(), POLLIN, 0});
+        owners.emplace_back(proc, 2);
+      }
+    }
+    int timeout_ms = -1;
+    if (auto timer = NextTimer()) {
+      auto wait = std::chrono::ceil<std::chrono::milliseconds>(*timer - Clock::now()).count();
+      timeout_ms = static_cast<int>(std::clamp<int64_t>(wait, 0, 60000));
+    }
+    int ready = ::poll(fds.data(), static_cast<nfds_t>(fds.size()), timeout_ms);
+    if (ready < 0 && errno != EINTR) {
+      Log("poll failed: " + SysError("poll").message);
+      return 1;
+    }
+    if (ready > 0) {
+      // Children's pipes first (a "done" before the exit that follows it), then signals, then
+      // new requests. A proc may go away while this loop runs: check it is still ours.
+      for (size_t i = 2; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        Proc* proc = owners[i].first;
+        if (proc != worker_.get() && proc != run_proc_.get()) continue;
+        if (owners[i].second == 0) {
+          if (proc->child.control_read.get() == fds[i].fd) HandleControl(*proc);
+        } else {
+          HandleOutput(*proc, owners[i].second);
+        }
+      }
+      if (fds[1].revents != 0) HandleSignals();
+      if (fds[0].revents != 0 && !stopping_) HandleInput();
+    }
+    CheckTimers();
+  }
+  return exit_status_;
+}
+
+Status Agent::StartWorker() {
+  SBX_ASSIGN_OR_RETURN(worker_, SpawnWorker(Proc::Role::kWorker));
+  return {};
+}
+
+Result<std::unique_ptr<Agent::Proc>> Agent::SpawnWorker(Proc::Role role) {
+  ChildSpec spec;
+  spec.executable = config_.python;
+  // -u: unbuffered stdout/stderr, so output streams while a cell runs.
+  spec.argv = {config_.python, "-u", config_.worker_script};
+  spec.env = config_.child_env;
+  spec.cwd = config_.data_dir;
+  spec.control_channel = true;
+  auto proc = std::make_unique<Proc>();
+  proc->role = role;
+  SBX_ASSIGN_OR_RETURN(proc->child, SpawnChild(spec));
+  return proc;
+}
+
+// --- requests --------------------------------------------------------------------------------
+
+void Agent::HandleInput() {
+  char buf[kReadChunk];
+  ssize_t n = ::read(in_fd_, buf, sizeof buf);
+  if (n == 0) {
+    stopping_ = true;  // the host closed the stream: the sandbox is over
+    return;
+  }
+  if (n < 0) {
+    if (errno != EINTR && errno != EAGAIN) stopping_ = true;
+    return;
+  }
+  input_.Append(std::string_view(buf, static_cast<size_t>(n)));
+  for (;;) {
+    auto next = input_.Next();
+    if (!next) {
+      SendError(0, std::move(next.error()).Context("protocol error from the host"));
+      stopping_ = true;
+      exit_status_ = 1;
+      return;
+    }
+    if (!next->has_value()) return;
+    HandleRequest(**next);
+    if (stopping_) return;
+  }
+}
+
+void Agent::HandleRequest(const Json& request) {
+  uint64_t id = GetUint(request, "id");
+  std::string type = GetString(request, "type");
+  if (type == "run") {
+    HandleRun(id, request);
+  } else if (type == "cancel") {
+    HandleCancel(id);
+  } else if (type == "write_file") {
+    HandleWriteFile(id, request);
+  } else if (type == "read_file") {
+    HandleReadFile(id, request);
+  } else if (type == "stat") {
+    HandleStat(id, request);
+  } else if (type == "list") {
+    HandleList(id, request);
+  } else if (type == "shutdown") {
+    Send(Json{{"type", "ok"}, {"id", id}});
+    stopping_ = true;
+  } else {
+    SendError(id, MakeError(ErrorCode::kInvalidArgument, "unknown request type '{}'", type));
+  }
+}
+
+void Agent::HandleRun(uint64_t id, const Json& request) {
+  if (run_) {
+    SendError(id, MakeError(ErrorCode::kSessionBusy, "run {} is still in progress", run_->id));
+    return;
+  }
+  std::string kind = GetString(request, "kind", "python");
+  if (kind != "python" && kind != "shell") {
+    SendError(id, MakeError(ErrorCode::kInvalidArgument, "unknown run kind '{}'", kind));
+    return;
+  }
+  double timeout_s = GetDouble(request, "timeout_s", 60);
+  if (!(timeout_s > 0) || timeout_s > 1e7) {
+    SendError(id,
+              MakeError(ErrorCode::kInvalidArgument, "timeout_s {} is out of range", timeout_s));
+    return;
+  }
+  ActiveRun run;
+  run.id = id;
+  run.shell = kind == "shell";
+  run.fresh = !run.shell && GetBool(request, "fresh");
+  run.code = GetString(request, "code");
+  run.max_output = std::min(GetUint(request, "max_output_bytes", 100 << 10), kMaxOutputCap);
+  run.started = Clock::now();
+  run.last_flush = run.started;
+  run.deadline = run.started + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(timeout_s));
+  run.before = DataSnapshot::Take(config_.data_dir);
+
+  if (run.shell) {
+    auto cwd = files_.Normalize(GetString(request, "cwd", config_.data_dir));
+    struct stat st {};
+    if (cwd && (::stat(cwd->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
+      cwd = Fail(ErrorCode::kInvalidPath, "cwd {} is not a directory", *cwd);
+    }
+    if (!cwd) {
+      SendError(id, cwd.error());
+      return;
+    }
+    ChildSpec spec;
+    spec.executable = "/bin/sh";
+    spec.argv = {"/bin/sh", "-c", run.code};
+    spec.env = config_.child_env;
+    spec.cwd = *cwd;
+    auto child = SpawnChild(spec);
+    if (!child) {
+      SendError(id, std::move(child.error()).Context("starting /bin/sh"));
+      return;
+    }
+    run_proc_ = std::make_unique<Proc>();
+    run_proc_->role = Proc::Role::kShell;
+    run_proc_->child = std::move(*child);
+    run.proc = run_proc_.get();
+    run.code_sent = true;
+    run_ = std::move(run);
+    return;
+  }
+
+  if (run.fresh) {
+    auto fresh = SpawnWorker(Proc::Role::kFreshWorker);
+    if (!fresh) {
+      SendError(id, std::move(fresh.error()).Context("starting a fresh Python worker"));
+      return;
+    }
+    run_proc_ = std::move(*fresh);
+    run.proc = run_proc_.get();
+  } else {
+    if (!worker_) {
+      if (auto started = StartWorker(); !started) {
+        Error error = std::move(started.error()).Context("starting the Python worker");
+        error.code = ErrorCode::kSandboxUnavailable;
+        SendError(id, error);
+        return;
+      }
+    }
+    run.proc = worker_.get();
+  }
+  run_ = std::move(run);
+  if (run_->proc->ready) SendCode();
+}
+
+void Agent::HandleCancel(uint64_t id) {
+  if (!run_ || run_->id != id) return;  // finished already: nothing to cancel
+  run_->cancelled = true;
+  if (!run_->interrupted) {
+    Interrupt();
+  } else if (!run_->killed) {
+    KillRun();  // a second cancel does not wait for the grace period
+  }
+}
+
+void Agent::HandleWriteFile(uint64_t id, const Json& request) {
+  auto content = GetBytes(request, "content");
+  if (!content) {
+    SendError(id, content.error());
+    return;
+  }
+  auto mode = static_cast<uint32_t>(GetUint(request, "mode", 0644));
+  auto written =
+      files_.Write(GetString(request, "path"), *content, GetBool(request, "overwrite", true), mode);
+  if (!written) {
+    SendError(id, written.error());
+    return;
+  }
+  Send(Json{{"type", "ok"}, {"id", id}});
+}
+
+void Agent::HandleReadFile(uint64_t id, const Json& request) {
+  auto content =
+      files_.Read(GetString(request, "path"), GetUint(request, "max_bytes", uint64_t{50} << 20));
+  if (!content) {
+    SendError(id, content.error());
+    return;
+  }
+  Send(Json{{"type", "file"}, {"id", id}, {"content", Base64Encode(*content)}});
+}
+
+void Agent::HandleStat(uint64_t id, const Json& request) {
+  auto entry = files_.Stat(GetString(request, "path"));
+  if (!entry) {
+    SendError(id, entry.error());
+    return;
+  }
+  Send(Json{{"type", "info"}, {"id", id}, {"entry", FileEntryJson(*entry)}});
+}
+
+void Agent::HandleList(uint64_t id, const Json& request) {
+  auto listing =
+      files_.List(GetString(request, "path"), GetBool(request, "recursive"), kMaxListEntries);
+  if (!listing) {
+    SendError(id, listing.error());
+    return;
+  }
+  Json entries = Json::array();
+  for (const auto& entry : listing->entries) entries.push_back(FileEntryJson(entry));
+  Send(Json{{"type", "entries"},
+            {"id", id},
+            {"entries", std::move(entries)},
+            {"truncated", listing->truncated}});
+}
+
+// --- children --------------------------------------------------------------------------------
+
+void Agent::HandleControl(Proc& proc) {
+  std::string data;
+  bool open = ReadAvailable(proc.child.control_read.get(), data, kMaxDrainReads);
+  proc.control.Append(data);
+  for (;;) {
+    auto next = proc.control.Next();
+    if (!next) {
+      // The worker's control channel is sandboxed code's to corrupt; a worker that does is
+      // treated as dead (its exit finishes the run).
+      Log("bad frame from the Python worker: " + next.error().message);
+      ::kill(-proc.child.pid, SIGKILL);
+      proc.child.control_read.Reset();
+      return;
+    }
+    if (!next->has_value()) break;
+    const Json& message = **next;
+    std::string type = GetString(message, "type");
+    if (type == "ready") {
+      proc.ready = true;
+      proc.python_version = GetString(message, "python");
+      OnWorkerReady(proc);
+    } else if (type == "done") {
+      OnWorkerDone(proc, message);
+      return;  // `proc` may be gone (a fresh worker is dropped after its run)
+    }
+  }
+  if (!open) proc.child.control_read.Reset();
+}
+
+void Agent::HandleOutput(Proc& proc, int stream) {
+  Fd& fd = stream == 1 ? proc.child.stdout_read : proc.child.stderr_read;
+  std::string data;
+  bool open = ReadAvailable(fd.get(), data, 16);
+  if (!data.empty()) {
+    if (run_ && run_->proc == &proc) {
+      AddOutput(stream, data);
+    } else if (stream == 2) {
+      // Outside a run (a background thread, a worker that fails to start): keep the tail for
+      // diagnostics, drop the rest.
+      proc.stderr_tail += data;
+      if (proc.stderr_tail.size() > kStderrTailBytes) {
+        proc.stderr_tail.erase(0, proc.stderr_tail.size() - kStderrTailBytes);
+      }
+    }
+  }
+  if (!open) fd.Reset();
+}
+
+void Agent::HandleSignals() {
+  struct signalfd_siginfo info[8];
+  for (;;) {
+    ssize_t n = ::read(signal_fd_.get(), info, sizeof info);
+    if (n <= 0) break;
+    for (size_t i = 0; i < static_cast<size_t>(n) / sizeof info[0]; ++i) {
+      if (info[i].ssi_signo == SIGCHLD) continue;  // reaped below, all at once
+      Log("signal " + std::to_string(info[i].ssi_signo) + ": stopping");
+      stopping_ = true;
+    }
+  }
+  ReapChildren();
+}
+
+void Agent::ReapChildren() {
+  // As pid 1 (or a child subreaper), every orphan of the sandbox ends up here: reap them all,
+  // not only the ones init started, or they stay zombies for the sandbox's life.
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    for (Proc* proc : {worker_.get(), run_proc_.get()}) {
+      if (proc != nullptr && proc->child.pid == pid) {
+        OnProcExit(*proc, status);
+        break;
+      }
+    }
+  }
+}
+
+void Agent::OnProcExit(Proc& proc, int wait_status) {
+  bool persistent = &proc == worker_.get();
+  if (run_ && run_->proc == &proc) {
+    Drain(proc);
+    if (proc.role != Proc::Role::kShell && !run_->code_sent) {
+      std::string tail = proc.stderr_tail;
+      FailRun(MakeError(ErrorCode::kSandboxUnavailable,
+                        "the Python worker exited before it was ready (status {:#x}): {}",
+                        wait_status, tail));
+    } else {
+      Json result;
+      int signal_number = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+      result["exit_code"] = signal_number != 0 ? 128 + signal_number : WEXITSTATUS(wait_status);
+      result["term_signal"] = signal_number;
+      bool worker = proc.role != Proc::Role::kShell;
+      // A worker that ended while running a cell: killed by us (timeout, cancel) or by something
+      // else (the OOM killer, a kill from another process, os._exit in the cell).
+      result["worker_killed"] = worker && signal_number != 0 && !run_->killed;
+      result["state_lost"] = persistent;
+      FinishRun(std::move(result));
+    }
+  } else if (persistent && !proc.ready && !hello_sent_) {
+    SendError(0, MakeError(ErrorCode::kSandboxUnavailable,
+                           "the Python worker exited during startup (status {:#x}): {}",
+                           wait_status, proc.stderr_tail));
+    stopping_ = true;
+    exit_status_ = 1;
+  } else if (persistent && proc.ran_code) {
+    state_lost_pending_ = true;  // died between runs: the next run reports the loss
+  }
+
+  if (persistent) {
+    bool was_ready = worker_->ready;
+    worker_.reset();
+    // Restart now so the next cell does not wait for Python to start; a worker that never got
+    // ready is only retried when a run asks for it, so a broken image cannot make init spin.
+    if (was_ready && !stopping_) {
+      if (auto started = StartWorker(); !started) Log(started.error().message);
+    }
+  } else if (&proc == run_proc_.get()) {
+    run_proc_.reset();
+  }
+}
+
+void Agent::OnWorkerReady(Proc& proc) {
+  if (&proc == worker_.get() && !hello_sent_) SendHello();
+  if (run_ && run_->proc == &proc && !run_->code_sent && !run_->interrupted) SendCode();
+}
+
+void Agent::OnWorkerDone(Proc& proc, const Json& done) {
+  if (!run_ || run_->proc != &proc || run_->killed || GetUint(done, "id") != run_->id) return;
+  proc.ran_code = true;
+  Drain(proc);
+  Json result;
+  result["exit_code"] = GetInt(done, "exit_code", 1);
+  result["term_signal"] = 0;
+  result["worker_killed"] = false;
+  result["state_lost"] = false;
+  Json figures = Json::array();
+  if (auto it = done.find("figures"); it != done.end() && it->is_array()) {
+    for (const auto& path : *it) {
+      if (!path.is_string()) continue;
+      auto png = files_.Read(path.get<std::string>(), kMaxFigureBytes);
+      if (!png) {
+        Log("figure " + path.get<std::string>() + ": " + png.error().message);
+        continue;
+      }
+      figures.push_back(Json{{"path", path}, {"png", Base64Encode(*png)}});
+    }
+  }
+  result["figures"] = std::move(figures);
+  bool fresh = proc.role == Proc::Role::kFreshWorker;
+  FinishRun(std::move(result));
+  if (fresh && run_proc_.get() == &proc) {
+    // A fresh worker is thrown away with everything it started; its zombie is reaped later.
+    ::kill(-proc.child.pid, SIGKILL);
+    run_proc_.reset();
+  }
+}
+
+// --- the run in flight -----------------------------------------------------------------------
+
+void Agent::SendCode() {
+  Proc& proc = *run_->proc;
+  run_->code_sent = true;
+  // The worker reads whole frames before running them, so this blocking write cannot deadlock
+  // on its output; EPIPE (the worker just died) is left to the exit that follows.
+  WriteFully(proc.child.control_write.get(),
+             EncodeFrame(Json{{"type", "run"}, {"id", run_->id}, {"code", run_->code}}));
+}
+
+void Agent::Interrupt() {
+  run_->interrupted = true;
+  pid_t pid = run_->proc->child.pid;
+  if (run_->shell) {
+    ::kill(-pid, SIGTERM);
+  } else if (run_->code_sent) {
+    // KeyboardInterrupt in the cell; the worker survives with its state if it stops in time.
+    ::kill(pid, SIGINT);
+  } else {
+    KillRun();  // still starting: nothing to interrupt gracefully
+    return;
+  }
+  run_->kill_at = Clock::now() + config_.interrupt_grace;
+}
+
+void Agent::KillRun() {
+  run_->killed = true;
+  run_->kill_at.reset();
+  // The whole group: background children of the cell go too. The result is sent when the
+  // worker (or shell) has been reaped.
+  ::kill(-run_->proc->child.pid, SIGKILL);
+}
+
+std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
+  if (!run_) return std::nullopt;
+  std::optional<Clock::time_point> next;
+  auto consider = [&next](Clock::time_point t) {
+    if (!next || t < *next) next = t;
+  };
+  if (!run_->interrupted) consider(run_->deadline);
+  if (run_->kill_at) consider(*run_->kill_at);
+  for (const auto& capture : run_->output) {
+    if (capture.kept.size() > capture.sent) consider(run_->last_flush + kOutputEventInterval);
+  }
+  return next;
+}
+
+void Agent::CheckTimers() {
+  if (!run_) return;
+  auto now = Clock::now();
+  if (!run_->interrupted && now >= run_->deadline) {
+    run_->timed_out = true;
+    Interrupt();
+  }
+  if (run_ && run_->kill_at && now >= *run_->kill_at && !run_->killed) KillRun();
+  if (run_) FlushOutput(false);
+}
+
+void Agent::AddOutput(int stream, std::string_view data) {
+  Capture& capture = run_->output[stream - 1];
+  size_t room = run_->max_output > capture.kept.size()
+                    ? static_cast<size_t>(run_->max_output - capture.kept.size())
+                    : 0;
+  if (data.size() > room) {
+    capture.truncated = true;
+    data = data.substr(0, room);  // keep reading the pipe, keep nothing more
+  }
+  capture.kept.append(data);
+  FlushOutput(false);
+}
+
+void Agent::FlushOutput(bool force) {
+  size_t pending = 0;
+  for (const auto& capture : run_->output) pending += capture.kept.size() - capture.sent;
+  if (pending == 0) return;
+  auto now = Clock::now();
+  if (!force && pending < kOutputEventBytes && now - run_->last_flush < kOutputEventInterval)
+    return;
+  for (int stream = 1; stream <= 2; ++stream) {
+    Capture& capture = run_->output[stream - 1];
+    if (capture.kept.size() == capture.sent) continue;
+    std::string_view chunk = std::string_view(capture.kept).substr(capture.sent);
+    Send(Json{
+        {"type", "output"}, {"id", run_->id}, {"stream", stream}, {"data", Base64Encode(chunk)}});
+    capture.sent = capture.kept.size();
+  }
+  run_->last_flush = now;
+}
+
+void Agent::Drain(Proc& proc) {
+  for (int stream = 1; stream <= 2; ++stream) {
+    Fd& fd = stream == 1 ? proc.child.stdout_read : proc.child.stderr_read;
+    if (!fd) continue;
+    std::string data;
+    bool open = ReadAvailable(fd.get(), data, kMaxDrainReads);
+    if (!data.empty()) {
+      if (run_ && run_->proc == &proc) {
+        AddOutput(stream, data);
+      } else if (stream == 2) {
+        proc.stderr_tail += data;
+      }
+    }
+    if (!open) fd.Reset();
+  }
+  if (proc.stderr_tail.size() > kStderrTailBytes) {
+    proc.stderr_tail.erase(0, proc.stderr_tail.size() - kStderrTailBytes);
+  }
+}
+
+void Agent::FinishRun(Json result) {
+  ActiveRun& run = *run_;
+  result["type"] = "result";
+  result["id"] = run.id;
+  result["stdout"] = Base64Encode(run.output[0].kept);
+  result["stderr"] = Base64Encode(run.output[1].kept);
+  result["stdout_truncated"] = run.output[0].truncated;
+  result["stderr_truncated"] = run.output[1].truncated;
+  result["timed_out"] = run.timed_out;
+  result["cancelled"] = run.cancelled;
+  if (!run.shell && !run.fresh && state_lost_pending_) {
+    result["state_lost"] = true;
+    state_lost_pending_ = false;
+  }
+  if (!result.contains("figures")) result["figures"] = Json::array();
+  result["duration_s"] = Seconds(Clock::now() - run.started);
+  Json artifacts = Json::array();
+  for (const auto& file : run.before.ChangedIn(DataSnapshot::Take(config_.data_dir))) {
+    if (artifacts.size() >= kMaxArtifacts) break;
+    artifacts.push_back(Json{{"path", file.path},
+                             {"size", file.size},
+                             {"mime", std::string(MimeTypeForPath(file.path))},
+                             {"mtime_ms", file.mtime_ms}});
+  }
+  result["artifacts"] = std::move(artifacts);
+  run_.reset();
+  Send(result);
+}
+
+void Agent::FailRun(const Error& error) {
+  uint64_t id = run_->id;
+  run_.reset();
+  SendError(id, error);
+}
+
+// --- to the host -----------------------------------------------------------------------------
+
+void Agent::Send(const Json& message) {
+  if (!WriteFully(out_fd_, EncodeFrame(message))) {
+    stopping_ = true;  // the host is gone
+  }
+}
+
+void Agent::SendError(uint64_t id, const Error& error) {
+  Send(Json{{"type", "error"},
+            {"id", id},
+            {"code", std::string(ErrorCodeName(error.code))},
+            {"message", error.message}});
+}
+
+void Agent::SendHello() {
+  hello_sent_ = true;
+  Send(Json{{"type", "hello"},
+            {"id", 0},
+            {"protocol", kProtocolVersion},
+            {"init_pid", ::getpid()},
+            {"worker_pid", worker_->child.pid},
+            {"python", worker_->python_version},
+            {"data_dir", config_.data_dir},
+            {"tmp_dir", config_.tmp_dir}});
+}
+
+}  // namespace sandbox::agent

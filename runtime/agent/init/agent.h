@@ -1,0 +1,135 @@
+// Runs in: sandbox-init, the first process of every sandbox. Agent serves the agent protocol
+// (runtime/agent/PROTOCOL.md) on one input and one output fd, supervises the persistent Python
+// worker, fresh workers and shell commands, and reaps every child that ends up with it.
+// Single-threaded: one poll() loop over the protocol fd, a signalfd and the children's pipes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/agent/init/child_process.h"
+#include "runtime/agent/init/data_snapshot.h"
+#include "runtime/agent/init/file_ops.h"
+#include "runtime/agent/wire.h"
+#include "runtime/base/fd.h"
+#include "runtime/base/result.h"
+
+namespace sandbox::agent {
+
+struct AgentConfig {
+  std::string data_dir;                // realpath; /mnt/data in a sandbox
+  std::string tmp_dir;                 // realpath; /tmp in a sandbox
+  std::string python;                  // absolute path of the interpreter
+  std::string worker_script;           // worker.py
+  std::vector<std::string> child_env;  // environment of the worker and of shell commands
+  // After SIGINT (Python) or SIGTERM (shell), how long the run may take to stop by itself
+  // before its process group is killed.
+  std::chrono::milliseconds interrupt_grace{1000};
+};
+
+class Agent {
+ public:
+  Agent(AgentConfig config, int in_fd, int out_fd);
+  ~Agent();
+
+  // Starts the worker, says hello, and serves requests until `shutdown`, EOF on the input or
+  // SIGTERM/SIGINT/SIGHUP. Returns init's exit status (1 when the worker cannot start at all).
+  int Serve();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // A child init supervises: a Python worker (persistent or fresh) or a shell command.
+  struct Proc {
+    enum class Role { kWorker, kFreshWorker, kShell };
+    Role role = Role::kWorker;
+    ChildProcess child;
+    FrameDecoder control;
+    bool ready = false;     // a worker sent "ready"
+    bool ran_code = false;  // a worker has run a cell, so its death loses state
+    std::string python_version;
+    std::string stderr_tail;  // stderr outside runs, kept for startup failures
+  };
+
+  struct Capture {
+    std::string kept;  // up to max_output_bytes
+    bool truncated = false;
+    size_t sent = 0;  // bytes of `kept` already sent in output events
+  };
+
+  struct ActiveRun {
+    uint64_t id = 0;
+    bool shell = false;
+    bool fresh = false;
+    std::string code;
+    uint64_t max_output = 0;
+    Clock::time_point started;
+    Clock::time_point deadline;
+    std::optional<Clock::time_point> kill_at;  // end of the interrupt grace
+    Clock::time_point last_flush;
+    Proc* proc = nullptr;    // worker_ or run_proc_
+    bool code_sent = false;  // Python: the cell went to the worker
+    bool interrupted = false;
+    bool killed = false;  // we sent SIGKILL to the group
+    bool timed_out = false;
+    bool cancelled = false;
+    Capture output[2];  // stdout, stderr
+    DataSnapshot before;
+  };
+
+  Status StartWorker();
+  Result<std::unique_ptr<Proc>> SpawnWorker(Proc::Role role);
+
+  void HandleInput();
+  void HandleRequest(const Json& request);
+  void HandleRun(uint64_t id, const Json& request);
+  void HandleCancel(uint64_t id);
+  void HandleWriteFile(uint64_t id, const Json& request);
+  void HandleReadFile(uint64_t id, const Json& request);
+  void HandleStat(uint64_t id, const Json& request);
+  void HandleList(uint64_t id, const Json& request);
+
+  void HandleControl(Proc& proc);
+  void HandleOutput(Proc& proc, int stream);
+  void HandleSignals();
+  void ReapChildren();
+  void OnProcExit(Proc& proc, int wait_status);
+  void OnWorkerReady(Proc& proc);
+  void OnWorkerDone(Proc& proc, const Json& done);
+
+  void SendCode();
+  void Interrupt();
+  void KillRun();
+  void CheckTimers();
+  std::optional<Clock::time_point> NextTimer() const;
+  void AddOutput(int stream, std::string_view data);
+  void FlushOutput(bool force);
+  void Drain(Proc& proc);
+  void FinishRun(Json result);
+  void FailRun(const Error& error);
+
+  void Send(const Json& message);
+  void SendError(uint64_t id, const Error& error);
+  void SendHello();
+
+  AgentConfig config_;
+  int in_fd_;
+  int out_fd_;
+  FileOps files_;
+  FrameDecoder input_;
+  Fd signal_fd_;
+  std::unique_ptr<Proc> worker_;    // the persistent Python worker
+  std::unique_ptr<Proc> run_proc_;  // the fresh worker or shell of the run in flight
+  std::optional<ActiveRun> run_;
+  bool hello_sent_ = false;
+  bool state_lost_pending_ = false;  // the worker died between runs: tell the next run
+  bool stopping_ = false;
+  int exit_status_ = 0;
+};
+
+}  // namespace sandbox::agent

@@ -1,0 +1,44 @@
+// Runs in: sandbox-init. What the data directory held before a run, so that files new or changed
+// by the run can be reported as artifacts afterwards.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sandbox::agent {
+
+struct FileStamp {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  ino_t inode = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
+struct ChangedFile {
+  std::string path;  // absolute
+  uint64_t size = 0;
+  int64_t mtime_ms = 0;
+};
+
+// Regular files under a directory, keyed by absolute path. Symlinks are not followed, and
+// __pycache__ directories are skipped (bytecode of a module the user imported is not an artifact).
+class DataSnapshot {
+ public:
+  // Walks `root` (depth and entry count are bounded, so a huge tree costs a bounded time).
+  static DataSnapshot Take(const std::string& root);
+
+  // Files in `after` that are not in this snapshot or whose stamp differs, sorted by path.
+  std::vector<ChangedFile> ChangedIn(const DataSnapshot& after) const;
+
+  size_t size() const { return files_.size(); }
+
+ private:
+  std::unordered_map<std::string, FileStamp> files_;
+};
+
+}  // namespace sandbox::agent
