@@ -23,6 +23,11 @@ struct SandboxSpec {
   Limits limits;
   std::string agent_dir;          // host dir holding sandbox-init and worker.py, seen at /.sandbox
   std::string wheelhouse;         // optional host dir, mounted read-only at /mnt/wheelhouse
+  // Docker backend only: the image reference in the daemon ("" = image_name), and the
+  // docker-save / OCI archive (`image build` output) to POST /images/load when the daemon
+  // lacks that image ("" = none: a missing image is an error).
+  std::string docker_image;
+  std::string image_archive;
 };
 
 // What a sandbox has used so far, where the backend can tell.

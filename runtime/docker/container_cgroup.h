@@ -1,0 +1,40 @@
+// A container's resource usage read straight from its cgroup on this host. The cgroup is found
+// from the container's init pid (State.Pid) through /proc/<pid>/cgroup and /proc/self/mountinfo,
+// and must name the container id (so a recycled pid is never read). A few file reads: fast
+// enough to call around every run, unlike GET /containers/{id}/stats, which samples for about a
+// second; and exact about OOM kills (memory.oom_control / memory.events "oom_kill"), which the
+// daemon's "oom" events only report asynchronously. Unavailable when the daemon runs in another
+// pid namespace or machine: the backend then falls back to the Engine API.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+
+namespace sandbox::docker {
+
+struct ContainerCgroupPaths {
+  bool v2 = false;
+  std::string memory;  // the container's group in the memory hierarchy (v2: the one group)
+  std::string pids;
+  std::string cpu;  // cpuacct on v1
+};
+
+// Pure: resolves the groups from the text of /proc/<pid>/cgroup and /proc/self/mountinfo.
+// nullopt when the memory group is not found or does not name `container_id`.
+std::optional<ContainerCgroupPaths> ResolveContainerCgroup(std::string_view proc_cgroup,
+                                                           std::string_view mountinfo,
+                                                           std::string_view container_id);
+
+// Reads /proc/<pid>/cgroup and /proc/self/mountinfo, then resolves (kNotFound when it cannot).
+Result<ContainerCgroupPaths> FindContainerCgroup(pid_t pid, std::string_view container_id);
+
+// Current usage; fields whose files are missing stay 0.
+SandboxUsage ReadContainerUsage(const ContainerCgroupPaths& paths);
+
+}  // namespace sandbox::docker

@@ -1,0 +1,133 @@
+#include "runtime/docker/container_spec.h"
+
+#include <cmath>
+
+namespace sandbox::docker {
+namespace {
+
+bool IsNameSafe(const std::string& text) {
+  if (text.empty() || text.size() > 64) return false;
+  for (char c : text) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Options of a tmpfs mount (tmpfs(5)). Docker's defaults would add noexec; Python packages
+// installed or built under /tmp need exec, and the rootfs stays read-only anyway.
+std::string TmpfsOptions(uint64_t size_bytes, const std::string& ownership) {
+  return fmt::format("rw,exec,nosuid,nodev,size={},{}", size_bytes, ownership);
+}
+
+nlohmann::json Ulimit(const char* name, uint64_t value) {
+  return {{"Name", name}, {"Soft", value}, {"Hard", value}};
+}
+
+}  // namespace
+
+std::string ContainerNameFor(const std::string& session_id) { return "mcp-sandbox-" + session_id; }
+
+Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::string& image,
+                                       const std::string& owner,
+                                       const std::string& seccomp_profile_json) {
+  if (!IsNameSafe(spec.session_id)) {
+    return Fail(ErrorCode::kInvalidArgument, "session id '{}' cannot name a container",
+                spec.session_id);
+  }
+  if (image.empty()) return Fail(ErrorCode::kInvalidArgument, "no Docker image given");
+  if (spec.agent_dir.empty() || spec.agent_dir[0] != '/') {
+    return Fail(ErrorCode::kInvalidArgument, "agent dir '{}' is not an absolute path",
+                spec.agent_dir);
+  }
+  if (!spec.wheelhouse.empty() && spec.wheelhouse[0] != '/') {
+    return Fail(ErrorCode::kInvalidArgument, "wheelhouse '{}' is not an absolute path",
+                spec.wheelhouse);
+  }
+  ContainerSpec container;
+  container.name = ContainerNameFor(spec.session_id);
+  container.image = image;
+  container.command = {kAgentInit};
+  container.env = spec.env;
+  container.working_dir = spec.workdir.empty() ? "/mnt/data" : spec.workdir;
+  container.labels = {{kSessionLabel, spec.session_id},
+                      {kOwnerLabel, owner},
+                      {kImageLabel, spec.image_name.empty() ? image : spec.image_name}};
+  container.binds.push_back({spec.agent_dir, kAgentMountPoint, true});
+  if (!spec.wheelhouse.empty()) {
+    container.binds.push_back({spec.wheelhouse, kWheelhouseMountPoint, true});
+  }
+  container.limits = spec.limits;
+  container.seccomp_profile_json = seccomp_profile_json;
+  return container;
+}
+
+nlohmann::json CreateContainerBody(const ContainerSpec& spec) {
+  const Limits& limits = spec.limits;
+  nlohmann::json mounts = nlohmann::json::array();
+  for (const BindMount& bind : spec.binds) {
+    mounts.push_back({{"Type", "bind"},
+                      {"Source", bind.source},
+                      {"Target", bind.target},
+                      {"ReadOnly", bind.read_only},
+                      {"BindOptions", {{"Propagation", "rprivate"}}}});
+  }
+  nlohmann::json security_opt = nlohmann::json::array({"no-new-privileges:true"});
+  if (!spec.seccomp_profile_json.empty()) {
+    security_opt.push_back("seccomp=" + spec.seccomp_profile_json);
+  }
+  nlohmann::json host_config = {
+      {"NetworkMode", "none"},
+      {"CapDrop", {"ALL"}},
+      {"CapAdd", nlohmann::json::array()},
+      {"Privileged", false},
+      {"ReadonlyRootfs", true},
+      {"SecurityOpt", security_opt},
+      {"Memory", limits.memory_bytes},
+      // MemorySwap is memory plus swap: equal to Memory means no swap at all.
+      {"MemorySwap", limits.memory_bytes},
+      {"PidsLimit", limits.pids},
+      {"Ulimits",
+       {Ulimit("core", 0), Ulimit("nofile", limits.open_files),
+        Ulimit("fsize", limits.file_size_bytes)}},
+      {"Tmpfs",
+       {{"/tmp", TmpfsOptions(limits.tmp_bytes, "mode=1777")},
+        {"/mnt/data", TmpfsOptions(limits.disk_bytes, "mode=0755,uid=1000,gid=1000")}}},
+      {"Mounts", mounts},
+      {"Init", true},
+      {"IpcMode", "private"},
+      {"CgroupnsMode", "private"},
+      {"AutoRemove", false},  // removed explicitly, so a crash leaves it for the sweep to find
+      {"RestartPolicy", {{"Name", "no"}}},
+  };
+  if (limits.cpus > 0) {
+    host_config["NanoCpus"] = static_cast<int64_t>(std::llround(limits.cpus * 1e9));
+  }
+  nlohmann::json labels = nlohmann::json::object();
+  for (const auto& [key, value] : spec.labels) labels[key] = value;
+  return {
+      {"Image", spec.image},
+      // The whole argv as Entrypoint (and no Cmd), so an image ENTRYPOINT cannot wrap it.
+      {"Entrypoint", spec.command},
+      {"Cmd", nlohmann::json::array()},
+      {"Env", spec.env},
+      {"WorkingDir", spec.working_dir},
+      {"User", spec.user},
+      {"Hostname", spec.hostname},
+      {"Labels", labels},
+      {"Tty", false},
+      // The agent's protocol runs over stdin/stdout of the attach connection. StdinOnce closes
+      // the container's stdin when that connection closes, so the agent sees EOF when the
+      // server goes away (ByteStream::CloseWrite, or a crash) instead of running on unseen.
+      {"OpenStdin", true},
+      {"StdinOnce", true},
+      {"AttachStdin", true},
+      {"AttachStdout", true},
+      {"AttachStderr", true},
+      {"NetworkDisabled", true},
+      {"HostConfig", host_config},
+  };
+}
+
+}  // namespace sandbox::docker

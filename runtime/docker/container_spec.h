@@ -1,0 +1,64 @@
+// The container one sandbox runs in, as plain data, and its POST /containers/create body.
+// The hardening lives here so it can be read and unit-tested in one place: no network, every
+// capability dropped, read-only rootfs, no-new-privileges, the project's seccomp profile,
+// memory (without swap), cpu, pids, ulimits, size-capped tmpfs for /tmp and /mnt/data, uid 1000,
+// tini as pid 1, private ipc and cgroup namespaces, and labels for the orphan sweep.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+#include "runtime/limits.h"
+
+namespace sandbox::docker {
+
+// Labels on every container we create; the sweep finds containers by kSessionLabel.
+inline constexpr const char* kSessionLabel = "mcp-sandbox.session";
+inline constexpr const char* kOwnerLabel = "mcp-sandbox.owner";
+inline constexpr const char* kImageLabel = "mcp-sandbox.image";
+
+// Where the host's agent dir is seen inside the sandbox, and the agent's entry point.
+inline constexpr const char* kAgentMountPoint = "/.sandbox";
+inline constexpr const char* kAgentInit = "/.sandbox/sandbox-init";
+inline constexpr const char* kWheelhouseMountPoint = "/mnt/wheelhouse";
+inline constexpr const char* kSandboxUser = "1000:1000";
+
+struct BindMount {
+  std::string source;  // host path
+  std::string target;  // path inside the container
+  bool read_only = true;
+};
+
+struct ContainerSpec {
+  std::string name;                  // "mcp-sandbox-<session id>"
+  std::string image;                 // image reference known to the daemon
+  std::vector<std::string> command;  // argv of the main process (run by tini)
+  std::vector<std::string> env;      // KEY=VALUE
+  std::string working_dir;
+  std::string user = kSandboxUser;
+  std::string hostname = "sandbox";
+  std::map<std::string, std::string> labels;
+  std::vector<BindMount> binds;
+  Limits limits;
+  std::string seccomp_profile_json;  // "" = the daemon's default profile
+};
+
+// "mcp-sandbox-<session id>".
+std::string ContainerNameFor(const std::string& session_id);
+
+// The container for `spec`: the agent dir bound read-only at /.sandbox and run as the command,
+// the wheelhouse (if any) read-only at /mnt/wheelhouse. Fails with kInvalidArgument on a
+// session id that cannot name a container or on relative host paths.
+Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::string& image,
+                                       const std::string& owner,
+                                       const std::string& seccomp_profile_json);
+
+// The JSON body of POST /containers/create for `spec`.
+nlohmann::json CreateContainerBody(const ContainerSpec& spec);
+
+}  // namespace sandbox::docker

@@ -1,0 +1,242 @@
+#include "runtime/docker/docker_backend.h"
+
+#include <cstdlib>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/docker/attach_stream.h"
+#include "runtime/docker/container_cgroup.h"
+#include "runtime/docker/container_spec.h"
+#include "runtime/docker/docker_limits.h"
+#include "runtime/docker/owner.h"
+#include "runtime/docker/unix_http.h"
+
+#ifdef SANDBOX_HAVE_SECCOMP
+#include "seccomp/policy.h"
+#endif
+
+namespace sandbox::docker {
+namespace {
+
+using Millis = std::chrono::duration<double, std::milli>;
+
+uint64_t UintAt(const nlohmann::json& object, const nlohmann::json::json_pointer& pointer) {
+  if (!object.contains(pointer)) return 0;
+  const nlohmann::json& value = object.at(pointer);
+  return value.is_number_unsigned() || value.is_number_integer() ? value.get<uint64_t>() : 0;
+}
+
+class DockerSandbox : public Sandbox {
+ public:
+  DockerSandbox(std::shared_ptr<EngineClient> engine, std::string id, std::string session_id,
+                std::unique_ptr<AttachStream> stream, EnforcedLimits limits,
+                std::optional<ContainerCgroupPaths> cgroup, int64_t started_unix)
+      : engine_(std::move(engine)),
+        id_(std::move(id)),
+        session_id_(std::move(session_id)),
+        stream_(std::move(stream)),
+        limits_(std::move(limits)),
+        cgroup_(std::move(cgroup)),
+        started_unix_(started_unix) {}
+
+  ~DockerSandbox() override {
+    // DELETE ?force=1 kills what still runs; the attach stream then ends.
+    if (auto removed = engine_->RemoveContainer(id_); !removed) {
+      spdlog::error("session {}: remove container {}: {}", session_id_, id_.substr(0, 12),
+                    removed.error().message);
+    }
+  }
+
+  ByteStream& stream() override { return *stream_; }
+  Status Kill() override { return engine_->KillContainer(id_); }
+  const EnforcedLimits& enforced_limits() const override { return limits_; }
+  std::string backend_name() const override { return "docker"; }
+
+  SandboxUsage Usage() override {
+    if (cgroup_) return ReadContainerUsage(*cgroup_);
+    SandboxUsage usage;
+    if (auto stats = engine_->ContainerStats(id_)) {
+      using Pointer = nlohmann::json::json_pointer;
+      usage.memory_bytes = UintAt(*stats, Pointer("/memory_stats/usage"));
+      usage.memory_peak_bytes = UintAt(*stats, Pointer("/memory_stats/max_usage"));
+      usage.pids = static_cast<uint32_t>(UintAt(*stats, Pointer("/pids_stats/current")));
+      usage.cpu_seconds =
+          static_cast<double>(UintAt(*stats, Pointer("/cpu_stats/cpu_usage/total_usage"))) / 1e9;
+    } else {
+      spdlog::debug("session {}: container stats: {}", session_id_, stats.error().message);
+    }
+    // The daemon emits "oom" whenever the container's memory cgroup kills a process, also
+    // when that is not the container's init (unlike State.OOMKilled).
+    if (auto ooms = engine_->CountContainerEvents(id_, "oom", started_unix_)) {
+      usage.oom_kills = static_cast<uint64_t>(*ooms);
+    } else {
+      spdlog::debug("session {}: oom events: {}", session_id_, ooms.error().message);
+    }
+    return usage;
+  }
+
+ private:
+  std::shared_ptr<EngineClient> engine_;
+  std::string id_;
+  std::string session_id_;
+  std::unique_ptr<AttachStream> stream_;
+  EnforcedLimits limits_;
+  std::optional<ContainerCgroupPaths> cgroup_;
+  int64_t started_unix_;
+};
+
+// Removes a half-made container unless released.
+class ContainerGuard {
+ public:
+  ContainerGuard(const EngineClient& engine, std::string id)
+      : engine_(engine), id_(std::move(id)) {}
+  ~ContainerGuard() {
+    if (id_.empty()) return;
+    if (auto removed = engine_.RemoveContainer(id_); !removed) {
+      spdlog::error("remove half-made container {}: {}", id_.substr(0, 12),
+                    removed.error().message);
+    }
+  }
+  void Release() { id_.clear(); }
+
+ private:
+  const EngineClient& engine_;
+  std::string id_;
+};
+
+std::string DefaultSeccompProfile() {
+#ifdef SANDBOX_HAVE_SECCOMP
+  return seccomp::DockerProfileJson();
+#else
+  spdlog::warn(
+      "mcp-sandbox was built without its seccomp library: Docker sandboxes get the "
+      "daemon's default seccomp profile");
+  return "";
+#endif
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DockerBackend>> DockerBackend::Connect(DockerBackendOptions options) {
+  if (options.socket_path.empty()) {
+    SBX_ASSIGN_OR_RETURN(options.socket_path, DockerSocketPath(std::getenv("DOCKER_HOST")));
+  }
+  SBX_ASSIGN_OR_RETURN(std::unique_ptr<EngineClient> engine,
+                       EngineClient::Connect(options.socket_path));
+  const DaemonInfo& info = engine->info();
+  spdlog::info("Docker daemon {} at {}: API {} (daemon's newest {}), cgroup v{} ({})",
+               info.server_version, options.socket_path, info.api_version.ToString(),
+               info.server_api_version.ToString(), info.cgroup_version, info.cgroup_driver);
+  return std::unique_ptr<DockerBackend>(new DockerBackend(std::move(engine), std::move(options)));
+}
+
+DockerBackend::DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackendOptions options)
+    : engine_(std::move(engine)),
+      owner_(options.owner.empty() ? CurrentOwner() : options.owner),
+      seccomp_profile_json_(options.seccomp_profile_json ? *options.seccomp_profile_json
+                                                         : DefaultSeccompProfile()),
+      usage_from_engine_api_(options.usage_from_engine_api) {}
+
+Status DockerBackend::EnsureImage(const std::string& image, const std::string& archive) {
+  std::lock_guard<std::mutex> lock(image_mutex_);
+  SBX_ASSIGN_OR_RETURN(bool present, engine_->ImageExists(image));
+  if (present) return {};
+  if (archive.empty()) {
+    return Fail(ErrorCode::kNotFound,
+                "image {} is not in the Docker daemon and no image archive was given to load "
+                "(run `mcp-sandbox image build`)",
+                image);
+  }
+  spdlog::info("loading image {} into the Docker daemon from {}", image, archive);
+  auto started = Clock::now();
+  SBX_TRY(engine_->LoadImage(archive));
+  SBX_ASSIGN_OR_RETURN(present, engine_->ImageExists(image));
+  if (!present) {
+    return Fail(ErrorCode::kNotFound, "{} loaded, but it does not provide image {}", archive,
+                image);
+  }
+  spdlog::info("loaded image {} in {:.0f} ms", image, Millis(Clock::now() - started).count());
+  return {};
+}
+
+Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
+  auto t0 = Clock::now();
+  const std::string& image = spec.docker_image.empty() ? spec.image_name : spec.docker_image;
+  SBX_TRY(EnsureImage(image, spec.image_archive).map_error([&](Error e) {
+    return std::move(e).Context("docker image");
+  }));
+  SBX_ASSIGN_OR_RETURN(ContainerSpec container,
+                       ContainerSpecFor(spec, image, owner_, seccomp_profile_json_));
+  auto t1 = Clock::now();
+  SBX_ASSIGN_OR_RETURN(
+      CreatedContainer created,
+      engine_->CreateContainer(container.name, CreateContainerBody(container))
+          .map_error([](Error e) { return std::move(e).Context("create container"); }));
+  ContainerGuard guard(*engine_, created.id);
+  for (const std::string& warning : created.warnings) {
+    spdlog::warn("session {}: Docker: {}", spec.session_id, warning);
+  }
+  auto t2 = Clock::now();
+  // Attach before start: the agent's first bytes (its hello) must not be lost.
+  SBX_ASSIGN_OR_RETURN(HijackedConnection connection,
+                       engine_->AttachContainer(created.id).map_error([](Error e) {
+                         return std::move(e).Context("attach container");
+                       }));
+  auto stream = std::make_unique<AttachStream>(std::move(connection), spec.session_id);
+  auto t3 = Clock::now();
+  int64_t started_unix = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  SBX_TRY(engine_->StartContainer(created.id).map_error([](Error e) {
+    return std::move(e).Context("start container");
+  }));
+  auto t4 = Clock::now();
+  SBX_ASSIGN_OR_RETURN(nlohmann::json inspected, engine_->InspectContainer(created.id));
+  EnforcedLimits limits = PlanDockerLimits(spec.limits, engine_->info());
+  if (auto host_config = inspected.find("HostConfig"); host_config != inspected.end()) {
+    limits = CorrectFromHostConfig(std::move(limits), *host_config);
+  }
+  std::optional<ContainerCgroupPaths> cgroup;
+  if (!usage_from_engine_api_) {
+    int64_t pid =
+        static_cast<int64_t>(UintAt(inspected, nlohmann::json::json_pointer("/State/Pid")));
+    if (auto found = FindContainerCgroup(static_cast<pid_t>(pid), created.id)) {
+      cgroup = std::move(*found);
+    } else {
+      spdlog::debug("session {}: usage through the Engine API: {}", spec.session_id,
+                    found.error().message);
+    }
+  }
+  guard.Release();
+  spdlog::debug(
+      "session {}: container {} image {:.1f} ms, create {:.1f} ms, attach {:.1f} ms, "
+      "start {:.1f} ms, inspect {:.1f} ms",
+      spec.session_id, created.id.substr(0, 12), Millis(t1 - t0).count(), Millis(t2 - t1).count(),
+      Millis(t3 - t2).count(), Millis(t4 - t3).count(), Millis(Clock::now() - t4).count());
+  return std::unique_ptr<Sandbox>(new DockerSandbox(engine_, created.id, spec.session_id,
+                                                    std::move(stream), std::move(limits),
+                                                    std::move(cgroup), started_unix));
+}
+
+EnforcedLimits DockerBackend::PlanLimits(const Limits& limits) const {
+  return PlanDockerLimits(limits, engine_->info());
+}
+
+Result<int> DockerBackend::SweepOrphans() {
+  SBX_ASSIGN_OR_RETURN(std::vector<ContainerSummary> containers,
+                       engine_->ListContainers(kSessionLabel));
+  int swept = 0;
+  for (const ContainerSummary& container : containers) {
+    auto owner = container.labels.find(kOwnerLabel);
+    if (owner != container.labels.end() && OwnerIsAlive(owner->second)) continue;
+    if (auto removed = engine_->RemoveContainer(container.id); !removed) {
+      spdlog::warn("sweep: remove container {}: {}", container.name, removed.error().message);
+      continue;
+    }
+    spdlog::info("swept container {} left by a server that is gone", container.name);
+    ++swept;
+  }
+  return swept;
+}
+
+}  // namespace sandbox::docker

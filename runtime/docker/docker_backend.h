@@ -1,0 +1,62 @@
+// DockerBackend: sandboxes as hardened Docker containers, driven through the Engine API on a
+// unix socket (DESIGN.md "Docker fallback"). Each sandbox is one container running the same
+// agent as the namespace backend, bound read-only at /.sandbox, connected over a hijacked
+// attach stream. Kill = POST /kill; destruction = DELETE ?force=1. Containers carry labels
+// naming their session and owning server, so a restarted server sweeps what a crashed one left.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "runtime/backend.h"
+#include "runtime/docker/engine_client.h"
+
+namespace sandbox::docker {
+
+struct DockerBackendOptions {
+  std::string socket_path;  // "" = from DOCKER_HOST (unix:// only), else /var/run/docker.sock
+  std::string owner;        // "" = this process (see owner.h)
+  // The seccomp profile (Docker's JSON format). Unset = the project's policy
+  // (seccomp::DockerProfileJson) when the seccomp library is built; "" = the daemon's default.
+  std::optional<std::string> seccomp_profile_json;
+  // Read usage through the Engine API (stats, oom events) even when the container's cgroup is
+  // visible on this host. Slower (about 1 s per Usage call); for tests and remote daemons.
+  bool usage_from_engine_api = false;
+};
+
+class DockerBackend : public Backend {
+ public:
+  // Connects to the daemon and negotiates the API version. Fails with kSandboxUnavailable,
+  // saying why, when no usable daemon answers (for doctor and the automatic backend choice).
+  static Result<std::unique_ptr<DockerBackend>> Connect(DockerBackendOptions options = {});
+
+  std::string name() const override { return "docker"; }
+  // Ensures the image (loading spec.image_archive if the daemon lacks it), creates the
+  // container, attaches, starts. A failure after create removes the container again.
+  Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) override;
+  EnforcedLimits PlanLimits(const Limits& limits) const override;
+  // Removes every container labelled mcp-sandbox.session whose owning server is gone.
+  Result<int> SweepOrphans() override;
+
+  // Makes `image` known to the daemon: nothing when present, else POST /images/load of
+  // `archive` (kNotFound when there is no archive). Serialized: concurrent starts load once.
+  Status EnsureImage(const std::string& image, const std::string& archive);
+
+  const EngineClient& engine() const { return *engine_; }
+  const std::string& owner() const { return owner_; }
+  const std::string& seccomp_profile_json() const { return seccomp_profile_json_; }
+
+ private:
+  DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackendOptions options);
+
+  std::shared_ptr<EngineClient> engine_;
+  std::string owner_;
+  std::string seccomp_profile_json_;
+  bool usage_from_engine_api_;
+  std::mutex image_mutex_;
+};
+
+}  // namespace sandbox::docker

@@ -1,0 +1,170 @@
+// Unit tests of the small pure pieces of the Docker backend: socket path and URL encoding,
+// response heads, daemon errors, owner labels, cgroup discovery, limit reporting.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/docker/container_cgroup.h"
+#include "runtime/docker/docker_limits.h"
+#include "runtime/docker/engine_error.h"
+#include "runtime/docker/hijacked_connection.h"
+#include "runtime/docker/owner.h"
+#include "runtime/docker/unix_http.h"
+
+using namespace sandbox::docker;
+using sandbox::ErrorCode;
+using sandbox::LimitMechanism;
+
+TEST_CASE("DOCKER_HOST: unix sockets only", "[unit]") {
+  CHECK(DockerSocketPath(nullptr).value() == "/var/run/docker.sock");
+  CHECK(DockerSocketPath("").value() == "/var/run/docker.sock");
+  CHECK(DockerSocketPath("unix:///run/user/1000/docker.sock").value() ==
+        "/run/user/1000/docker.sock");
+  for (const char* bad : {"tcp://127.0.0.1:2375", "ssh://host", "unix://", "unix://rel/x",
+                          "npipe:////./pipe/docker_engine", "/var/run/docker.sock"}) {
+    INFO(bad);
+    auto path = DockerSocketPath(bad);
+    REQUIRE_FALSE(path);
+    CHECK(path.error().code == ErrorCode::kInvalidArgument);
+    CHECK_THAT(path.error().message, Catch::Contains("unix://"));
+  }
+}
+
+TEST_CASE("query values are percent-encoded", "[unit]") {
+  CHECK(UrlEncode(R"({"label":["mcp-sandbox.session"]})") ==
+        "%7B%22label%22%3A%5B%22mcp-sandbox.session%22%5D%7D");
+  CHECK(UrlEncode("a b/c~d_e.f-g") == "a%20b%2Fc~d_e.f-g");
+}
+
+TEST_CASE("response heads of the attach upgrade", "[unit]") {
+  auto upgraded = ParseResponseHead(
+      "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+      "Connection: Upgrade\r\nUpgrade: tcp");
+  REQUIRE(upgraded);
+  CHECK(upgraded->status == 101);
+  CHECK(upgraded->content_length == -1);
+  auto error = ParseResponseHead(
+      "HTTP/1.1 404 Not Found\r\ncontent-length: 52\r\nContent-Type: application/json");
+  REQUIRE(error);
+  CHECK(error->status == 404);
+  CHECK(error->content_length == 52);
+  CHECK_FALSE(ParseResponseHead("SSH-2.0-OpenSSH_9.2"));
+  CHECK_FALSE(ParseResponseHead("HTTP/1.1 OK"));
+}
+
+TEST_CASE("daemon errors carry the call, status and message", "[unit]") {
+  auto missing =
+      EngineError("GET /v1.41/images/x/json", 404, R"({"message":"No such image: x:latest"})");
+  CHECK(missing.code == ErrorCode::kNotFound);
+  CHECK(missing.message ==
+        "GET /v1.41/images/x/json: Docker daemon answered 404: No such image: x:latest");
+  auto conflict =
+      EngineError("create", 409, "{\"message\":\"Conflict. The container name is in use\"}\n");
+  CHECK(conflict.code == ErrorCode::kSandboxUnavailable);
+  CHECK_THAT(conflict.message, Catch::EndsWith("409: Conflict. The container name is in use"));
+  auto plain = EngineError("start", 500, "page not found\n");
+  CHECK(plain.message == "start: Docker daemon answered 500: page not found");
+}
+
+TEST_CASE("owner labels name a live process or a gone one", "[unit]") {
+  std::string me = CurrentOwner();
+  CHECK(OwnerIsAlive(me));
+  std::string boot = me.substr(0, me.find('/'));
+  CHECK_FALSE(OwnerIsAlive(boot + "/" + std::to_string(getpid()) + "/1"));  // pid reused
+  CHECK_FALSE(OwnerIsAlive("another-boot/" + std::to_string(getpid()) + "/" +
+                           me.substr(me.rfind('/') + 1)));
+  CHECK_FALSE(OwnerIsAlive(boot + "/2147483646/12345"));  // no such pid
+  for (const char* bad : {"", "x", "a/b", "a/b/c", "a//1", "a/-1/1", "a/1/"}) {
+    INFO(bad);
+    CHECK_FALSE(OwnerIsAlive(bad));
+  }
+  // comm may hold spaces and parentheses.
+  CHECK(StartTimeFromStat("42 (a b) c)) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
+                          "987654 1000 100 18446744073709551615\n") == "987654");
+  CHECK(StartTimeFromStat("garbage") == "");
+}
+
+namespace {
+
+constexpr const char* kId = "582cf06de5cff7f8cba720f024958df84e7b3be0b18a697b2ca50e5add8f67b9";
+
+// A v1/hybrid host (this project's CI machine) and a pure v2 host.
+constexpr const char* kHybridMountinfo =
+    "30 25 0:26 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+    "31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw\n"
+    "34 30 0:30 / /sys/fs/cgroup/memory rw,nosuid shared:14 - cgroup cgroup rw,memory\n"
+    "35 30 0:31 / /sys/fs/cgroup/pids rw,nosuid shared:15 - cgroup cgroup rw,pids\n"
+    "36 30 0:32 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:16 - cgroup cgroup rw,cpu,cpuacct\n"
+    "40 25 8:1 / / rw,relatime shared:1 - ext4 /dev/vda rw\n";
+const std::string kHybridProc = std::string("9:pids:/docker/") + kId + "\n" + "4:memory:/docker/" +
+                                kId + "\n" + "2:cpu,cpuacct:/docker/" + kId + "\n" + "0::/docker/" +
+                                kId + "\n";
+
+}  // namespace
+
+TEST_CASE("a container's cgroup is found on v1/hybrid and v2 hosts", "[unit]") {
+  auto hybrid = ResolveContainerCgroup(kHybridProc, kHybridMountinfo, kId);
+  REQUIRE(hybrid);
+  CHECK_FALSE(hybrid->v2);
+  CHECK(hybrid->memory == std::string("/sys/fs/cgroup/memory/docker/") + kId);
+  CHECK(hybrid->pids == std::string("/sys/fs/cgroup/pids/docker/") + kId);
+  CHECK(hybrid->cpu == std::string("/sys/fs/cgroup/cpu,cpuacct/docker/") + kId);
+
+  const std::string v2_mountinfo =
+      "28 22 0:25 / /sys/fs/cgroup rw,nosuid,nodev,noexec shared:4 - cgroup2 cgroup2 rw\n";
+  const std::string v2_proc = std::string("0::/system.slice/docker-") + kId + ".scope\n";
+  auto v2 = ResolveContainerCgroup(v2_proc, v2_mountinfo, kId);
+  REQUIRE(v2);
+  CHECK(v2->v2);
+  CHECK(v2->memory == std::string("/sys/fs/cgroup/system.slice/docker-") + kId + ".scope");
+
+  // A pid that is no longer the container's (recycled) is not read.
+  CHECK_FALSE(ResolveContainerCgroup("0::/user.slice/session-1.scope\n", v2_mountinfo, kId));
+  CHECK_FALSE(ResolveContainerCgroup(kHybridProc, kHybridMountinfo, "0000deadbeef"));
+  CHECK_FALSE(ResolveContainerCgroup(kHybridProc, kHybridMountinfo, ""));
+  CHECK_FALSE(ResolveContainerCgroup("", kHybridMountinfo, kId));
+}
+
+TEST_CASE("limits: planned from the daemon, corrected from the container", "[unit]") {
+  sandbox::Limits limits;
+  limits.memory_bytes = 512ull << 20;
+  limits.cpus = 1.0;
+  limits.pids = 256;
+  DaemonInfo full;
+  full.memory_limit = full.swap_limit = full.pids_limit = full.cpu_cfs_quota = true;
+  auto plan = PlanDockerLimits(limits, full);
+  CHECK(plan.cgroup_mode == "docker");
+  REQUIRE(plan.limits.size() == 8);
+  for (const auto& limit : plan.limits) {
+    INFO(limit.name);
+    CHECK(limit.mechanism == LimitMechanism::kDocker);
+  }
+  CHECK(plan.limits[0].value == "512MiB");
+
+  DaemonInfo no_swap = full;
+  no_swap.swap_limit = false;
+  auto weaker = PlanDockerLimits(limits, no_swap);
+  CHECK(weaker.limits[1].name == "swap");
+  CHECK(weaker.limits[1].mechanism == LimitMechanism::kNone);
+  CHECK_THAT(weaker.limits[1].note, Catch::Contains("swap"));
+
+  // The daemon dropped MemorySwap (-1) and PidsLimit: reported, never silently weaker.
+  nlohmann::json host = {{"Memory", 512ll << 20},
+                         {"MemorySwap", -1},
+                         {"NanoCpus", 1000000000},
+                         {"PidsLimit", nullptr}};
+  auto corrected = CorrectFromHostConfig(plan, host);
+  CHECK(corrected.limits[0].mechanism == LimitMechanism::kDocker);  // memory
+  CHECK(corrected.limits[1].mechanism == LimitMechanism::kNone);    // swap
+  CHECK(corrected.limits[2].mechanism == LimitMechanism::kDocker);  // cpu
+  CHECK(corrected.limits[3].mechanism == LimitMechanism::kNone);    // pids
+  nlohmann::json honoured = {{"Memory", 512ll << 20},
+                             {"MemorySwap", 512ll << 20},
+                             {"NanoCpus", 1000000000},
+                             {"PidsLimit", 256}};
+  for (const auto& limit : CorrectFromHostConfig(plan, honoured).limits) {
+    CHECK(limit.mechanism == LimitMechanism::kDocker);
+  }
+  CHECK(HumanBytes(1536ull << 20) == "1.5GiB");
+  CHECK(HumanBytes(100) == "100B");
+}
