@@ -1,0 +1,87 @@
+#include "mcp/base64.h"
+
+#include <array>
+#include <cstdint>
+
+namespace sandbox::mcp {
+
+namespace {
+
+constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+constexpr std::array<int8_t, 256> MakeDecodeTable() {
+  std::array<int8_t, 256> table{};
+  for (auto& entry : table) entry = -1;
+  for (int i = 0; i < 64; ++i)
+    table[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
+  table[static_cast<unsigned char>('-')] = 62;  // URL-safe alphabet
+  table[static_cast<unsigned char>('_')] = 63;
+  return table;
+}
+constexpr std::array<int8_t, 256> kDecode = MakeDecodeTable();
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+}  // namespace
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  auto at = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[k])); };
+  for (; i + 3 <= bytes.size(); i += 3) {
+    uint32_t v = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
+    out += kAlphabet[v >> 18 & 63];
+    out += kAlphabet[v >> 12 & 63];
+    out += kAlphabet[v >> 6 & 63];
+    out += kAlphabet[v & 63];
+  }
+  size_t rest = bytes.size() - i;
+  if (rest == 1) {
+    uint32_t v = at(i) << 16;
+    out += kAlphabet[v >> 18 & 63];
+    out += kAlphabet[v >> 12 & 63];
+    out += "==";
+  } else if (rest == 2) {
+    uint32_t v = at(i) << 16 | at(i + 1) << 8;
+    out += kAlphabet[v >> 18 & 63];
+    out += kAlphabet[v >> 12 & 63];
+    out += kAlphabet[v >> 6 & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  std::string out;
+  out.reserve(Base64DecodedSizeBound(text));
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t symbols = 0;
+  size_t padding = 0;
+  for (char c : text) {
+    if (IsSpace(c)) continue;
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
+    if (padding > 0) return std::nullopt;  // data after padding
+    int8_t v = kDecode[static_cast<unsigned char>(c)];
+    if (v < 0) return std::nullopt;
+    ++symbols;
+    acc = acc << 6 | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>(acc >> bits & 0xFF);
+    }
+  }
+  // A single leftover symbol cannot encode a byte; padding, when present, must complete a quad.
+  if (symbols % 4 == 1) return std::nullopt;
+  if (padding > 2 || (padding > 0 && (symbols + padding) % 4 != 0)) return std::nullopt;
+  return out;
+}
+
+size_t Base64DecodedSizeBound(std::string_view text) { return (text.size() + 3) / 4 * 3; }
+
+}  // namespace sandbox::mcp

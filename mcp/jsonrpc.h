@@ -1,0 +1,63 @@
+// JSON-RPC 2.0 as MCP uses it: parsing and classifying client messages, building responses,
+// errors and notifications, and serializing them as one line of valid UTF-8 JSON.
+// Pure functions; nlohmann's exceptions never leave this file pair.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+#include <tl/expected.hpp>
+
+namespace sandbox::mcp {
+
+using Json = nlohmann::json;
+
+// The standard JSON-RPC error codes (MCP schema.ts).
+enum RpcError : int {
+  kParseError = -32700,
+  kInvalidRequest = -32600,
+  kMethodNotFound = -32601,
+  kInvalidParams = -32602,
+  kInternalError = -32603,
+};
+
+// One client message, classified. Requests carry an id (string or integer, never null);
+// notifications do not; responses answer a request we sent (we send none, so they are dropped).
+struct Message {
+  enum class Kind { kRequest, kNotification, kResponse };
+  Kind kind = Kind::kRequest;
+  Json id;             // kRequest / kResponse: the id exactly as received (same JSON type)
+  std::string method;  // kRequest / kNotification
+  Json params;         // an object, or null when absent
+};
+
+// Parses text as JSON. nullopt when it is not JSON (the caller answers -32700 with id null).
+std::optional<Json> ParseJson(std::string_view text);
+
+// Classifies one JSON value as a message. When it is not a valid JSON-RPC message, returns the
+// error response to send back (-32600, with the id if one could be read, else null).
+tl::expected<Message, Json> ClassifyMessage(const Json& value);
+
+// A key that tells request ids apart by value and type ("1" vs 1), for in-flight maps.
+std::string IdKey(const Json& id);
+
+Json MakeResponse(const Json& id, Json result);
+Json MakeErrorResponse(const Json& id, int code, std::string_view message, Json data = nullptr);
+Json MakeNotification(std::string_view method, Json params);
+
+// Serializes a message as one line (no newline inside, none appended). Strings that are not
+// valid UTF-8 are repaired with U+FFFD rather than throwing.
+std::string Serialize(const Json& message);
+
+// Returns `text` with every invalid UTF-8 sequence replaced by U+FFFD (one per maximal invalid
+// subpart, as Unicode recommends). Use it on anything that came out of a sandbox.
+std::string ValidUtf8(std::string_view text);
+
+// Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence.
+std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
+// The last at most `max_bytes` of `text`, starting on a UTF-8 sequence boundary.
+std::string_view Utf8Suffix(std::string_view text, size_t max_bytes);
+
+}  // namespace sandbox::mcp

@@ -1,0 +1,529 @@
+#include "mcp/server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "mcp/progress.h"
+#include "mcp/schema_check.h"
+#include "mcp/tool_result.h"
+
+namespace sandbox::mcp {
+
+namespace {
+
+constexpr std::string_view kLogLevelNames[] = {"debug", "info",     "notice", "warning",
+                                               "error", "critical", "alert",  "emergency"};
+
+// MCP's code for resources/read of an unknown URI (server/resources.mdx).
+constexpr int kResourceNotFound = -32002;
+
+// Collects the responses of a 2025-03-26 batch and sends them as one array when every element
+// is done; notifications tied to its requests pass straight through.
+class BatchReply : public std::enable_shared_from_this<BatchReply> {
+ public:
+  BatchReply(std::shared_ptr<Reply> outer, size_t count)
+      : outer_(std::move(outer)), pending_(count) {}
+
+  std::shared_ptr<Reply> Element() {
+    class ElementReply : public Reply {
+     public:
+      explicit ElementReply(std::shared_ptr<BatchReply> batch) : batch_(std::move(batch)) {}
+      void Send(const Json& message) override {
+        if (message.contains("method")) {
+          batch_->outer_->Send(message);
+        } else {
+          std::lock_guard<std::mutex> lock(batch_->mutex_);
+          batch_->responses_.push_back(message);
+        }
+      }
+      void Close() override { batch_->ElementDone(); }
+
+     private:
+      std::shared_ptr<BatchReply> batch_;
+    };
+    return std::make_shared<ElementReply>(shared_from_this());
+  }
+
+ private:
+  void ElementDone() {
+    Json responses;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ > 0) return;
+      responses = std::move(responses_);
+    }
+    if (!responses.empty()) outer_->Send(responses);
+    outer_->Close();
+  }
+
+  std::shared_ptr<Reply> outer_;
+  std::mutex mutex_;
+  size_t pending_;
+  Json responses_ = Json::array();
+};
+
+// What a tools/call result says about itself, for the one log line per call.
+void LogToolCall(const std::string& tool, const Json& arguments, const Json& result,
+                 double duration_ms, bool cancelled) {
+  std::string session = "-";
+  std::string outcome = "ok";
+  if (const auto* structured =
+          result.contains("structuredContent") ? &result["structuredContent"] : nullptr;
+      structured != nullptr && structured->is_object()) {
+    if (auto it = structured->find("session_id"); it != structured->end() && it->is_string()) {
+      session = it->get<std::string>();
+    }
+    if (auto it = structured->find("error"); it != structured->end() && it->is_string()) {
+      outcome = it->get<std::string>();
+    } else if (auto code = structured->find("exit_code");
+               code != structured->end() && code->is_number_integer()) {
+      outcome = fmt::format("ok exit_code={}", code->get<int64_t>());
+    }
+  }
+  if (session == "-") {
+    if (auto it = arguments.find("session_id"); it != arguments.end() && it->is_string()) {
+      // Echo only what looks like an id: arguments are client input.
+      const std::string& id = it->get_ref<const std::string&>();
+      bool plain = id.size() <= 32 && std::all_of(id.begin(), id.end(), [](char c) {
+                     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                   });
+      session = plain ? id : "?";
+    }
+  }
+  if (cancelled) outcome = "cancelled";
+  spdlog::info("tool_call tool={} session={} duration_ms={:.1f} outcome={}", tool, session,
+               duration_ms, outcome);
+}
+
+}  // namespace
+
+std::string_view LogLevelName(LogLevel level) { return kLogLevelNames[static_cast<size_t>(level)]; }
+
+std::optional<LogLevel> ParseLogLevel(std::string_view name) {
+  for (size_t i = 0; i < std::size(kLogLevelNames); ++i) {
+    if (kLogLevelNames[i] == name) return static_cast<LogLevel>(i);
+  }
+  return std::nullopt;
+}
+
+bool IsSupportedProtocolVersion(std::string_view version) {
+  return std::find(std::begin(kProtocolVersions), std::end(kProtocolVersions), version) !=
+         std::end(kProtocolVersions);
+}
+
+// ------------------------------------------------------------------------------------ Server
+
+Server::Server(ServerOptions options, std::vector<Tool> tools)
+    : options_(std::move(options)), tools_(std::move(tools)), pool_(options_.worker_threads) {
+  Json list = Json::array();
+  for (const auto& tool : tools_) {
+    Json entry = {{"name", tool.name}, {"description", tool.description}};
+    if (!tool.title.empty()) entry["title"] = tool.title;
+    entry["inputSchema"] = tool.input_schema;
+    if (!tool.output_schema.is_null()) entry["outputSchema"] = tool.output_schema;
+    if (!tool.annotations.is_null()) entry["annotations"] = tool.annotations;
+    list.push_back(std::move(entry));
+  }
+  tools_list_ = {{"tools", std::move(list)}};
+}
+
+Server::~Server() { Shutdown(); }
+
+std::shared_ptr<Connection> Server::NewConnection() { return std::make_shared<Connection>(*this); }
+
+void Server::Shutdown() { pool_.Shutdown(); }
+
+const Tool* Server::FindTool(std::string_view name) const {
+  for (const auto& tool : tools_) {
+    if (tool.name == name) return &tool;
+  }
+  return nullptr;
+}
+
+// -------------------------------------------------------------------------------- Connection
+
+struct Connection::InFlight {
+  std::mutex mutex;
+  bool cancelled = false;
+  bool finished = false;
+  std::function<void()> cancel_hook;  // runs under `mutex`, so its guard can wait it out
+
+  void Cancel() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (cancelled || finished) return;
+    cancelled = true;
+    if (cancel_hook) cancel_hook();
+  }
+};
+
+class Connection::Call : public ToolCall {
+ public:
+  Call(std::shared_ptr<Connection> connection, std::shared_ptr<InFlight> flight,
+       std::shared_ptr<Reply> reply, Json progress_token)
+      : connection_(std::move(connection)),
+        flight_(std::move(flight)),
+        reply_(std::move(reply)),
+        progress_token_(std::move(progress_token)) {}
+
+  void Log(LogLevel level, std::string_view text) override {
+    if (static_cast<int>(level) < connection_->log_level_.load()) return;
+    reply_->Send(MakeNotification(
+        "notifications/message",
+        {{"level", LogLevelName(level)}, {"logger", "mcp-sandbox"}, {"data", ValidUtf8(text)}}));
+  }
+
+  std::unique_ptr<ProgressReporter> StartProgress(double total_seconds) override {
+    if (progress_token_.is_null()) return nullptr;
+    auto reply = reply_;
+    return std::make_unique<RunProgress>(
+        progress_token_, [reply](const Json& notification) { reply->Send(notification); },
+        total_seconds);
+  }
+
+  std::shared_ptr<void> OnCancel(std::function<void()> hook) override {
+    std::lock_guard<std::mutex> lock(flight_->mutex);
+    if (flight_->cancelled) {
+      hook();
+      return nullptr;
+    }
+    flight_->cancel_hook = std::move(hook);
+    auto flight = flight_;
+    return std::shared_ptr<void>(nullptr, [flight](void*) {
+      std::lock_guard<std::mutex> guard_lock(flight->mutex);
+      flight->cancel_hook = nullptr;
+    });
+  }
+
+  bool cancelled() const override {
+    std::lock_guard<std::mutex> lock(flight_->mutex);
+    return flight_->cancelled;
+  }
+
+  std::string download_base() const override { return connection_->download_base(); }
+
+ private:
+  std::shared_ptr<Connection> connection_;
+  std::shared_ptr<InFlight> flight_;
+  std::shared_ptr<Reply> reply_;
+  Json progress_token_;
+};
+
+std::string Connection::protocol_version() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return protocol_version_;
+}
+
+void Connection::set_download_base(std::string base) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  download_base_ = std::move(base);
+}
+
+std::string Connection::download_base() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return download_base_;
+}
+
+size_t Connection::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return in_flight_.size();
+}
+
+void Connection::CancelAll() {
+  std::vector<std::shared_ptr<InFlight>> flights;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [key, flight] : in_flight_) flights.push_back(flight);
+  }
+  for (auto& flight : flights) flight->Cancel();
+}
+
+void Connection::Handle(const Json& value, std::shared_ptr<Reply> reply) {
+  if (!value.is_array()) {
+    HandleMessage(value, reply, /*in_batch=*/false);
+    return;
+  }
+  // Batches exist only in 2025-03-26 (removed in 2025-06-18); initialize may not be batched,
+  // so a batch before initialize is never valid.
+  std::string version = protocol_version();
+  if (version != "2025-03-26") {
+    reply->Send(MakeErrorResponse(
+        nullptr, kInvalidRequest,
+        version.empty() ? "Invalid Request: a batch cannot come before initialize"
+                        : fmt::format("Invalid Request: protocol version {} has no JSON-RPC "
+                                      "batches (send one message at a time)",
+                                      version)));
+    reply->Close();
+    return;
+  }
+  if (value.empty()) {
+    reply->Send(MakeErrorResponse(nullptr, kInvalidRequest, "Invalid Request: empty batch"));
+    reply->Close();
+    return;
+  }
+  auto batch = std::make_shared<BatchReply>(reply, value.size());
+  for (const auto& element : value) HandleMessage(element, batch->Element(), /*in_batch=*/true);
+}
+
+void Connection::HandleMessage(const Json& value, const std::shared_ptr<Reply>& reply,
+                               bool in_batch) {
+  auto message = ClassifyMessage(value);
+  if (!message) {
+    reply->Send(message.error());
+    reply->Close();
+    return;
+  }
+  switch (message->kind) {
+    case Message::Kind::kResponse:  // we send no requests: nothing to match it with
+      reply->Close();
+      return;
+    case Message::Kind::kNotification:
+      HandleNotification(*message);
+      reply->Close();
+      return;
+    case Message::Kind::kRequest:
+      HandleRequest(*message, reply, in_batch);
+      return;
+  }
+}
+
+void Connection::HandleNotification(const Message& message) {
+  if (message.method == "notifications/cancelled") {
+    const Json& params = message.params;
+    if (!params.is_object() || !params.contains("requestId")) return;
+    std::shared_ptr<InFlight> flight;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = in_flight_.find(IdKey(params["requestId"]));
+      if (it != in_flight_.end()) flight = it->second;
+    }
+    // Unknown or finished ids are ignored (the race is allowed by the spec).
+    if (flight) {
+      spdlog::debug("request {} cancelled by the client", params["requestId"].dump());
+      flight->Cancel();
+    }
+  }
+  // notifications/initialized and anything else need no action.
+}
+
+Json Connection::Initialize(const Json& params) {
+  std::string requested;
+  if (params.is_object()) {
+    if (auto it = params.find("protocolVersion"); it != params.end() && it->is_string()) {
+      requested = it->get<std::string>();
+    }
+  }
+  std::string version =
+      IsSupportedProtocolVersion(requested) ? requested : std::string(kLatestProtocolVersion);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    protocol_version_ = version;
+  }
+  if (params.is_object() && params.contains("clientInfo") && params["clientInfo"].is_object()) {
+    spdlog::info("client {} {} connected (protocol {})",
+                 ValidUtf8(params["clientInfo"].value("name", "?")),
+                 ValidUtf8(params["clientInfo"].value("version", "?")), version);
+  }
+  const ServerOptions& options = server_.options();
+  Json capabilities = {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}};
+  // Embedded resources and resource links point into sessions; resources/read serves them.
+  if (options.read_resource)
+    capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  Json info = {{"name", options.name}, {"version", options.version}};
+  if (!options.title.empty()) info["title"] = options.title;
+  Json result = {{"protocolVersion", version},
+                 {"capabilities", std::move(capabilities)},
+                 {"serverInfo", std::move(info)}};
+  if (!options.instructions.empty()) result["instructions"] = options.instructions;
+  return result;
+}
+
+void Connection::HandleRequest(const Message& message, const std::shared_ptr<Reply>& reply,
+                               bool in_batch) {
+  auto answer = [&](Json response) {
+    reply->Send(response);
+    reply->Close();
+  };
+  const std::string& method = message.method;
+  const Json& params = message.params;
+  if (method == "initialize") {
+    if (in_batch) {
+      return answer(MakeErrorResponse(message.id, kInvalidRequest,
+                                      "Invalid Request: initialize must not be part of a batch"));
+    }
+    if (!params.is_object() || !params.contains("protocolVersion") ||
+        !params["protocolVersion"].is_string()) {
+      return answer(MakeErrorResponse(message.id, kInvalidParams,
+                                      "Invalid params: protocolVersion (a string) is required"));
+    }
+    return answer(MakeResponse(message.id, Initialize(params)));
+  }
+  if (method == "ping") return answer(MakeResponse(message.id, Json::object()));
+  if (method == "logging/setLevel") {
+    std::optional<LogLevel> level;
+    if (params.is_object() && params.contains("level") && params["level"].is_string()) {
+      level = ParseLogLevel(params["level"].get<std::string>());
+    }
+    if (!level) {
+      return answer(MakeErrorResponse(
+          message.id, kInvalidParams,
+          "Invalid params: level must be one of debug, info, notice, warning, error, critical, "
+          "alert, emergency"));
+    }
+    log_level_ = static_cast<int>(*level);
+    return answer(MakeResponse(message.id, Json::object()));
+  }
+  if (method == "tools/list") {
+    // One page holds every tool: no cursor we hand out exists.
+    if (params.is_object() && params.contains("cursor") && !params["cursor"].is_null()) {
+      return answer(
+          MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
+    }
+    return answer(MakeResponse(message.id, server_.tools_list()));
+  }
+  if (method == "tools/call") return StartToolCall(message, reply);
+  if (server_.options().read_resource) {
+    if (method == "resources/list") {
+      if (params.is_object() && params.contains("cursor") && !params["cursor"].is_null()) {
+        return answer(
+            MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
+      }
+      return answer(MakeResponse(message.id, {{"resources", Json::array()}}));
+    }
+    if (method == "resources/templates/list") {
+      return answer(
+          MakeResponse(message.id, {{"resourceTemplates", server_.options().resource_templates}}));
+    }
+    if (method == "resources/read") return StartResourceRead(message, reply);
+  }
+  answer(MakeErrorResponse(message.id, kMethodNotFound,
+                           fmt::format("Method not found: {}", ValidUtf8(method))));
+}
+
+void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& reply,
+                          std::function<Json(const std::shared_ptr<InFlight>&)> work) {
+  auto flight = std::make_shared<InFlight>();
+  std::string key = IdKey(message.id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!in_flight_.emplace(key, flight).second) {
+      reply->Send(MakeErrorResponse(message.id, kInvalidRequest,
+                                    "Invalid Request: this id belongs to a request in flight"));
+      reply->Close();
+      return;
+    }
+  }
+  auto self = shared_from_this();
+  Json id = message.id;
+  bool queued = server_.Submit([self, flight, key, id, reply, work = std::move(work)] {
+    Json response;
+    try {
+      response = work(flight);
+    } catch (const std::exception& ex) {
+      spdlog::error("request {} failed: {}", id.dump(), ex.what());
+      response = MakeErrorResponse(id, kInternalError, "Internal error");
+    }
+    bool send = false;
+    {
+      std::lock_guard<std::mutex> lock(flight->mutex);
+      send = !flight->cancelled;  // a cancelled request gets no response
+      flight->finished = true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(self->mutex_);
+      self->in_flight_.erase(key);
+    }
+    if (send) reply->Send(response);
+    reply->Close();
+  });
+  if (!queued) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      in_flight_.erase(key);
+    }
+    reply->Send(MakeErrorResponse(message.id, kInternalError, "the server is shutting down"));
+    reply->Close();
+  }
+}
+
+void Connection::StartToolCall(const Message& message, const std::shared_ptr<Reply>& reply) {
+  const Json& params = message.params;
+  auto fail = [&](std::string text) {
+    reply->Send(MakeErrorResponse(message.id, kInvalidParams, text));
+    reply->Close();
+  };
+  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+    return fail("Invalid params: tools/call needs a tool name");
+  }
+  std::string name = params["name"].get<std::string>();
+  const Tool* tool = server_.FindTool(name);
+  if (tool == nullptr) return fail(fmt::format("Unknown tool: {}", ValidUtf8(name)));
+  Json arguments = Json::object();
+  if (auto it = params.find("arguments"); it != params.end() && !it->is_null()) {
+    if (!it->is_object()) return fail("Invalid params: arguments must be an object");
+    arguments = *it;
+  }
+  Json progress_token = nullptr;
+  if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
+    if (auto token = meta->find("progressToken");
+        token != meta->end() && (token->is_string() || token->is_number_integer())) {
+      progress_token = *token;
+    }
+  }
+  auto self = shared_from_this();
+  Json id = message.id;
+  RunAsync(message, reply,
+           [self, tool, arguments = std::move(arguments), progress_token, reply,
+            id](const std::shared_ptr<InFlight>& flight) {
+             Call call(self, flight, reply, progress_token);
+             auto start = std::chrono::steady_clock::now();
+             Json result;
+             if (auto problem = CheckAgainstSchema(tool->input_schema, arguments)) {
+               result = ToolError(ErrorCode::kInvalidArgument, *problem);
+             } else {
+               try {
+                 result = tool->handler(call, arguments);
+               } catch (const std::exception& ex) {
+                 spdlog::error("tool {} threw: {}", tool->name, ex.what());
+                 result = ToolError(ErrorCode::kInternal,
+                                    "the server failed while handling this call; see its log");
+               }
+             }
+             double ms =
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count();
+             LogToolCall(tool->name, arguments, result, ms, call.cancelled());
+             return MakeResponse(id, std::move(result));
+           });
+}
+
+void Connection::StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply) {
+  const Json& params = message.params;
+  if (!params.is_object() || !params.contains("uri") || !params["uri"].is_string()) {
+    reply->Send(MakeErrorResponse(message.id, kInvalidParams, "Invalid params: uri is required"));
+    reply->Close();
+    return;
+  }
+  std::string uri = params["uri"].get<std::string>();
+  Json id = message.id;
+  const ResourceReader& reader = server_.options().read_resource;
+  RunAsync(message, reply, [reader, uri, id](const std::shared_ptr<InFlight>&) {
+    auto contents = reader(uri);
+    if (contents) return MakeResponse(id, {{"contents", std::move(*contents)}});
+    const Error& error = contents.error();
+    Json data = {{"uri", ValidUtf8(uri)}, {"error", ErrorCodeName(error.code)}};
+    if (error.code == ErrorCode::kNotFound || error.code == ErrorCode::kSessionNotFound) {
+      return MakeErrorResponse(id, kResourceNotFound, "Resource not found", std::move(data));
+    }
+    if (error.code == ErrorCode::kInvalidPath || error.code == ErrorCode::kInvalidArgument ||
+        error.code == ErrorCode::kInvalidSessionId) {
+      return MakeErrorResponse(id, kInvalidParams, ValidUtf8(error.message), std::move(data));
+    }
+    return MakeErrorResponse(id, kInternalError, ValidUtf8(error.message), std::move(data));
+  });
+}
+
+}  // namespace sandbox::mcp

@@ -1,0 +1,125 @@
+// The MCP dispatcher. Server holds what every client shares (tools, resources, the worker
+// pool); Connection is one client's protocol state (the stdio process, or one HTTP
+// Mcp-Session-Id): lifecycle and version negotiation, log level, requests in flight.
+// Transports hand parsed JSON to Connection::Handle and get messages back through a Reply.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mcp/jsonrpc.h"
+#include "mcp/tool.h"
+#include "mcp/worker_pool.h"
+#include "runtime/base/result.h"
+
+namespace sandbox::mcp {
+
+// Protocol revisions this server speaks, oldest first; the last is the one offered when a
+// client asks for a revision we do not know.
+inline constexpr std::string_view kProtocolVersions[] = {"2025-03-26", "2025-06-18", "2025-11-25"};
+inline constexpr std::string_view kLatestProtocolVersion = "2025-11-25";
+bool IsSupportedProtocolVersion(std::string_view version);
+
+// Where the messages caused by one client message go: notifications tied to a request
+// (progress, log), then its response. Close() comes last, exactly once, also when there is
+// nothing to send (a notification, a cancelled request). Implementations are thread-safe.
+class Reply {
+ public:
+  virtual ~Reply() = default;
+  virtual void Send(const Json& message) = 0;
+  virtual void Close() = 0;
+};
+
+// resources/read for the URIs tool results hand out (sandbox://...): returns the `contents`
+// array of a ReadResourceResult, or an error (not_found, ...).
+using ResourceReader = std::function<Result<Json>(const std::string& uri)>;
+
+struct ServerOptions {
+  std::string name = "mcp-sandbox";
+  std::string title = "Python sandbox";
+  std::string version = "0.0.0";
+  std::string instructions;
+  size_t worker_threads = 16;
+  ResourceReader read_resource;  // empty: no resources capability
+  Json resource_templates = Json::array();
+};
+
+class Connection;
+
+class Server {
+ public:
+  Server(ServerOptions options, std::vector<Tool> tools);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  std::shared_ptr<Connection> NewConnection();
+
+  // Stops taking tool calls and waits for those in flight to finish. Cancel them first (or
+  // close the sessions they run in) when they must not run to the end.
+  void Shutdown();
+
+  const ServerOptions& options() const { return options_; }
+  const Tool* FindTool(std::string_view name) const;
+  const Json& tools_list() const { return tools_list_; }
+
+ private:
+  friend class Connection;
+  bool Submit(std::function<void()> task) { return pool_.Submit(std::move(task)); }
+
+  ServerOptions options_;
+  std::vector<Tool> tools_;
+  Json tools_list_;  // the tools/list result, built once
+  WorkerPool pool_;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  explicit Connection(Server& server) : server_(server) {}
+
+  // Handles one JSON value from the client: a message, or (2025-03-26 only) a batch array.
+  // Fast methods reply before returning; tool calls reply later from a worker thread.
+  void Handle(const Json& value, std::shared_ptr<Reply> reply);
+
+  // Cancels every request in flight; none of them will be answered. For a closing client.
+  void CancelAll();
+
+  // The negotiated revision, or "" before initialize.
+  std::string protocol_version() const;
+  // "http://host:port" for download URLs in results ("" = no HTTP downloads).
+  void set_download_base(std::string base);
+  std::string download_base() const;
+  // How many requests are being worked on (HTTP keeps a session with work in flight).
+  size_t in_flight() const;
+
+ private:
+  struct InFlight;
+  class Call;
+
+  void HandleMessage(const Json& value, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void HandleRequest(const Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void HandleNotification(const Message& message);
+  Json Initialize(const Json& params);
+  void StartToolCall(const Message& message, const std::shared_ptr<Reply>& reply);
+  void StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply);
+  // Registers a request in flight and runs `work` on the pool; work returns the response.
+  void RunAsync(const Message& message, const std::shared_ptr<Reply>& reply,
+                std::function<Json(const std::shared_ptr<InFlight>&)> work);
+
+  Server& server_;
+  mutable std::mutex mutex_;
+  std::string protocol_version_;
+  std::string download_base_;
+  std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
+  std::atomic<int> log_level_{1};  // LogLevel::kInfo until logging/setLevel
+};
+
+}  // namespace sandbox::mcp

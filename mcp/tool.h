@@ -1,0 +1,59 @@
+// What a tool is to the dispatcher: a name, schemas, annotations and a handler, plus the
+// context (ToolCall) a handler gets: client logging, progress, cancellation, download URLs.
+// Handlers return a CallToolResult object (see mcp/tool_result.h to build one).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace sandbox::mcp {
+
+using Json = nlohmann::json;
+
+// RFC 5424 severities, as MCP logging names them, lowest first.
+enum class LogLevel { kDebug, kInfo, kNotice, kWarning, kError, kCritical, kAlert, kEmergency };
+std::string_view LogLevelName(LogLevel level);
+std::optional<LogLevel> ParseLogLevel(std::string_view name);
+
+// Sends notifications/progress for one request while a run lasts: the elapsed time as
+// progress, the timeout as total, and the tail of the output as message. A heartbeat every
+// second keeps clients that reset their request timeout on progress from giving up.
+class ProgressReporter {
+ public:
+  virtual ~ProgressReporter() = default;
+  virtual void OnOutput(int stream, std::string_view chunk) = 0;
+};
+
+class ToolCall {
+ public:
+  virtual ~ToolCall() = default;
+  // notifications/message to the client, when its log level lets `level` through.
+  virtual void Log(LogLevel level, std::string_view text) = 0;
+  // Starts progress notifications when the client sent a progressToken, else returns null.
+  // They stop when the reporter is destroyed (before the response goes out).
+  virtual std::unique_ptr<ProgressReporter> StartProgress(double total_seconds) = 0;
+  // Calls `hook` when the client cancels this request (notifications/cancelled), or at once
+  // if it already has. The hook stays registered until the returned guard is destroyed; it
+  // never runs after that.
+  virtual std::shared_ptr<void> OnCancel(std::function<void()> hook) = 0;
+  virtual bool cancelled() const = 0;
+  // "http://host:port" when the HTTP transport serves artifact downloads, else "".
+  virtual std::string download_base() const = 0;
+};
+
+struct Tool {
+  std::string name;
+  std::string title;
+  std::string description;
+  Json input_schema;   // validated by the dispatcher before the handler runs
+  Json output_schema;  // describes structuredContent (errors included)
+  Json annotations;
+  std::function<Json(ToolCall& call, const Json& arguments)> handler;
+};
+
+}  // namespace sandbox::mcp

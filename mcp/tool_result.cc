@@ -1,0 +1,241 @@
+#include "mcp/tool_result.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "mcp/base64.h"
+#include "mcp/jsonrpc.h"
+
+namespace sandbox::mcp {
+
+namespace {
+
+bool IsUnreservedPathChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~' || c == '/';
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+size_t JsonSize(const Json& value) { return Serialize(value).size(); }
+
+}  // namespace
+
+std::string SandboxUri(std::string_view session_id, std::string_view path) {
+  std::string uri = "sandbox://";
+  uri += session_id;
+  if (path.empty() || path.front() != '/') uri += '/';
+  for (char c : path) {
+    if (IsUnreservedPathChar(c)) {
+      uri += c;
+    } else {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    }
+  }
+  return uri;
+}
+
+std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_view uri) {
+  constexpr std::string_view kScheme = "sandbox://";
+  if (uri.substr(0, kScheme.size()) != kScheme) return std::nullopt;
+  uri.remove_prefix(kScheme.size());
+  size_t slash = uri.find('/');
+  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+  std::string session(uri.substr(0, slash));
+  std::string path;
+  for (size_t i = slash; i < uri.size(); ++i) {
+    if (uri[i] == '%') {
+      if (i + 2 >= uri.size()) return std::nullopt;
+      int hi = HexValue(uri[i + 1]);
+      int lo = HexValue(uri[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      path += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (uri[i] == '?' || uri[i] == '#') {
+      return std::nullopt;
+    } else {
+      path += uri[i];
+    }
+  }
+  if (path.find('\0') != std::string::npos) return std::nullopt;
+  return std::make_pair(std::move(session), std::move(path));
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes) / 1024;
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(units)) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, units[unit]);
+}
+
+bool IsTextMime(std::string_view mime) {
+  if (mime.substr(0, 5) == "text/") return true;
+  for (std::string_view text_type :
+       {"application/json", "application/xml", "application/javascript", "application/x-sh",
+        "application/x-python", "application/sql", "application/x-yaml", "application/yaml",
+        "application/toml", "image/svg+xml", "application/x-ndjson", "application/csv"}) {
+    if (mime == text_type) return true;
+  }
+  return mime.size() > 5 &&
+         (mime.substr(mime.size() - 5) == "+json" || mime.substr(mime.size() - 4) == "+xml");
+}
+
+void ToolResultBuilder::AddText(std::string text) {
+  Block block;
+  block.json = {{"type", "text"}, {"text", ValidUtf8(text)}};
+  blocks_.push_back(std::move(block));
+}
+
+void ToolResultBuilder::AddImage(std::string_view bytes, std::string mime_type,
+                                 std::optional<ResultFile> file) {
+  Block block;
+  block.json = {{"type", "image"}, {"data", Base64Encode(bytes)}, {"mimeType", mime_type}};
+  block.binary = true;
+  block.label = file ? file->path : std::string("image");
+  block.fallback = std::move(file);
+  blocks_.push_back(std::move(block));
+}
+
+void ToolResultBuilder::AddEmbeddedResource(const ResultFile& file, std::string_view bytes) {
+  Json resource = {{"uri", SandboxUri(file.session_id, file.path)}};
+  if (!file.mime_type.empty()) resource["mimeType"] = file.mime_type;
+  if (IsTextMime(file.mime_type) && ValidUtf8(bytes).size() == bytes.size()) {
+    resource["text"] = std::string(bytes);
+  } else {
+    resource["blob"] = Base64Encode(bytes);
+  }
+  Block block;
+  block.json = {{"type", "resource"}, {"resource", std::move(resource)}};
+  block.binary = true;
+  block.label = file.path;
+  block.fallback = file;
+  blocks_.push_back(std::move(block));
+}
+
+void ToolResultBuilder::AddResourceLink(const ResultFile& file) {
+  std::string name = file.path.substr(file.path.rfind('/') + 1);
+  Json link = {{"type", "resource_link"},
+               {"uri", SandboxUri(file.session_id, file.path)},
+               {"name", ValidUtf8(name.empty() ? file.path : name)},
+               {"size", file.size}};
+  if (!file.mime_type.empty()) link["mimeType"] = file.mime_type;
+  std::string description = ValidUtf8(file.path);
+  if (!file.download_url.empty()) description += " — download: " + file.download_url;
+  link["description"] = description;
+  Block block;
+  block.json = std::move(link);
+  blocks_.push_back(std::move(block));
+}
+
+Json ToolResultBuilder::Assemble() const {
+  Json content = Json::array();
+  for (const auto& block : blocks_) content.push_back(block.json);
+  if (!notes_.empty()) {
+    std::string notes;
+    for (const auto& note : notes_) notes += "\n" + note;
+    if (!content.empty() && content[0]["type"] == "text") {
+      content[0]["text"] = content[0]["text"].get<std::string>() + "\n" + notes;
+    } else {
+      content.insert(content.begin(), Json{{"type", "text"}, {"text", notes.substr(1)}});
+    }
+  }
+  Json result = {{"content", std::move(content)}};
+  if (!structured_.is_null()) result["structuredContent"] = structured_;
+  if (is_error_) result["isError"] = true;
+  return result;
+}
+
+Json ToolResultBuilder::Build() {
+  Json result = Assemble();
+  size_t size = JsonSize(result);
+  // 1. Binary blocks, largest first, become links or notes.
+  while (size > max_bytes_) {
+    size_t largest = blocks_.size();
+    size_t largest_size = 0;
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (!blocks_[i].binary) continue;
+      size_t bytes = JsonSize(blocks_[i].json);
+      if (bytes > largest_size) {
+        largest = i;
+        largest_size = bytes;
+      }
+    }
+    if (largest == blocks_.size()) break;
+    Block block = std::move(blocks_[largest]);
+    blocks_.erase(blocks_.begin() + static_cast<long>(largest));
+    notes_.push_back(fmt::format(
+        "[{} ({} encoded) left out: the result limit is {} (SANDBOX_MAX_RESULT_BYTES){}]",
+        ValidUtf8(block.label), HumanBytes(largest_size), HumanBytes(max_bytes_),
+        block.fallback ? "; read it with sandbox_read_artifact or its download_url" : ""));
+    if (block.fallback) AddResourceLink(*block.fallback);  // small, and not binary
+    result = Assemble();
+    size = JsonSize(result);
+  }
+  // 2. The longest text blocks are shortened.
+  for (int round = 0; round < 8 && size > max_bytes_; ++round) {
+    size_t longest = blocks_.size();
+    size_t longest_size = 0;
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (blocks_[i].json["type"] != "text") continue;
+      size_t text_size = blocks_[i].json["text"].get_ref<const std::string&>().size();
+      if (text_size > longest_size) {
+        longest = i;
+        longest_size = text_size;
+      }
+    }
+    if (longest == blocks_.size() || longest_size < 64) break;
+    const std::string& text = blocks_[longest].json["text"].get_ref<const std::string&>();
+    size_t over = size - max_bytes_;
+    // Escaping can make JSON larger than the text: cut a margin more than the overflow.
+    size_t keep = longest_size > over + 256 ? longest_size - over - 256 : 0;
+    std::string cut(Utf8Prefix(text, keep));
+    cut += fmt::format("\n[… {} cut: the result limit is {} (SANDBOX_MAX_RESULT_BYTES)]",
+                       HumanBytes(longest_size - cut.size()), HumanBytes(max_bytes_));
+    blocks_[longest].json["text"] = std::move(cut);
+    result = Assemble();
+    size = JsonSize(result);
+  }
+  // 3. A structuredContent too large on its own: long strings in it are shortened.
+  if (size > max_bytes_ && structured_.is_object()) {
+    for (auto& [key, value] : structured_.items()) {
+      if (value.is_string() && value.get_ref<const std::string&>().size() > 1024) {
+        value = std::string(Utf8Prefix(value.get_ref<const std::string&>(), 1024)) + " [… cut]";
+      }
+    }
+    result = Assemble();
+  }
+  return result;
+}
+
+Json ToolError(ErrorCode code, std::string_view message, const Json& extra) {
+  std::string code_name(ErrorCodeName(code));
+  std::string clean = ValidUtf8(message);
+  Json structured = {{"error", code_name}, {"message", clean}};
+  if (extra.is_object()) {
+    for (const auto& [key, value] : extra.items()) {
+      if (key != "error" && key != "message") structured[key] = value;
+    }
+  }
+  return Json{
+      {"content", Json::array({Json{{"type", "text"},
+                                    {"text", fmt::format("Error ({}): {}", code_name, clean)}}})},
+      {"structuredContent", std::move(structured)},
+      {"isError", true}};
+}
+
+Json ToolError(const Error& error, const Json& extra) {
+  return ToolError(error.code, error.message, extra);
+}
+
+}  // namespace sandbox::mcp

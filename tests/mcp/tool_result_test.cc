@@ -1,0 +1,105 @@
+// Building tool results: the byte budget, error shape, sandbox:// URIs, progress messages.
+#include "mcp/tool_result.h"
+
+#include <catch2/catch.hpp>
+
+#include "mcp/jsonrpc.h"
+#include "mcp/progress.h"
+
+using namespace sandbox::mcp;
+using sandbox::ErrorCode;
+
+TEST_CASE("a result within budget is left whole, text first", "[unit]") {
+  ToolResultBuilder builder(1 << 20);
+  builder.AddText("summary");
+  builder.AddImage(std::string(100, 'x'), "image/png", std::nullopt);
+  builder.SetStructured({{"session_id", "sess_0123456789ab"}});
+  Json result = builder.Build();
+  REQUIRE(result["content"].size() == 2);
+  CHECK(result["content"][0]["type"] == "text");
+  CHECK(result["content"][1]["type"] == "image");
+  CHECK(result["content"][1]["mimeType"] == "image/png");
+  CHECK(result["structuredContent"]["session_id"] == "sess_0123456789ab");
+  CHECK_FALSE(result.contains("isError"));
+}
+
+TEST_CASE("images that do not fit become resource links with a note", "[unit]") {
+  ToolResultBuilder builder(20000);
+  builder.AddText("summary");
+  ResultFile file{"sess_0123456789ab", "/mnt/data/big chart.png", "image/png", 60000,
+                  "http://127.0.0.1:8080/files/x"};
+  builder.AddImage(std::string(60000, 'x'), "image/png", file);
+  builder.AddImage(std::string(1000, 'y'), "image/png", std::nullopt);
+  Json result = builder.Build();
+  CHECK(Serialize(result).size() <= 20000);
+  bool has_small_image = false, has_link = false;
+  for (const auto& block : result["content"]) {
+    if (block["type"] == "image") has_small_image = true;
+    if (block["type"] == "resource_link") {
+      has_link = true;
+      CHECK(block["uri"] == "sandbox://sess_0123456789ab/mnt/data/big%20chart.png");
+      CHECK(block["name"] == "big chart.png");
+      CHECK(block["size"] == 60000);
+    }
+  }
+  CHECK(has_small_image);
+  CHECK(has_link);
+  CHECK(result["content"][0]["text"].get<std::string>().find("SANDBOX_MAX_RESULT_BYTES") !=
+        std::string::npos);
+}
+
+TEST_CASE("text beyond the budget is cut with a note", "[unit]") {
+  ToolResultBuilder builder(10000);
+  builder.AddText("head");
+  builder.AddText(std::string(50000, 'a') + "\xC3\xA9");
+  Json result = builder.Build();
+  std::string line = Serialize(result);
+  CHECK(line.size() <= 10000);
+  CHECK(result["content"][1]["text"].get<std::string>().find("cut: the result limit") !=
+        std::string::npos);
+  CHECK(ValidUtf8(result["content"][1]["text"].get<std::string>()) ==
+        result["content"][1]["text"].get<std::string>());
+}
+
+TEST_CASE("tool errors carry the code, a message and isError", "[unit]") {
+  Json error =
+      ToolError(ErrorCode::kSessionBusy, "session sess_x is running", {{"session_id", "sess_x"}});
+  CHECK(error["isError"] == true);
+  CHECK(error["content"][0]["type"] == "text");
+  CHECK(error["content"][0]["text"] == "Error (session_busy): session sess_x is running");
+  CHECK(error["structuredContent"]["error"] == "session_busy");
+  CHECK(error["structuredContent"]["message"] == "session sess_x is running");
+  CHECK(error["structuredContent"]["session_id"] == "sess_x");
+  Json from_error = ToolError(sandbox::MakeError(ErrorCode::kTimeout, "took {} s", 3));
+  CHECK(from_error["structuredContent"]["error"] == "timeout");
+}
+
+TEST_CASE("sandbox URIs round-trip and refuse what is not one", "[unit]") {
+  std::string uri = SandboxUri("sess_0123456789ab", "/mnt/data/a b/ü?.csv");
+  auto parsed = ParseSandboxUri(uri);
+  REQUIRE(parsed);
+  CHECK(parsed->first == "sess_0123456789ab");
+  CHECK(parsed->second == "/mnt/data/a b/ü?.csv");
+  CHECK_FALSE(ParseSandboxUri("file:///etc/passwd"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sess_x"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sess_x/a%2"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sess_x/a%00b"));
+}
+
+TEST_CASE("sizes and text types read naturally", "[unit]") {
+  CHECK(HumanBytes(512) == "512 B");
+  CHECK(HumanBytes(1536) == "1.5 KiB");
+  CHECK(HumanBytes(5u << 20) == "5.0 MiB");
+  CHECK(IsTextMime("text/csv"));
+  CHECK(IsTextMime("application/json"));
+  CHECK(IsTextMime("application/geo+json"));
+  CHECK_FALSE(IsTextMime("image/png"));
+  CHECK_FALSE(IsTextMime("application/octet-stream"));
+}
+
+TEST_CASE("a progress message is the last line of output", "[unit]") {
+  CHECK(ProgressMessage("a\nb\nepoch 3/10 loss 0.2\n\n") == "epoch 3/10 loss 0.2");
+  CHECK(ProgressMessage("") == "");
+  CHECK(ProgressMessage(std::string(500, 'x'), 100).size() == 100);
+  CHECK(ProgressMessage("tail \xE2\x82\xAC", 3) == "\xE2\x82\xAC");
+}
