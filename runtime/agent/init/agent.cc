@@ -462,8 +462,8 @@ void Agent::ReapChildren() {
 
 void Agent::OnProcExit(Proc& proc, int wait_status) {
   bool persistent = &proc == worker_.get();
+  Drain(proc);  // the last output, or why it could not start
   if (run_ && run_->proc == &proc) {
-    Drain(proc);
     if (proc.role != Proc::Role::kShell && !run_->code_sent) {
       std::string tail = proc.stderr_tail;
       FailRun(MakeError(ErrorCode::kSandboxUnavailable,

@@ -1,0 +1,93 @@
+// init's file operations and data snapshots, called directly (no agent process).
+#include "runtime/agent/init/file_ops.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/agent/init/data_snapshot.h"
+#include "runtime/base/files.h"
+#include "tests/support/test_support.h"
+
+using sandbox::ErrorCode;
+using sandbox::agent::DataSnapshot;
+using sandbox::agent::FileOps;
+using sandbox::testing::TempDir;
+
+TEST_CASE("paths are made absolute and normalized against the data dir", "[unit]") {
+  FileOps files("/mnt/data", "/tmp");
+  CHECK(*files.Normalize("a.csv") == "/mnt/data/a.csv");
+  CHECK(*files.Normalize("") == "/mnt/data");
+  CHECK(*files.Normalize("./x//y/../z") == "/mnt/data/x/z");
+  CHECK(*files.Normalize("../../../etc/passwd") == "/etc/passwd");
+  CHECK(*files.Normalize("/../..") == "/");
+  CHECK(*files.Normalize("/tmp/./f") == "/tmp/f");
+  auto nul = files.Normalize(std::string("a\0b", 3));
+  REQUIRE_FALSE(nul);
+  CHECK(nul.error().code == ErrorCode::kInvalidPath);
+  CHECK(files.Normalize(std::string(5000, 'a')).error().code == ErrorCode::kInvalidPath);
+}
+
+TEST_CASE("write refuses what lies outside its roots, and paths through files", "[unit]") {
+  TempDir dir;
+  REQUIRE(sandbox::MakeDirs(dir.Join("data")));
+  REQUIRE(sandbox::MakeDirs(dir.Join("tmp")));
+  FileOps files(dir.Join("data"), dir.Join("tmp"));
+  REQUIRE(files.Write("f.txt", "x", false, 0644));
+  // f.txt is a file: nothing can be created below it.
+  auto below_file = files.Write("f.txt/g", "x", true, 0644);
+  REQUIRE_FALSE(below_file);
+  CHECK(below_file.error().code == ErrorCode::kInvalidPath);
+  // A name of the data dir's sibling that shares its prefix is not inside it.
+  auto sibling = files.Write(dir.Join("data-other/x"), "x", true, 0644);
+  REQUIRE_FALSE(sibling);
+  CHECK(sibling.error().code == ErrorCode::kInvalidPath);
+  // Overwriting a directory is refused and leaves it be.
+  REQUIRE(sandbox::MakeDirs(dir.Join("data/d")));
+  auto onto_dir = files.Write("d", "x", true, 0644);
+  REQUIRE_FALSE(onto_dir);
+  CHECK(onto_dir.error().code == ErrorCode::kInvalidPath);
+  // No temp file is left behind by a failed overwrite.
+  auto listing = files.List("", false, 100);
+  REQUIRE(listing);
+  CHECK(listing->entries.size() == 2);
+}
+
+TEST_CASE("read refuses FIFOs without blocking", "[unit]") {
+  TempDir dir;
+  FileOps files(dir.path(), dir.path());
+  REQUIRE(::mkfifo(dir.Join("fifo").c_str(), 0600) == 0);
+  auto read = files.Read("fifo", 100);
+  REQUIRE_FALSE(read);
+  CHECK(read.error().code == ErrorCode::kInvalidPath);
+}
+
+TEST_CASE("list caps the number of entries and says so", "[unit]") {
+  TempDir dir;
+  for (int i = 0; i < 10; ++i) REQUIRE(sandbox::WriteFile(dir.Join("f" + std::to_string(i)), "x"));
+  FileOps files(dir.path(), dir.path());
+  auto listing = files.List("", false, 4);
+  REQUIRE(listing);
+  CHECK(listing->entries.size() == 4);
+  CHECK(listing->truncated);
+}
+
+TEST_CASE("a snapshot diff finds new and rewritten files, not untouched ones", "[unit]") {
+  TempDir dir;
+  REQUIRE(sandbox::WriteFile(dir.Join("same"), "1"));
+  REQUIRE(sandbox::WriteFile(dir.Join("rewritten"), "1"));
+  auto before = DataSnapshot::Take(dir.path());
+  CHECK(before.size() == 2);
+  // Same size, new content: caught by mtime/ctime (nanoseconds on tmpfs and ext4).
+  usleep(2000);
+  REQUIRE(sandbox::WriteFile(dir.Join("rewritten"), "2"));
+  REQUIRE(sandbox::MakeDirs(dir.Join("sub")));
+  REQUIRE(sandbox::WriteFile(dir.Join("sub/new"), "abc"));
+  REQUIRE(::symlink("same", dir.Join("link").c_str()) == 0);  // links are not artifacts
+  auto changed = before.ChangedIn(DataSnapshot::Take(dir.path()));
+  REQUIRE(changed.size() == 2);
+  CHECK(changed[0].path == dir.Join("rewritten"));
+  CHECK(changed[1].path == dir.Join("sub/new"));
+  CHECK(changed[1].size == 3);
+}

@@ -1,0 +1,239 @@
+// The wire codec, the byte stream and the client's defences, without any agent process: a
+// thread on the other end of a socketpair plays the agent.
+#include "runtime/agent/wire.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/agent/host/agent_client.h"
+#include "runtime/agent/host/fd_byte_stream.h"
+#include "runtime/agent/mime.h"
+#include "runtime/base/files.h"
+
+using namespace std::chrono_literals;
+using sandbox::ErrorCode;
+using sandbox::Fd;
+using sandbox::agent::Base64Decode;
+using sandbox::agent::Base64Encode;
+using sandbox::agent::EncodeFrame;
+using sandbox::agent::FrameDecoder;
+using sandbox::agent::Json;
+
+namespace {
+
+std::pair<Fd, Fd> SocketPair() {
+  int sv[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+  return {Fd(sv[0]), Fd(sv[1])};
+}
+
+}  // namespace
+
+TEST_CASE("frames survive being split at every byte and merged", "[unit]") {
+  std::string stream;
+  for (int i = 0; i < 3; ++i)
+    stream += EncodeFrame(Json{{"type", "output"}, {"id", i}, {"s", "é\n"}});
+  for (size_t step = 1; step <= stream.size(); ++step) {
+    FrameDecoder decoder;
+    int seen = 0;
+    for (size_t offset = 0; offset < stream.size(); offset += step) {
+      decoder.Append(std::string_view(stream).substr(offset, step));
+      for (;;) {
+        auto next = decoder.Next();
+        REQUIRE(next);
+        if (!next->has_value()) break;
+        CHECK((**next)["id"] == seen);
+        CHECK((**next)["s"] == "é\n");
+        ++seen;
+      }
+    }
+    CHECK(seen == 3);
+    CHECK(decoder.buffered() == 0);
+  }
+}
+
+TEST_CASE("an oversized frame is refused from its header alone", "[unit]") {
+  FrameDecoder decoder(1024);
+  decoder.Append(std::string("\x00\x00\x04\x01", 4));  // 1025 bytes announced, none sent
+  auto next = decoder.Next();
+  REQUIRE_FALSE(next);
+  CHECK(next.error().code == ErrorCode::kInvalidArgument);
+
+  FrameDecoder huge;
+  huge.Append("\xff\xff\xff\xff");
+  CHECK_FALSE(huge.Next());
+}
+
+TEST_CASE("a frame that is not a JSON object is an error, not an exception", "[unit]") {
+  for (std::string body : {"[1,2]", "{\"a\":", "42", "\xff\xfe"}) {
+    FrameDecoder decoder;
+    std::string frame(4, '\0');
+    frame[3] = static_cast<char>(body.size());
+    decoder.Append(frame + body);
+    CHECK_FALSE(decoder.Next());
+  }
+}
+
+TEST_CASE("invalid UTF-8 in a string field does not throw when encoding", "[unit]") {
+  std::string frame = EncodeFrame(Json{{"code", std::string("a\xff"
+                                                            "b")}});
+  FrameDecoder decoder;
+  decoder.Append(frame);
+  auto next = decoder.Next();
+  REQUIRE(next);
+  REQUIRE(next->has_value());
+  CHECK((**next)["code"] ==
+        "a\xef\xbf\xbd"
+        "b");  // U+FFFD
+}
+
+TEST_CASE("base64 round-trips every length and every byte, and rejects junk", "[unit]") {
+  std::string all;
+  for (int i = 0; i < 256; ++i) all.push_back(static_cast<char>(i));
+  for (size_t len = 0; len <= all.size(); ++len) {
+    std::string bytes = all.substr(0, len);
+    auto decoded = Base64Decode(Base64Encode(bytes));
+    REQUIRE(decoded);
+    CHECK(*decoded == bytes);
+  }
+  CHECK(Base64Encode("foobar") == "Zm9vYmFy");
+  CHECK(Base64Encode("fo") == "Zm8=");
+  CHECK(Base64Encode("f") == "Zg==");
+  CHECK(*Base64Decode("Zm8=") == "fo");
+  for (std::string bad : {"Zm8", "Zm=8", "====", "Z!8=", "Zg==Zg=="}) {
+    INFO(bad);
+    CHECK_FALSE(Base64Decode(bad));
+  }
+}
+
+TEST_CASE("typed field reads fall back instead of throwing", "[unit]") {
+  Json message{{"s", "text"}, {"n", -3}, {"u", 7}, {"d", 1.5}, {"b", true}};
+  using namespace sandbox::agent;
+  CHECK(GetString(message, "s") == "text");
+  CHECK(GetString(message, "n", "fb") == "fb");
+  CHECK(GetInt(message, "n") == -3);
+  CHECK(GetInt(message, "s", 9) == 9);
+  CHECK(GetUint(message, "n", 5) == 5);  // negative is not a uint
+  CHECK(GetUint(message, "u") == 7);
+  CHECK(GetDouble(message, "d") == 1.5);
+  CHECK(GetDouble(message, "u") == 7);
+  CHECK(GetBool(message, "b"));
+  CHECK_FALSE(GetBool(message, "missing"));
+  CHECK(GetString(Json::array(), "s", "x") == "x");
+  CHECK_FALSE(GetBytes(Json{{"c", "***"}}, "c"));
+  CHECK(*GetBytes(Json{{"c", "aGk="}}, "c") == "hi");
+  CHECK(ErrorCodeFromName("artifact_too_large") == ErrorCode::kArtifactTooLarge);
+  CHECK(ErrorCodeFromName("bogus") == ErrorCode::kInternal);
+}
+
+TEST_CASE("mime types by extension", "[unit]") {
+  using sandbox::agent::MimeTypeForPath;
+  CHECK(MimeTypeForPath("/mnt/data/chart.PNG") == "image/png");
+  CHECK(MimeTypeForPath("a.b/data.csv") == "text/csv");
+  CHECK(MimeTypeForPath("report.pdf") == "application/pdf");
+  CHECK(MimeTypeForPath("noext") == "application/octet-stream");
+  CHECK(MimeTypeForPath("dir.d/noext") == "application/octet-stream");
+  CHECK(MimeTypeForPath(".bashrc") == "application/octet-stream");
+  CHECK(MimeTypeForPath("x.") == "application/octet-stream");
+}
+
+TEST_CASE("FdByteStream: deadline, EOF, and a dead peer is an error, not SIGPIPE", "[unit]") {
+  auto [ours, theirs] = SocketPair();
+  sandbox::FdByteStream stream(std::move(ours));
+  char buf[16];
+  auto start = sandbox::Clock::now();
+  auto timed_out = stream.Read(buf, sizeof buf, sandbox::Clock::now() + 50ms);
+  REQUIRE_FALSE(timed_out);
+  CHECK(timed_out.error().code == ErrorCode::kTimeout);
+  CHECK(sandbox::Clock::now() - start >= 50ms);
+
+  REQUIRE(sandbox::WriteAll(theirs.get(), "abc"));
+  auto got = stream.Read(buf, sizeof buf, sandbox::Clock::now() + 1s);
+  REQUIRE(got);
+  CHECK(std::string(buf, *got) == "abc");
+  REQUIRE(stream.Write("xyz"));
+  char peer[8];
+  CHECK(::read(theirs.get(), peer, sizeof peer) == 3);
+
+  stream.CloseWrite();
+  CHECK(::read(theirs.get(), peer, sizeof peer) == 0);  // the agent sees EOF
+  CHECK_FALSE(stream.Write("more"));
+
+  theirs.Reset();
+  auto eof = stream.Read(buf, sizeof buf, sandbox::Clock::now() + 1s);
+  REQUIRE(eof);
+  CHECK(*eof == 0);
+
+  // Pipes: writing to a pipe nobody reads fails with EPIPE and the process lives on.
+  int to_agent[2], from_agent[2];
+  REQUIRE(::pipe2(to_agent, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(from_agent, O_CLOEXEC) == 0);
+  sandbox::FdByteStream piped{Fd(from_agent[0]), Fd(to_agent[1])};
+  ::close(to_agent[0]);
+  ::close(from_agent[1]);
+  auto failed = piped.Write("data");
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error().code == ErrorCode::kSandboxUnavailable);
+}
+
+TEST_CASE("AgentClient: no hello in time, malformed frames and EOF mean unavailable", "[unit]") {
+  {
+    auto [ours, theirs] = SocketPair();
+    sandbox::FdByteStream stream(std::move(ours));
+    sandbox::AgentClient client(stream);
+    auto ready = client.WaitReady(100ms);
+    REQUIRE_FALSE(ready);
+    CHECK(ready.error().code == ErrorCode::kSandboxUnavailable);
+  }
+  {
+    auto [ours, theirs] = SocketPair();
+    sandbox::FdByteStream stream(std::move(ours));
+    sandbox::AgentClient client(stream);
+    REQUIRE(sandbox::WriteAll(theirs.get(), std::string("\x7f\xff\xff\xff", 4)));
+    auto ready = client.WaitReady(5s);
+    REQUIRE_FALSE(ready);
+    CHECK(ready.error().code == ErrorCode::kSandboxUnavailable);
+    CHECK_FALSE(client.Stat("x"));  // the stream stays unusable
+  }
+  {
+    auto [ours, theirs] = SocketPair();
+    sandbox::FdByteStream stream(std::move(ours));
+    sandbox::AgentClient client(stream);
+    REQUIRE(sandbox::WriteAll(theirs.get(), EncodeFrame(Json{{"type", "hello"},
+                                                             {"id", 0},
+                                                             {"protocol", 1},
+                                                             {"init_pid", 1},
+                                                             {"worker_pid", 2},
+                                                             {"python", "3.11.2"}})));
+    REQUIRE(client.WaitReady(5s));
+    CHECK(client.info().worker_pid == 2);
+    // The agent answers a stat with a stale answer, an output event of another id, then the
+    // real error: the client keeps only the last.
+    std::thread agent([fd = theirs.get()] {
+      char buf[4096];
+      (void)::read(fd, buf, sizeof buf);
+      std::string answers =
+          EncodeFrame(Json{{"type", "ok"}, {"id", 999}}) +
+          EncodeFrame(Json{{"type", "output"}, {"id", 5}, {"stream", 1}}) +
+          EncodeFrame(Json{
+              {"type", "error"}, {"id", 1}, {"code", "not_found"}, {"message", "stat(x): ENOENT"}});
+      (void)sandbox::WriteAll(fd, answers);
+    });
+    auto stat = client.Stat("x");
+    agent.join();
+    REQUIRE_FALSE(stat);
+    CHECK(stat.error().code == ErrorCode::kNotFound);
+    CHECK(stat.error().message == "stat(x): ENOENT");
+    theirs.Reset();
+    auto gone = client.Stat("y");
+    REQUIRE_FALSE(gone);
+    CHECK(gone.error().code == ErrorCode::kSandboxUnavailable);
+  }
+}
