@@ -464,7 +464,7 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
   bool persistent = &proc == worker_.get();
   Drain(proc);  // the last output, or why it could not start
   if (run_ && run_->proc == &proc) {
-    if (proc.role != Proc::Role::kShell && !run_->code_sent) {
+    if (proc.role != Proc::Role::kShell && !run_->code_sent && !run_->killed) {
       std::string tail = proc.stderr_tail;
       FailRun(MakeError(ErrorCode::kSandboxUnavailable,
                         "the Python worker exited before it was ready (status {:#x}): {}",
@@ -478,7 +478,8 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
       // A worker that ended while running a cell: killed by us (timeout, cancel) or by something
       // else (the OOM killer, a kill from another process, os._exit in the cell).
       result["worker_killed"] = worker && signal_number != 0 && !run_->killed;
-      result["state_lost"] = persistent;
+      // (A worker killed while still starting, e.g. by a short timeout, had no state.)
+      result["state_lost"] = persistent && (proc.ran_code || run_->code_sent);
       FinishRun(std::move(result));
     }
   } else if (persistent && !proc.ready && !hello_sent_) {

@@ -669,3 +669,26 @@ TEST_CASE("an image without a usable Python fails WaitReady with the reason", "[
   CHECK_THAT(failed.error().message, Catch::Contains("no such module"));
   CHECK((*broken)->WaitExit(10s) != -1);
 }
+
+TEST_CASE("a timeout while a fresh worker is still starting is a timeout, not an error",
+          "[agent]") {
+  // A Python that takes a second to start, as on a loaded machine.
+  TempDir bin;
+  std::string slow = bin.Join("python3");
+  REQUIRE(sandbox::WriteFile(slow, "#!/bin/sh\nsleep 1\nexec /usr/bin/python3 \"$@\"\n", 0755));
+  LocalAgentOptions options;
+  options.python = slow;
+  Session s(options);
+  REQUIRE(s.Python("x = 1").exit_code == 0);
+  RunRequest request;
+  request.code = "print('never')";
+  request.fresh = true;
+  request.timeout_s = 0.2;
+  auto result = s.agent->client().Run(request);
+  REQUIRE(result);
+  CHECK(result->timed_out);
+  CHECK_FALSE(result->state_lost);
+  CHECK(result->stdout_text.empty());
+  CHECK(result->term_signal == SIGKILL);
+  CHECK(s.Python("x").stdout_text == "1\n");
+}
