@@ -242,7 +242,7 @@ Result<std::vector<std::map<std::string, std::string>>> EngineClient::ContainerT
   SBX_ASSIGN_OR_RETURN(
       HttpResponse response,
       Call(Request("GET", Versioned("/containers/" + id + "/top?ps_args=" +
-                                    UrlEncode("-o pid,ppid,pgid,user,stat,args")))));
+                                    UrlEncode("-eo pid,ppid,pgid,user,stat,args")))));
   SBX_ASSIGN_OR_RETURN(nlohmann::json top, ParseJson(response.body, "container top"));
   std::vector<std::map<std::string, std::string>> rows;
   auto titles = top.find("Titles");

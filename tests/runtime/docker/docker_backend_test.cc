@@ -1,0 +1,353 @@
+// Integration tests of the Docker backend against a real daemon (root only; skipped with the
+// reason when none answers). Sandboxes here run a plain /bin/sh as their "agent" so the
+// container machinery is tested on its own; agent_over_docker_test.cc runs the real agent.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/base/files.h"
+#include "runtime/docker/container_spec.h"
+#include "runtime/docker/hijacked_connection.h"
+#include "runtime/docker/owner.h"
+#include "runtime/docker/stream_demuxer.h"
+#include "tests/runtime/docker/docker_fixture.h"
+
+using namespace sandbox;
+using namespace sandbox::testing;
+using nlohmann::json;
+using std::chrono::seconds;
+
+namespace {
+
+json Inspect(docker::DockerBackend& backend, const std::string& name) {
+  auto inspected = backend.engine().InspectContainer(name);
+  REQUIRE(inspected);
+  return *inspected;
+}
+
+bool ContainerExists(docker::DockerBackend& backend, const std::string& name) {
+  auto inspected = backend.engine().InspectContainer(name);
+  if (!inspected) REQUIRE(inspected.error().code == ErrorCode::kNotFound);
+  return inspected.has_value();
+}
+
+}  // namespace
+
+TEST_CASE("docker: the daemon answers and the API version is negotiated, not pinned", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  const auto& info = backend->engine().info();
+  CHECK(info.api_version >= docker::kOldestApiVersion);
+  CHECK(info.api_version <= info.server_api_version);
+  CHECK(info.api_version == std::min(info.server_api_version, docker::kNewestApiVersion));
+  CHECK_FALSE(info.server_version.empty());
+  CHECK(backend->engine().Versioned("/info") == "/v" + info.api_version.ToString() + "/info");
+  CHECK(backend->name() == "docker");
+}
+
+TEST_CASE("docker: an image missing from the daemon is loaded from its archive", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  TempDir dir;
+  // A docker-save archive of a tag the daemon then forgets (its layers stay: fast to load).
+  std::string tag = fmt::format("mcp-sandbox-loadtest:{}", getpid());
+  std::string archive = dir.Join("image.tar");
+  REQUIRE(RunShell(fmt::format("docker tag {} {} && docker save -o {} {} && docker rmi {} "
+                               ">/dev/null",
+                               image, tag, archive, tag, tag)) == 0);
+  REQUIRE_FALSE(backend->engine().ImageExists(tag).value());
+
+  auto missing = backend->EnsureImage(tag, "");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::kNotFound);
+  CHECK_THAT(missing.error().message, Catch::Contains(tag));
+
+  REQUIRE(WriteFile(dir.Join("garbage.tar"), std::string(4096, 'x')));
+  auto bad = backend->EnsureImage(tag, dir.Join("garbage.tar"));
+  REQUIRE_FALSE(bad);
+  INFO(bad.error().message);
+
+  auto loaded = backend->EnsureImage(tag, archive);
+  INFO((loaded ? std::string() : loaded.error().message));
+  CHECK(loaded);
+  CHECK(backend->engine().ImageExists(tag).value());
+  CHECK(backend->EnsureImage(tag, "/nonexistent").has_value());  // present: archive not read
+  RunShell("docker rmi " + tag + " >/dev/null 2>&1");
+}
+
+TEST_CASE("docker: containers get every hardening setting", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent;
+  SandboxSpec spec = DockerSpec(image, agent.path());
+  spec.limits.memory_bytes = 200ull << 20;
+  spec.limits.cpus = 0.5;
+  spec.limits.pids = 64;
+  spec.limits.tmp_bytes = 32ull << 20;
+  spec.limits.disk_bytes = 48ull << 20;
+  spec.limits.open_files = 256;
+  auto sandbox = backend->Start(spec);
+  REQUIRE(sandbox);
+  std::string name = docker::ContainerNameFor(spec.session_id);
+  json container = Inspect(*backend, name);
+  const json& host = container["HostConfig"];
+  const json& config = container["Config"];
+
+  CHECK(host["NetworkMode"] == "none");
+  CHECK(config["NetworkDisabled"] == true);
+  CHECK(host["CapDrop"] == json::array({"ALL"}));
+  CHECK((host["CapAdd"].is_null() || host["CapAdd"].empty()));
+  CHECK(host["Privileged"] == false);
+  CHECK(host["ReadonlyRootfs"] == true);
+  REQUIRE(host["SecurityOpt"].is_array());
+  CHECK(host["SecurityOpt"][0] == "no-new-privileges:true");
+  if (!backend->seccomp_profile_json().empty()) {
+    REQUIRE(host["SecurityOpt"].size() == 2);
+    CHECK(host["SecurityOpt"][1].get<std::string>().rfind("seccomp=", 0) == 0);
+  }
+  CHECK(host["Memory"] == 200ll << 20);
+  if (backend->engine().info().swap_limit) CHECK(host["MemorySwap"] == 200ll << 20);
+  CHECK(host["NanoCpus"] == 500'000'000);
+  CHECK(host["PidsLimit"] == 64);
+  CHECK(host["Init"] == true);
+  CHECK(host["IpcMode"] == "private");
+  CHECK(host["CgroupnsMode"] == "private");
+  CHECK(host["Tmpfs"]["/tmp"] == "rw,exec,nosuid,nodev,size=33554432,mode=1777");
+  CHECK(config["User"] == "1000:1000");
+  CHECK(config["Hostname"] == "sandbox");
+  CHECK(config["Labels"]["mcp-sandbox.session"] == spec.session_id);
+  CHECK(config["Labels"]["mcp-sandbox.owner"] == backend->owner());
+  CHECK(container["Path"] == "/.sandbox/sandbox-init");
+  CHECK(container["State"]["Running"] == true);
+
+  // What the sandboxed process actually gets.
+  ByteStream& sh = (*sandbox)->stream();
+  CHECK(ShellRun(sh, "id -u; id -g") == "1000\n1000\n");
+  std::string status = ShellRun(sh,
+                                "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' "
+                                "/proc/self/status | tr -d ' \\t'");
+  CHECK_THAT(status, Catch::Contains("CapPrm:0000000000000000"));
+  CHECK_THAT(status, Catch::Contains("CapEff:0000000000000000"));
+  CHECK_THAT(status, Catch::Contains("CapBnd:0000000000000000"));
+  CHECK_THAT(status, Catch::Contains("NoNewPrivs:1"));
+  CHECK_THAT(status, Catch::Contains("Seccomp:2"));
+  CHECK(ShellRun(sh, "touch /etc/x 2>/dev/null || echo read-only") == "read-only\n");
+  CHECK(ShellRun(sh, "ls /sys/class/net") == "lo\n");
+  CHECK(ShellRun(sh, "hostname") == "sandbox\n");
+  CHECK(ShellRun(sh, "stat -c '%u %g %a' /mnt/data; stat -c %a /tmp") == "1000 1000 755\n1777\n");
+  std::string mounts = ShellRun(sh, "grep -E ' (/tmp|/mnt/data|/.sandbox) ' /proc/mounts");
+  CHECK_THAT(mounts, Catch::Contains("tmpfs /tmp tmpfs rw,nosuid,nodev,relatime,size=32768k"));
+  CHECK_THAT(mounts, Catch::Contains("tmpfs /mnt/data tmpfs rw,nosuid,nodev,relatime,size=49152k"));
+  CHECK_THAT(mounts, Catch::Contains(" /.sandbox ") && Catch::Contains("ro,"));
+  CHECK(ShellRun(sh, "ulimit -n; ulimit -c") == "256\n0\n");
+  CHECK(ShellRun(sh, "echo x > /mnt/data/f && cat /mnt/data/f && echo y > /tmp/g && cat /tmp/g") ==
+        "x\ny\n");
+  // tini is pid 1 and the agent its child.
+  CHECK(ShellRun(sh, "cat /proc/1/comm") == "docker-init\n");
+
+  EnforcedLimits enforced = (*sandbox)->enforced_limits();
+  CHECK(enforced.cgroup_mode == "docker");
+  CHECK((*sandbox)->backend_name() == "docker");
+}
+
+TEST_CASE("docker: the demuxer splits real attach frames at every chunk size", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent(
+      "i=0; while [ $i -lt 50 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done\n"
+      "printf 'no newline'\n");
+  SandboxSpec spec = DockerSpec(image, agent.path());
+  auto container = docker::ContainerSpecFor(spec, image, "test/1/1", "");
+  REQUIRE(container);
+  const auto& engine = backend->engine();
+  auto created = engine.CreateContainer(container->name, docker::CreateContainerBody(*container));
+  REQUIRE(created);
+  auto connection = engine.AttachContainer(created->id);
+  REQUIRE(connection);
+  REQUIRE(engine.StartContainer(created->id));
+  std::string raw = connection->early_bytes;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(connection->fd.get(), buf, sizeof buf)) > 0) {
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  REQUIRE(engine.RemoveContainer(created->id));
+
+  std::string want_out, want_err;
+  for (int i = 0; i < 50; ++i) {
+    want_out += fmt::format("out{}\n", i);
+    want_err += fmt::format("err{}\n", i);
+  }
+  want_out += "no newline";
+  for (size_t chunk = 1; chunk <= 64; ++chunk) {
+    docker::StreamDemuxer demuxer;
+    std::string out, err;
+    for (size_t pos = 0; pos < raw.size(); pos += chunk) {
+      REQUIRE(demuxer.Feed(std::string_view(raw).substr(pos, chunk),
+                           [&](docker::StreamType stream, std::string_view payload) {
+                             (stream == docker::StreamType::kStdout ? out : err).append(payload);
+                           }));
+    }
+    INFO("chunk " << chunk);
+    REQUIRE(out == want_out);
+    REQUIRE(err == want_err);
+    REQUIRE(demuxer.at_frame_boundary());
+  }
+}
+
+TEST_CASE("docker: closing the write side gives the agent EOF, then the stream ends", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent("while read line; do echo \"got $line\"; done; echo bye\n");
+  auto sandbox = backend->Start(DockerSpec(image, agent.path()));
+  REQUIRE(sandbox);
+  ByteStream& stream = (*sandbox)->stream();
+  REQUIRE(stream.Write("a\nb\n"));
+  stream.CloseWrite();
+  CHECK(ReadToEof(stream, std::chrono::seconds(20)) == "got a\ngot b\nbye\n");
+}
+
+TEST_CASE("docker: a read past its deadline times out, a later read still works", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent;
+  auto sandbox = backend->Start(DockerSpec(image, agent.path()));
+  REQUIRE(sandbox);
+  ByteStream& sh = (*sandbox)->stream();
+  char buf[16];
+  auto started = Clock::now();
+  auto nothing = sh.Read(buf, sizeof buf, Clock::now() + std::chrono::milliseconds(300));
+  REQUIRE_FALSE(nothing);
+  CHECK(nothing.error().code == ErrorCode::kTimeout);
+  CHECK(Clock::now() - started >= std::chrono::milliseconds(290));
+  CHECK(ShellRun(sh, "echo still here") == "still here\n");
+}
+
+TEST_CASE("docker: Kill stops everything and destruction removes the container", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent;
+  SandboxSpec spec = DockerSpec(image, agent.path());
+  std::string name = docker::ContainerNameFor(spec.session_id);
+  {
+    auto sandbox = backend->Start(spec);
+    REQUIRE(sandbox);
+    ShellRun((*sandbox)->stream(), "sleep 1000 & sleep 1000 &");
+    REQUIRE((*sandbox)->Kill());
+    REQUIRE((*sandbox)->Kill());  // idempotent
+    CHECK(Inspect(*backend, name)["State"]["Running"] == false);
+    // The agent's stream ends.
+    ReadToEof((*sandbox)->stream(), std::chrono::seconds(20));
+    CHECK(ContainerExists(*backend, name));
+  }
+  CHECK_FALSE(ContainerExists(*backend, name));
+  auto labelled =
+      backend->engine().ListContainers(std::string("mcp-sandbox.session=") + spec.session_id);
+  REQUIRE(labelled);
+  CHECK(labelled->empty());
+}
+
+TEST_CASE("docker: a failed start leaves no container behind", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent;
+  // runc fails at start: it cannot make this working directory.
+  SandboxSpec spec = DockerSpec(image, agent.path());
+  spec.workdir = "/proc/self/nope";
+  auto sandbox = backend->Start(spec);
+  REQUIRE_FALSE(sandbox);
+  CHECK(sandbox.error().code == ErrorCode::kSandboxUnavailable);
+  CHECK_THAT(sandbox.error().message, Catch::Contains("start container"));
+  CHECK_FALSE(ContainerExists(*backend, docker::ContainerNameFor(spec.session_id)));
+
+  // The daemon refuses the create: nothing was made.
+  SandboxSpec no_agent = DockerSpec(image, "/nonexistent/agent");
+  auto refused = backend->Start(no_agent);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message, Catch::Contains("create container"));
+  CHECK_FALSE(ContainerExists(*backend, docker::ContainerNameFor(no_agent.session_id)));
+
+  SandboxSpec no_image = DockerSpec("mcp-sandbox-no-such-image:1", agent.path());
+  auto missing = backend->Start(no_image);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code == ErrorCode::kNotFound);
+  CHECK_FALSE(ContainerExists(*backend, docker::ContainerNameFor(no_image.session_id)));
+}
+
+TEST_CASE("docker: an agent that cannot run ends the stream", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  TempDir empty_agent;  // no sandbox-init: tini starts, fails to exec it, and exits
+  REQUIRE(::chmod(empty_agent.path().c_str(), 0755) == 0);
+  auto sandbox = backend->Start(DockerSpec(image, empty_agent.path()));
+  REQUIRE(sandbox);
+  CHECK(ReadToEof((*sandbox)->stream(), std::chrono::seconds(20)).empty());
+}
+
+TEST_CASE("docker: the orphan sweep removes containers of gone servers only", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent;
+  const auto& engine = backend->engine();
+  // A server that "crashed": its containers carry an owner that no longer runs.
+  std::string me = docker::CurrentOwner();
+  std::string gone = me.substr(0, me.find('/')) + "/2147483646/1";
+  std::vector<std::string> orphans;
+  for (bool running : {true, false}) {
+    SandboxSpec spec = DockerSpec(image, agent.path());
+    auto container = docker::ContainerSpecFor(spec, image, gone, "");
+    REQUIRE(container);
+    auto created = engine.CreateContainer(container->name, docker::CreateContainerBody(*container));
+    REQUIRE(created);
+    if (running) REQUIRE(engine.StartContainer(created->id));
+    orphans.push_back(container->name);
+  }
+  // A live sandbox of this server, which must survive.
+  auto live = backend->Start(DockerSpec(image, agent.path()));
+  REQUIRE(live);
+
+  auto swept = backend->SweepOrphans();
+  REQUIRE(swept);
+  CHECK(*swept >= 2);
+  for (const auto& orphan : orphans) CHECK_FALSE(ContainerExists(*backend, orphan));
+  CHECK(ShellRun((*live)->stream(), "echo alive") == "alive\n");
+  CHECK(backend->SweepOrphans().value() == 0);
+}
+
+TEST_CASE("docker: usage is read from the container and an OOM-killed child is counted", "[docker]") {
+  for (bool engine_api : {false, true}) {
+    DYNAMIC_SECTION((engine_api ? "through the Engine API" : "from the container's cgroup")) {
+      docker::DockerBackendOptions options;
+      options.usage_from_engine_api = engine_api;
+      auto backend = ConnectDockerOrSkip(options);
+      std::string image = DockerTestImageOrSkip(*backend);
+      FakeAgentDir agent;
+      SandboxSpec spec = DockerSpec(image, agent.path());
+      spec.limits.memory_bytes = 64ull << 20;
+      auto sandbox = backend->Start(spec);
+      REQUIRE(sandbox);
+      ByteStream& sh = (*sandbox)->stream();
+      ShellRun(sh, "sleep 1000 &");
+      SandboxUsage before = (*sandbox)->Usage();
+      CHECK(before.memory_bytes > 0);
+      CHECK(before.pids >= 3);  // tini, sh, sleep
+      CHECK(before.oom_kills == 0);
+      // A child allocating past the limit is killed; the sandbox (tini, the shell) lives on.
+      std::string result =
+          ShellRun(sh,
+                   "python3 -c 'b = bytearray(256 << 20); b[::4096] = b\"x\" * len(b[::4096])'"
+                   " 2>/dev/null; echo exit=$?");
+      CHECK(result == "exit=137\n");
+      uint64_t kills = 0;
+      for (int i = 0; i < 50 && kills == 0; ++i) {  // the daemon's event may trail the exit
+        kills = (*sandbox)->Usage().oom_kills;
+        if (kills == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      CHECK(kills >= 1);
+      CHECK((*sandbox)->Usage().memory_peak_bytes >= (32ull << 20));
+      CHECK(ShellRun(sh, "echo alive") == "alive\n");
+    }
+  }
+}
