@@ -1,0 +1,57 @@
+// `mcp-sandbox image build`: builds the Python image from Debian's packages with mmdebstrap
+// (no Docker, no PyPI), writes it as an OCI image archive that `docker load` also accepts,
+// caches the archive under state_dir/archives, and imports it into the image store.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rootfs/recipe/recipe.h"
+#include "rootfs/store.h"
+#include "runtime/base/result.h"
+
+namespace sandbox::rootfs {
+
+struct BuildOptions {
+  ImageVariant variant = ImageVariant::kDefault;
+  std::string suite = std::string(kDefaultSuite);
+  std::string name;         // "" = DefaultImageName(variant): "python" or "python-small"
+  std::string mirror;       // "" = deb.debian.org (plus updates and security for stable suites)
+  std::string state_dir;    // "" = ImageStore::DefaultStateDir()
+  bool rebuild = false;     // build even when the cached archive is current
+  std::string output_path;  // also copy the archive here ("" = no copy)
+  // Stage changes (`detail` empty) and status lines within a stage (mmdebstrap's "I: ..."
+  // messages). Called from more than one thread, never concurrently.
+  std::function<void(std::string_view stage, std::string_view detail)> progress;
+};
+
+struct BuildResult {
+  std::string name;           // store name: "python"
+  std::string reference;      // docker tag: "mcp-sandbox/python:latest"
+  std::string archive_path;   // state_dir/archives/<name>-<variant>-<suite>.tar
+  std::string recipe_hash;    // RecipeHash() of what was built
+  std::string config_digest;  // "sha256:<hex>" of the image config: the store's key
+  uint64_t archive_bytes = 0;
+  uint64_t layer_bytes = 0;  // the uncompressed layer, about the unpacked size
+  bool reused = false;       // the cached archive was current; nothing was built
+  double seconds = 0;        // wall time of BuildImage
+};
+
+// The cached archive of `options` when it exists and was built from the current recipe.
+Result<std::optional<BuildResult>> FindCachedBuild(const BuildOptions& options);
+
+// Builds the archive (or reuses the cached one unless options.rebuild) and returns where it
+// is. Two builds of the same name, variant and suite take turns (a lock file). Does not touch
+// the store. Fails when mmdebstrap fails (with its last messages), or on I/O errors.
+Result<BuildResult> BuildImage(const BuildOptions& options);
+
+// The `image build` subcommand: parses `args` (the arguments after "build"), builds, and
+// imports into `store`; does nothing (and says so) when the store already has the image of
+// the current recipe, unless --rebuild. Returns the exit code: 0 ok, 1 failure, 2 usage.
+int BuildImageCommand(const std::vector<std::string>& args, ImageStore& store);
+
+}  // namespace sandbox::rootfs

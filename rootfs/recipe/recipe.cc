@@ -1,0 +1,147 @@
+#include "rootfs/recipe/recipe.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "rootfs/digest.h"
+#include "rootfs/recipe/customize_script.h"
+
+namespace sandbox::rootfs {
+namespace {
+
+// Bump when the way a recipe turns into an image changes outside the recipe's own fields
+// (for example the layer writer), so cached archives are rebuilt.
+constexpr int kRecipeFormat = 1;
+
+// The scientific stack of the default image, all from Debian (no PyPI at build time).
+// fonts-dejavu-core: matplotlib's default font (DejaVu Sans), so plots render text.
+const std::vector<std::string> kDefaultPackages = {
+    "python3",         "python3-numpy", "python3-pandas",    "python3-matplotlib",
+    "python3-seaborn", "python3-scipy", "python3-openpyxl",  "python3-reportlab",
+    "python3-pip",     "python3-venv",  "fonts-dejavu-core",
+};
+
+// dpkg drops these paths while unpacking every package (see dpkg(1) --path-exclude), so docs,
+// man pages and translations never reach the tree. Copyright files stay (licence terms).
+const std::vector<std::string> kDpkgOptions = {
+    "path-exclude=/usr/share/doc/*",     "path-include=/usr/share/doc/*/copyright",
+    "path-exclude=/usr/share/man/*",     "path-exclude=/usr/share/info/*",
+    "path-exclude=/usr/share/locale/*",  "path-include=/usr/share/locale/locale.alias",
+    "path-exclude=/usr/share/lintian/*",
+};
+
+// The environment of every session. HOME is /tmp, not /home/sandbox: the rootfs is mounted
+// read-only and only /tmp and /mnt/data are writable, and /mnt/data is the user's artifact
+// directory, which dotfiles (.cache, .local, .config) would clutter. pip --user therefore
+// installs into /tmp/.local, whose bin/ ends PATH.
+const std::vector<std::string> kEnv = {
+    "PATH=/usr/local/bin:/usr/bin:/bin:/tmp/.local/bin",
+    "HOME=/tmp",
+    "LANG=C.UTF-8",
+    "MPLBACKEND=Agg",
+    "MPLCONFIGDIR=/tmp/matplotlib",
+    "PYTHONDONTWRITEBYTECODE=1",
+    "PYTHONUNBUFFERED=1",
+};
+
+bool IsSuiteName(std::string_view suite) {
+  if (suite.empty() || suite.size() > 64 || suite.front() == '-') return false;
+  return std::all_of(suite.begin(), suite.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+std::string JoinComma(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += ',';
+    out += item;
+  }
+  return out;
+}
+
+// 'text' for sh, with every ' written as '\''.
+std::string ShellQuote(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+Result<ImageVariant> ParseImageVariant(std::string_view name) {
+  if (name == "default") return ImageVariant::kDefault;
+  if (name == "small") return ImageVariant::kSmall;
+  return Fail(ErrorCode::kInvalidArgument, "unknown image variant '{}' (default or small)", name);
+}
+
+std::string_view ImageVariantName(ImageVariant variant) {
+  return variant == ImageVariant::kSmall ? "small" : "default";
+}
+
+std::string DefaultImageName(ImageVariant variant) {
+  return variant == ImageVariant::kSmall ? "python-small" : "python";
+}
+
+Result<Recipe> MakeRecipe(ImageVariant variant, std::string_view suite) {
+  if (!IsSuiteName(suite)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "'{}' is not a Debian suite name (lowercase letters, digits and '-')", suite);
+  }
+  Recipe recipe;
+  recipe.variant = variant;
+  recipe.suite = std::string(suite);
+  recipe.packages =
+      variant == ImageVariant::kSmall ? std::vector<std::string>{"python3"} : kDefaultPackages;
+  recipe.dpkg_options = kDpkgOptions;
+  recipe.customize_script = std::string(kCustomizeScript);
+  recipe.user = "1000:1000";
+  recipe.working_dir = "/mnt/data";
+  recipe.env = kEnv;
+  recipe.cmd = {"python3"};
+  return recipe;
+}
+
+std::string RecipeHash(const Recipe& recipe) {
+  // nlohmann's dump() of an object sorts keys, which makes this canonical.
+  nlohmann::json doc = {
+      {"format", kRecipeFormat},
+      {"variant", ImageVariantName(recipe.variant)},
+      {"suite", recipe.suite},
+      {"packages", recipe.packages},
+      {"dpkg_options", recipe.dpkg_options},
+      {"customize_script", recipe.customize_script},
+      {"user", recipe.user},
+      {"working_dir", recipe.working_dir},
+      {"env", recipe.env},
+      {"cmd", recipe.cmd},
+  };
+  return Sha256Hex(doc.dump());
+}
+
+std::vector<std::string> MmdebstrapArgv(const Recipe& recipe, const MmdebstrapOptions& options) {
+  std::vector<std::string> argv = {
+      "mmdebstrap",
+      options.as_root ? "--mode=root" : "--mode=unshare",
+      // essential + --include: no apt, no init system; apt still resolves the includes from
+      // outside the tree. A sandbox image never installs Debian packages at run time.
+      "--variant=essential",
+      "--include=" + JoinComma(recipe.packages),
+  };
+  for (const auto& option : recipe.dpkg_options) argv.push_back("--dpkgopt=" + option);
+  // mmdebstrap runs the hook with sh -c, the tree's root as $1.
+  argv.push_back("--customize-hook=sh " + ShellQuote(options.hook_path) + " \"$1\"");
+  argv.push_back(recipe.suite);
+  argv.push_back(options.output);
+  if (!options.mirror.empty()) argv.push_back(options.mirror);
+  return argv;
+}
+
+}  // namespace sandbox::rootfs
