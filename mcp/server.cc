@@ -203,7 +203,9 @@ class Connection::Call : public ToolCall {
     return flight_->cancelled;
   }
 
-  std::string download_base() const override { return connection_->download_base(); }
+  std::string DownloadUrl(const std::string& session_id, const std::string& path) const override {
+    return connection_->DownloadUrl(session_id, path);
+  }
 
  private:
   std::shared_ptr<Connection> connection_;
@@ -217,14 +219,18 @@ std::string Connection::protocol_version() const {
   return protocol_version_;
 }
 
-void Connection::set_download_base(std::string base) {
+void Connection::set_download_linker(DownloadLinker linker) {
   std::lock_guard<std::mutex> lock(mutex_);
-  download_base_ = std::move(base);
+  download_linker_ = std::move(linker);
 }
 
-std::string Connection::download_base() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return download_base_;
+std::string Connection::DownloadUrl(const std::string& session_id, const std::string& path) const {
+  DownloadLinker linker;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    linker = download_linker_;
+  }
+  return linker ? linker(session_id, path) : std::string();
 }
 
 size_t Connection::in_flight() const {

@@ -94,9 +94,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // The negotiated revision, or "" before initialize.
   std::string protocol_version() const;
-  // "http://host:port" for download URLs in results ("" = no HTTP downloads).
-  void set_download_base(std::string base);
-  std::string download_base() const;
+  // Makes download URLs for results (set by the HTTP transport; unset = no downloads).
+  using DownloadLinker =
+      std::function<std::string(const std::string& session_id, const std::string& path)>;
+  void set_download_linker(DownloadLinker linker);
+  std::string DownloadUrl(const std::string& session_id, const std::string& path) const;
   // How many requests are being worked on (HTTP keeps a session with work in flight).
   size_t in_flight() const;
 
@@ -117,7 +119,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Server& server_;
   mutable std::mutex mutex_;
   std::string protocol_version_;
-  std::string download_base_;
+  DownloadLinker download_linker_;
   std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
   std::atomic<int> log_level_{1};  // LogLevel::kInfo until logging/setLevel
 };

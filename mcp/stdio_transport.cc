@@ -2,10 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -16,24 +14,13 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/jsonrpc.h"
+#include "mcp/shutdown_signals.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
 
 namespace sandbox::mcp {
 
 namespace {
-
-// The write end of the self-pipe the signal handler pokes (async-signal-safe: write(2) only).
-std::atomic<int> g_signal_pipe{-1};
-
-void OnTerminationSignal(int signo) {
-  int fd = g_signal_pipe.load();
-  if (fd >= 0) {
-    unsigned char byte = static_cast<unsigned char>(signo);
-    ssize_t ignored = write(fd, &byte, 1);
-    (void)ignored;
-  }
-}
 
 // The one writer of the protocol stream: whole lines, never interleaved.
 class LineWriter {
@@ -72,50 +59,13 @@ class StdioReply : public Reply {
   std::shared_ptr<LineWriter> writer_;
 };
 
-// Installs handlers for the signals that end serving, and restores the old ones on scope exit.
-class SignalGuard {
- public:
-  Status Install() {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return FailSys("pipe2");
-    read_end_.Reset(fds[0]);
-    write_end_.Reset(fds[1]);
-    g_signal_pipe = write_end_.get();
-    struct sigaction action = {};
-    action.sa_handler = OnTerminationSignal;
-    sigemptyset(&action.sa_mask);
-    for (size_t i = 0; i < std::size(kSignals); ++i) {
-      if (sigaction(kSignals[i], &action, &saved_[i]) != 0) return FailSys("sigaction");
-    }
-    // A client that closed its end must not kill us with SIGPIPE: writes fail with EPIPE.
-    struct sigaction ignore = {};
-    ignore.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ignore, nullptr);
-    installed_ = true;
-    return {};
-  }
-  ~SignalGuard() {
-    if (!installed_) return;
-    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &saved_[i], nullptr);
-    g_signal_pipe = -1;
-  }
-  int read_fd() const { return read_end_.get(); }
-
- private:
-  static constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP};
-  struct sigaction saved_[3] = {};
-  bool installed_ = false;
-  Fd read_end_;
-  Fd write_end_;
-};
-
 }  // namespace
 
 Status ServeStdio(Server& server, const StdioOptions& options,
                   const std::function<void()>& on_shutdown) {
   int out_fd = options.out_fd;
   Fd private_out;
-  SignalGuard signals;
+  ShutdownSignals signals;
   if (options.own_process_stdio) {
     // Keep the protocol stream on a private descriptor and send anything else that writes to
     // fd 1 (a library's printf, a child that inherits it) to stderr instead.
@@ -151,17 +101,15 @@ Status ServeStdio(Server& server, const StdioOptions& options,
       reason = "stdout closed";
       break;
     }
-    struct pollfd fds[2] = {{options.in_fd, POLLIN, 0}, {signals.read_fd(), POLLIN, 0}};
-    int ready = poll(fds, signals.read_fd() >= 0 ? 2 : 1, -1);
+    struct pollfd fds[2] = {{options.in_fd, POLLIN, 0}, {signals.fd(), POLLIN, 0}};
+    int ready = poll(fds, signals.fd() >= 0 ? 2 : 1, -1);
     if (ready < 0) {
       if (errno == EINTR) continue;
       reason = "poll failed";
       break;
     }
-    if (signals.read_fd() >= 0 && (fds[1].revents & POLLIN) != 0) {
-      unsigned char signo = 0;
-      ssize_t n = read(signals.read_fd(), &signo, 1);
-      reason = n == 1 ? fmt::format("signal {}", strsignal(signo)) : "signal";
+    if (signals.fd() >= 0 && (fds[1].revents & POLLIN) != 0) {
+      reason = signals.Take();
       break;
     }
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;

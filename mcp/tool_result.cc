@@ -27,17 +27,24 @@ size_t JsonSize(const Json& value) { return Serialize(value).size(); }
 
 }  // namespace
 
+std::string PercentEncodePath(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  for (char c : path) {
+    if (IsUnreservedPathChar(c)) {
+      out += c;
+    } else {
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    }
+  }
+  return out;
+}
+
 std::string SandboxUri(std::string_view session_id, std::string_view path) {
   std::string uri = "sandbox://";
   uri += session_id;
   if (path.empty() || path.front() != '/') uri += '/';
-  for (char c : path) {
-    if (IsUnreservedPathChar(c)) {
-      uri += c;
-    } else {
-      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
-    }
-  }
+  uri += PercentEncodePath(path);
   return uri;
 }
 

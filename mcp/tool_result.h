@@ -33,6 +33,9 @@ std::string SandboxUri(std::string_view session_id, std::string_view path);
 // The inverse: nullopt unless `uri` is a sandbox:// URI with a session id and absolute path.
 std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_view uri);
 
+// Percent-encodes what is not an unreserved URI character or '/'.
+std::string PercentEncodePath(std::string_view path);
+
 // "12.3 KiB" style sizes for result text.
 std::string HumanBytes(uint64_t bytes);
 // True for MIME types whose content is text (text/*, JSON, XML, CSV, JavaScript, SVG ...).

@@ -1,0 +1,69 @@
+// The server's configuration: every SANDBOX_* environment variable, each also a `serve` flag
+// (flags override the environment). One table (ConfigVariables) holds the name, flag, default
+// and meaning of each, and the README's configuration table is generated from it. Bad values
+// are refused with a message naming the variable; nothing falls back silently.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/base/result.h"
+
+namespace sandbox::mcp {
+
+struct ServeConfig {
+  std::string image;
+  uint64_t memory_bytes = 0;
+  double cpus = 0;
+  uint32_t pids = 0;
+  uint64_t disk_bytes = 0;
+  double exec_timeout_s = 0;
+  int session_ttl_m = 0;
+  int max_sessions = 0;
+  uint64_t max_upload_bytes = 0;
+  uint64_t max_output_bytes = 0;
+  uint64_t max_code_bytes = 0;
+  uint64_t max_result_bytes = 0;
+  std::string http_host;
+  int http_port = 0;
+  std::string auth_token;                    // "" = no authentication
+  std::vector<std::string> allowed_origins;  // empty = loopback origins on the bound port
+  std::string log_level;
+  std::string log_file;  // "" = stderr
+  std::string log_format;
+  std::string backend;     // auto | namespace | docker
+  std::string state_dir;   // "" = the image store's default
+  std::string wheelhouse;  // "" = none
+};
+
+struct ConfigVariable {
+  const char* env;            // SANDBOX_MEMORY_LIMIT
+  const char* flag;           // --memory-limit
+  const char* default_value;  // parsed like any value; "" = unset
+  const char* meaning;        // one line for --help and the README
+  Status (*apply)(ServeConfig& config, const std::string& value);
+};
+
+// Every variable, in the order the README lists them.
+const std::vector<ConfigVariable>& ConfigVariables();
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+// The process environment.
+std::optional<std::string> ProcessEnv(const std::string& name);
+
+// Defaults, then the environment, then `flags` (flag name -> value). A bad value fails with
+// kInvalidArgument: "SANDBOX_MEMORY_LIMIT='abc': not a size ...".
+Result<ServeConfig> LoadServeConfig(const EnvLookup& env,
+                                    const std::map<std::string, std::string>& flags);
+
+// The README table: | variable | flag | default | meaning |.
+std::string ConfigTableMarkdown();
+
+// "HOST:PORT", ":PORT", "PORT" or "HOST" (for `serve --http`), over the configured values.
+Status ApplyHttpAddress(ServeConfig& config, const std::string& address);
+
+}  // namespace sandbox::mcp

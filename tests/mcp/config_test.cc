@@ -1,0 +1,111 @@
+// Configuration: defaults, environment, flags over environment, refusals naming the variable.
+#include "mcp/config.h"
+
+#include <catch2/catch.hpp>
+
+using namespace sandbox::mcp;
+
+namespace {
+
+EnvLookup Env(std::map<std::string, std::string> values) {
+  return [values](const std::string& name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+}  // namespace
+
+TEST_CASE("defaults are those of DESIGN.md", "[unit]") {
+  auto config = LoadServeConfig(Env({}), {});
+  REQUIRE(config);
+  CHECK(config->image == "python");
+  CHECK(config->memory_bytes == 512ull << 20);
+  CHECK(config->cpus == 1.0);
+  CHECK(config->exec_timeout_s == 60);
+  CHECK(config->session_ttl_m == 30);
+  CHECK(config->max_sessions == 10);
+  CHECK(config->max_upload_bytes == 50ull << 20);
+  CHECK(config->max_output_bytes == 100ull << 10);
+  CHECK(config->max_code_bytes == 100ull << 10);
+  CHECK(config->max_result_bytes == 1ull << 20);
+  CHECK(config->http_host == "127.0.0.1");
+  CHECK(config->http_port == 8080);
+  CHECK(config->log_level == "info");
+  CHECK(config->log_format == "console");
+  CHECK(config->backend == "auto");
+  CHECK(config->auth_token.empty());
+  CHECK(config->allowed_origins.empty());
+  CHECK(config->wheelhouse.empty());
+}
+
+TEST_CASE("the environment sets values and flags override it", "[unit]") {
+  auto config = LoadServeConfig(Env({{"SANDBOX_MEMORY_LIMIT", "1g"},
+                                     {"SANDBOX_CPU_LIMIT", "0.5"},
+                                     {"SANDBOX_MAX_SESSIONS", "50"},
+                                     {"SANDBOX_ALLOWED_ORIGINS", "http://a.example:1, https://b/"},
+                                     {"SANDBOX_LOG_LEVEL", "warning"}}),
+                                {{"--memory-limit", "256m"}, {"--backend", "docker"}});
+  REQUIRE(config);
+  CHECK(config->memory_bytes == 256ull << 20);
+  CHECK(config->cpus == 0.5);
+  CHECK(config->max_sessions == 50);
+  CHECK(config->backend == "docker");
+  CHECK(config->log_level == "warn");
+  CHECK(config->allowed_origins == std::vector<std::string>{"http://a.example:1", "https://b"});
+}
+
+TEST_CASE("bad values are refused with the variable's name", "[unit]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"SANDBOX_MEMORY_LIMIT", "lots"},    {"SANDBOX_MEMORY_LIMIT", "1k"},
+      {"SANDBOX_CPU_LIMIT", "fast"},       {"SANDBOX_CPU_LIMIT", "0"},
+      {"SANDBOX_PIDS_LIMIT", "2"},         {"SANDBOX_EXEC_TIMEOUT_S", "-1"},
+      {"SANDBOX_SESSION_TTL_M", "1.5"},    {"SANDBOX_MAX_SESSIONS", "0"},
+      {"SANDBOX_MAX_UPLOAD_BYTES", "x"},   {"SANDBOX_HTTP_PORT", "70000"},
+      {"SANDBOX_LOG_LEVEL", "loud"},       {"SANDBOX_LOG_FORMAT", "xml"},
+      {"SANDBOX_BACKEND", "vm"},           {"SANDBOX_STATE_DIR", "relative/dir"},
+      {"SANDBOX_ALLOWED_ORIGINS", "evil"}, {"SANDBOX_ALLOWED_ORIGINS", "ftp://x"},
+      {"SANDBOX_AUTH_TOKEN", "has space"}, {"SANDBOX_MAX_RESULT_BYTES", "1k"},
+      {"SANDBOX_WHEELHOUSE", "wheels"},    {"SANDBOX_IMAGE", ""},
+  };
+  for (const auto& [name, value] : cases) {
+    INFO(name << "=" << value);
+    auto config = LoadServeConfig(Env({{name, value}}), {});
+    REQUIRE_FALSE(config);
+    CHECK(config.error().code == sandbox::ErrorCode::kInvalidArgument);
+    CHECK(config.error().message.find(name) != std::string::npos);
+  }
+  auto from_flag = LoadServeConfig(Env({}), {{"--cpu-limit", "many"}});
+  REQUIRE_FALSE(from_flag);
+  CHECK(from_flag.error().message.find("--cpu-limit") != std::string::npos);
+}
+
+TEST_CASE("every variable has a flag, a meaning and a default that parses", "[unit]") {
+  for (const auto& variable : ConfigVariables()) {
+    INFO(variable.env);
+    CHECK(std::string(variable.env).rfind("SANDBOX_", 0) == 0);
+    CHECK(std::string(variable.flag).rfind("--", 0) == 0);
+    CHECK(std::string(variable.meaning).size() > 10);
+  }
+  std::string table = ConfigTableMarkdown();
+  CHECK(table.find("| `SANDBOX_MEMORY_LIMIT` | `--memory-limit` | `512m` |") != std::string::npos);
+}
+
+TEST_CASE("serve --http takes HOST:PORT, :PORT, PORT or HOST", "[unit]") {
+  auto config = *LoadServeConfig(Env({}), {});
+  REQUIRE(ApplyHttpAddress(config, "0.0.0.0:9000"));
+  CHECK(config.http_host == "0.0.0.0");
+  CHECK(config.http_port == 9000);
+  REQUIRE(ApplyHttpAddress(config, ":9001"));
+  CHECK(config.http_port == 9001);
+  REQUIRE(ApplyHttpAddress(config, "9002"));
+  CHECK(config.http_port == 9002);
+  REQUIRE(ApplyHttpAddress(config, "[::1]:9003"));
+  CHECK(config.http_host == "::1");
+  CHECK(config.http_port == 9003);
+  REQUIRE(ApplyHttpAddress(config, "localhost"));
+  CHECK(config.http_host == "localhost");
+  CHECK_FALSE(ApplyHttpAddress(config, "host:port"));
+  CHECK_FALSE(ApplyHttpAddress(config, "host:99999"));
+}
