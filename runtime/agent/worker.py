@@ -19,6 +19,57 @@ class _State:
     in_cell = False  # SIGINT raises KeyboardInterrupt only while user code runs
     cell_count = 0
     figure_count = 0
+    unregistered_cells = {}  # filename -> source, not yet in linecache
+
+
+def _register_cells():
+    """Gives linecache the cells' sources (for tracebacks, inspect.getsource, pdb). linecache is
+    not imported up front (it pulls in `re`: startup time and idle memory in every session):
+    _LinecacheWatch calls this the moment anything imports it."""
+    linecache = sys.modules.get("linecache")
+    if linecache is None or not _State.unregistered_cells:
+        return
+    for filename, code in _State.unregistered_cells.items():
+        # mtime None: linecache.checkcache never drops the entry.
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    _State.unregistered_cells.clear()
+
+
+class _NotifyingLoader:
+    """linecache's real loader, plus registering the cells once the module has run."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def create_module(self, spec):
+        return self._real.create_module(spec)
+
+    def exec_module(self, module):
+        self._real.exec_module(module)
+        if _LinecacheWatch in sys.meta_path:
+            sys.meta_path.remove(_LinecacheWatch)
+        _register_cells()
+
+
+class _LinecacheWatch:
+    """A meta path finder that only wraps the loader of linecache; every other import passes."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "linecache":
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is _LinecacheWatch or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                spec.loader = _NotifyingLoader(spec.loader)
+                return spec
+        return None
 
 
 def _read_exact(n):
@@ -32,7 +83,7 @@ def _read_exact(n):
     return b"".join(chunks)
 
 
-def _read_frame(json):
+def _read_frame(codec):
     head = _read_exact(4)
     if head is None:
         return None
@@ -42,16 +93,64 @@ def _read_frame(json):
     body = _read_exact(size)
     if body is None:
         return None
-    return json.loads(body)
+    return codec.loads(body)
 
 
-def _write_frame(json, message):
-    body = json.dumps(message).encode()
+def _write_frame(codec, message):
+    body = codec.dumps(message).encode()
     data = len(body).to_bytes(4, "big") + body
     view = memoryview(data)
     while view:
         written = os.write(CONTROL_OUT, view)
         view = view[written:]
+
+
+class _Codec:
+    """JSON for the control channel on the C accelerator alone: `import json` pulls in `re`,
+    which costs startup time and idle memory in every session."""
+
+    def __init__(self):
+        try:
+            import _json
+        except ImportError:  # a Python built without the accelerator
+            import json
+
+            self.loads, self.dumps = json.loads, json.dumps
+            return
+
+        class _ScannerContext:  # the attributes _json.make_scanner reads
+            strict = True
+            object_hook = None
+            object_pairs_hook = None
+            parse_float = float
+            parse_int = int
+            parse_constant = float  # init never sends NaN/Infinity
+
+        scanner = _json.make_scanner(_ScannerContext)
+        quote = _json.encode_basestring_ascii
+
+        def loads(data):
+            value, _ = scanner(data.decode(), 0)
+            return value
+
+        def dumps(value):
+            if value is None:
+                return "null"
+            if value is True:
+                return "true"
+            if value is False:
+                return "false"
+            if isinstance(value, int):
+                return int.__repr__(value)
+            if isinstance(value, str):
+                return quote(value)
+            if isinstance(value, (list, tuple)):
+                return "[" + ",".join(map(dumps, value)) + "]"
+            if isinstance(value, dict):
+                return "{" + ",".join(quote(k) + ":" + dumps(v) for k, v in value.items()) + "}"
+            raise TypeError("cannot encode %r" % type(value))
+
+        self.loads, self.dumps = loads, dumps
 
 
 def _on_sigint(signum, frame):
@@ -64,6 +163,8 @@ def _on_sigint(signum, frame):
 def _print_exception(exc):
     import traceback
 
+    _register_cells()
+
     report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     # Drop this file's frames (the exec/eval call, the SIGINT handler) so the traceback shows
     # the cell's code only.
@@ -75,12 +176,10 @@ def _print_exception(exc):
 
 def _run_cell(code, namespace):
     """Runs one cell; returns (exit_code, interrupted)."""
-    import linecache
-
     _State.cell_count += 1
     filename = "<cell-%d>" % _State.cell_count
-    # Lets tracebacks show the cell's source lines (mtime None: never invalidated).
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    _State.unregistered_cells[filename] = code
+    _register_cells()
     try:
         tree = compile(code, filename, "exec", _ast.PyCF_ONLY_AST, dont_inherit=True)
         last = None
@@ -166,9 +265,10 @@ def _flush_output():
 
 
 def main():
+    import _signal  # not `signal`: its enums would pull in `enum` for every session
     import builtins
-    import json
-    import signal
+
+    codec = _Codec()
 
     os.set_inheritable(CONTROL_IN, False)
     os.set_inheritable(CONTROL_OUT, False)
@@ -177,7 +277,9 @@ def main():
     # directory of this script.
     sys.path[0] = ""
     sys.argv = [""]
-    signal.signal(signal.SIGINT, _on_sigint)
+    if "linecache" not in sys.modules:
+        sys.meta_path.insert(0, _LinecacheWatch)
+    _signal.signal(_signal.SIGINT, _on_sigint)
 
     # Cells run in a module of their own named __main__, so pickling and multiprocessing find
     # what they define; this file keeps its own globals.
@@ -187,10 +289,10 @@ def main():
     sys.modules["__main__"] = main_module
     namespace = main_module.__dict__
 
-    _write_frame(json, {"type": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
+    _write_frame(codec, {"type": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})
     while True:
         try:
-            message = _read_frame(json)
+            message = _read_frame(codec)
         except KeyboardInterrupt:
             continue
         if message is None:
@@ -206,7 +308,7 @@ def main():
         _flush_output()
         # Only after the flush: init drains the pipes once it has this frame.
         _write_frame(
-            json,
+            codec,
             {
                 "type": "done",
                 "id": message.get("id"),

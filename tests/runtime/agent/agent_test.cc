@@ -124,6 +124,9 @@ TEST_CASE("cells share state and show the last expression like a REPL", "[agent]
   CHECK(s.Python("math.floor(2.5)").stdout_text == "2\n");      // imports persist
   CHECK(s.Python("_").stdout_text == "2\n");                    // like the REPL's _
   CHECK(s.Python("def f(a):\n    return a * 2\nf(21)").stdout_text == "42\n");
+  // Cells are in linecache (lazily: the idle worker does not import it) for inspect and pdb.
+  CHECK(s.Python("import inspect\nprint(inspect.getsource(f), end='')").stdout_text ==
+        "def f(a):\n    return a * 2\n");
   CHECK(s.Python("import pickle\nclass P: pass\nlen(pickle.dumps(P())) > 0").stdout_text ==
         "True\n");  // classes of cells live in a module named __main__
 }
