@@ -316,7 +316,8 @@ TEST_CASE("docker: the orphan sweep removes containers of gone servers only", "[
   CHECK(backend->SweepOrphans().value() == 0);
 }
 
-TEST_CASE("docker: usage is read from the container and an OOM-killed child is counted", "[docker]") {
+TEST_CASE("docker: usage is read from the container and an OOM-killed child is counted",
+          "[docker]") {
   for (bool engine_api : {false, true}) {
     DYNAMIC_SECTION((engine_api ? "through the Engine API" : "from the container's cgroup")) {
       docker::DockerBackendOptions options;
