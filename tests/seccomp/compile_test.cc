@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <chrono>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -74,6 +76,22 @@ TEST_CASE("CompiledPolicy compiles once and returns the same program", "[unit]")
   REQUIRE(first);
   REQUIRE(second);
   CHECK(*first == *second);
+}
+
+TEST_CASE("CompiledPolicy is safe to call from many threads at once", "[unit]") {
+  // Each ctest test is a fresh process: the first calls below race to compile.
+  constexpr int kThreads = 8;
+  std::vector<const BpfProgram*> seen(kThreads, nullptr);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&seen, i] {
+      Result<const BpfProgram*> program = CompiledPolicy();
+      seen[static_cast<size_t>(i)] = program ? *program : nullptr;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  REQUIRE(seen[0] != nullptr);
+  for (const BpfProgram* program : seen) CHECK(program == seen[0]);
 }
 
 TEST_CASE("every syscall of the table gets the policy's answer", "[unit]") {

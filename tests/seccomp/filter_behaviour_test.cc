@@ -124,15 +124,49 @@ int ReapIfChild(long pid) {
   return 0;
 }
 
+// "Seccomp:\t2" in a /proc status file: the task runs under a filter.
+int SeccompModeOf(const char* status_path) {
+  std::ifstream status(status_path);
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Seccomp:", 0) == 0) return line == "Seccomp:\t2" ? 2 : 0;
+  }
+  return -1;
+}
+
 TEST_CASE("the filter loads and the child runs in seccomp filter mode") {
-  const Outcome outcome = RunInChild([] {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line)) {
-      if (line.rfind("Seccomp:", 0) == 0) return line == "Seccomp:\t2" ? 0 : kUnexpected;
-    }
-    return kUnexpected;
-  });
+  CHECK(RunInChild([] { return SeccompModeOf("/proc/self/status") == 2 ? 0 : kUnexpected; }) ==
+        Exited(0));
+}
+
+TEST_CASE("InstallCompiledPolicy filters every thread of the process (TSYNC)") {
+  const BpfProgram& program = Program();
+  const Outcome outcome = RunInChild(
+      [&] {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return kSetupFailed;
+        // A second thread that exists before the filter and looks at itself after it.
+        int go[2];
+        if (pipe2(go, O_CLOEXEC) != 0) return kSetupFailed;
+        static int thread_mode = -1;
+        pthread_t thread;
+        const int err = pthread_create(
+            &thread, nullptr,
+            [](void* fd) -> void* {
+              char byte = 0;
+              if (read(*static_cast<int*>(fd), &byte, 1) == 1) {
+                thread_mode = SeccompModeOf("/proc/thread-self/status");
+              }
+              return nullptr;
+            },
+            &go[0]);
+        if (err != 0) return kSetupFailed;
+        const Status installed = InstallCompiledPolicy(program);
+        if (write(go[1], "x", 1) != 1) return kSetupFailed;
+        pthread_join(thread, nullptr);
+        if (!installed) return kUnexpected;
+        return thread_mode == 2 ? 0 : kUnexpected;
+      },
+      /*filtered=*/false);
   CHECK(outcome == Exited(0));
 }
 
