@@ -1,0 +1,296 @@
+// Starting, failing to start, killing, destroying and sweeping namespace sandboxes: a failure
+// names the child's step and errno, and nothing (process, cgroup, record, host id) is left.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/base/files.h"
+#include "runtime/ns/process_identity.h"
+#include "runtime/ns/session_record.h"
+#include "tests/runtime/ns/ns_test_support.h"
+
+using namespace sandbox;
+using namespace sandbox::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+size_t CountEntries(const std::string& dir) {
+  size_t n = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  while (dirent* e = ::readdir(d)) {
+    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+// Children of this test process (all threads): a failed start must have reaped its child.
+std::string OurChildren() {
+  std::string children;
+  std::string task_dir = "/proc/" + std::to_string(::getpid()) + "/task";
+  DIR* dir = ::opendir(task_dir.c_str());
+  if (dir == nullptr) return "?";
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    if (auto text = ReadFile(task_dir + "/" + e->d_name + "/children")) children += *text;
+  }
+  ::closedir(dir);
+  return children;
+}
+
+bool CgroupLeft(const NamespaceBackend& backend, const std::string& session_id) {
+  for (const std::string& parent : backend.cgroups().parent_dirs()) {
+    std::string out;
+    RunShell("find " + parent + " -maxdepth 3 -name '*" + session_id + "*' 2>/dev/null", &out);
+    if (!out.empty()) return true;
+  }
+  return false;
+}
+
+// Nothing of session `id` remains: record, host id claim, cgroup, child process.
+void CheckNothingLeft(const TempDir& tmp, const NamespaceBackend& backend, const std::string& id) {
+  struct stat st;
+  CHECK(::stat((tmp.Join("state") + "/sessions/" + id + ".json").c_str(), &st) != 0);
+  CHECK(CountEntries(tmp.Join("state") + "/sessions") == 0);
+  CHECK(!CgroupLeft(backend, id));
+  if (backend.privileged()) {
+    std::string claims;
+    RunShell("grep -l " + id + " /run/mcp-sandbox/host-ids/* 2>/dev/null", &claims);
+    CHECK(claims.empty());
+  }
+  CHECK(OurChildren().empty());
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: a program runs to completion in a sandbox", "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  auto spec = MakeSpec(rootfs, TestAgentDir());
+  spec.env.push_back("GREETING=hello");
+  auto out = RunShell(*backend, spec, "echo $GREETING; id -u; id -g; hostname; pwd; echo $$");
+  CHECK(out.eof);
+  CHECK(out.text == "hello\n1000\n1000\nsandbox\n/mnt/data\n1\n");
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+TEST_CASE("lifecycle: the session record names the running sandbox", "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  auto spec = MakeSpec(rootfs, TestAgentDir());
+  auto sandbox = backend->StartProgram(spec, {"/bin/sleep", "1000"});
+  REQUIRE(sandbox);
+  auto& box = static_cast<NamespaceSandbox&>(**sandbox);
+  auto text = ReadFile(tmp.Join("state") + "/sessions/" + spec.session_id + ".json");
+  REQUIRE(text);
+  auto record = ns::RecordFromJson(*text);
+  REQUIRE(record);
+  CHECK(record->session_id == spec.session_id);
+  CHECK(record->init.pid == box.init_pid());
+  CHECK(record->init.IsAlive());
+  CHECK(record->server.pid == ::getpid());
+  CHECK(record->host_uid == box.host_uid());
+  CHECK(record->host_uid_claimed == backend->privileged());
+  if (!backend->privileged()) CHECK(box.host_uid() == ::geteuid());
+  CHECK(!(*sandbox)->enforced_limits().limits.empty());
+  CHECK((*sandbox)->backend_name() == "namespace");
+  auto usage = (*sandbox)->Usage();
+  CHECK(usage.pids >= 1);
+
+  // Kill: the stream ends, the process is gone; destruction then removes everything.
+  REQUIRE((*sandbox)->Kill());
+  REQUIRE((*sandbox)->Kill());  // idempotent
+  auto out = ReadToEof(**sandbox, 5s);
+  CHECK(out.eof);
+  sandbox->reset();
+  CHECK(!record->init.IsAlive());
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+TEST_CASE("lifecycle: a missing rootfs fails before anything is made", "[sandbox][lifecycle]") {
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  auto spec = MakeSpec(tmp.Join("no-such-rootfs"), TestAgentDir());
+  auto started = backend->Start(spec);
+  REQUIRE(!started);
+  INFO(started.error().message);
+  CHECK(Contains(started.error().message, "no-such-rootfs"));
+  CHECK(Contains(started.error().message, "ENOENT"));
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+TEST_CASE("lifecycle: a failing child step is named with its errno and undone",
+          "[sandbox][lifecycle]") {
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  // A rootfs without a /proc mount point: the child fails at "mount /proc".
+  std::string rootfs = tmp.Join("rootfs");
+  for (const char* dir : {"", "/dev", "/tmp", "/mnt/data", "/.sandbox", "/usr/bin"}) {
+    REQUIRE(MakeDirs(rootfs + dir));
+  }
+  ::chmod(tmp.path().c_str(), 0755);
+  auto spec = MakeSpec(rootfs, TestAgentDir());
+  auto started = backend->Start(spec);
+  REQUIRE(!started);
+  INFO(started.error().message);
+  CHECK(Contains(started.error().message, "mount /proc: ENOENT"));
+  CHECK(started.error().code == ErrorCode::kSandboxUnavailable);
+  CHECK(started.error().sys_errno == ENOENT);
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+
+  // With the mount point there, the next missing piece is the program itself.
+  REQUIRE(MakeDirs(rootfs + "/proc"));
+  spec.session_id = NewSessionId();
+  started = backend->StartProgram(spec, {"/usr/bin/nothing-here"});
+  REQUIRE(!started);
+  INFO(started.error().message);
+  CHECK(Contains(started.error().message, "execve /usr/bin/nothing-here: ENOENT"));
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+TEST_CASE("lifecycle: a symlinked mount point in the image is refused", "[sandbox][lifecycle]") {
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  std::string rootfs = tmp.Join("rootfs");
+  for (const char* dir : {"", "/proc", "/dev", "/mnt/data", "/.sandbox"}) {
+    REQUIRE(MakeDirs(rootfs + dir));
+  }
+  REQUIRE(::symlink("/etc", (rootfs + "/tmp").c_str()) == 0);
+  auto spec = MakeSpec(rootfs, TestAgentDir());
+  auto started = backend->Start(spec);
+  REQUIRE(!started);
+  INFO(started.error().message);
+  CHECK(Contains(started.error().message, "/tmp is not a directory"));
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+TEST_CASE("lifecycle: bad session ids and duplicate sessions are refused", "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  auto spec = MakeSpec(rootfs, TestAgentDir());
+  spec.session_id = "../../etc/x";
+  auto bad = backend->Start(spec);
+  REQUIRE(!bad);
+  CHECK(bad.error().code == ErrorCode::kInvalidSessionId);
+
+  spec.session_id = NewSessionId();
+  auto first = backend->StartProgram(spec, {"/bin/sleep", "1000"});
+  REQUIRE(first);
+  auto second = backend->StartProgram(spec, {"/bin/sleep", "1000"});
+  REQUIRE(!second);
+  CHECK(second.error().code == ErrorCode::kInvalidSessionId);
+  first->reset();
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+TEST_CASE("lifecycle: concurrent starts all succeed with a host id each", "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  std::string agent = TestAgentDir();
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  constexpr int kCount = 8;
+  std::vector<Result<std::unique_ptr<Sandbox>>> results;
+  for (int i = 0; i < kCount; ++i) results.emplace_back(Fail(ErrorCode::kInternal, "not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kCount; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = backend->StartProgram(MakeSpec(rootfs, agent), {"/bin/sh", "-c", "echo up"});
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<uid_t> uids;
+  for (auto& result : results) {
+    REQUIRE(result);
+    auto out = ReadToEof(**result, 10s);
+    CHECK(out.text == "up\n");
+    uids.insert(static_cast<NamespaceSandbox&>(**result).host_uid());
+  }
+  CHECK(uids.size() == (backend->privileged() ? size_t{kCount} : size_t{1}));
+  results.clear();
+  CHECK(CountEntries(tmp.Join("state") + "/sessions") == 0);
+}
+
+TEST_CASE(
+    "lifecycle: the orphan sweep kills what a dead server left and keeps live servers' sandboxes",
+    "[sandbox][lifecycle]") {
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  ns::SessionRecords records(tmp.Join("state") + "/sessions");
+
+  // An "orphan": a process standing in for a sandbox init, recorded by a server that is gone
+  // (a pid + start time that no longer exist).
+  pid_t orphan = ::fork();
+  REQUIRE(orphan >= 0);
+  if (orphan == 0) {
+    ::execl("/bin/sleep", "sleep", "1000", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(50ms);
+  auto orphan_id = ns::IdentifyProcess(orphan);
+  REQUIRE(orphan_id);
+  ns::SessionRecord dead_server;
+  dead_server.session_id = NewSessionId();
+  dead_server.init = *orphan_id;
+  dead_server.server = {::getpid(), orphan_id->start_time + 12345};  // not a live process
+  dead_server.host_uid = ::geteuid();
+  REQUIRE(records.Write(dead_server));
+
+  // A record whose init is long gone.
+  ns::SessionRecord stale = dead_server;
+  stale.session_id = NewSessionId();
+  stale.init = {orphan, orphan_id->start_time + 1};
+  REQUIRE(records.Write(stale));
+
+  // A record of another server that is still running (pid 1 of this pid namespace).
+  auto live_server = ns::IdentifyProcess(1);
+  REQUIRE(live_server);
+  ns::SessionRecord foreign = dead_server;
+  foreign.session_id = NewSessionId();
+  foreign.server = *live_server;
+  REQUIRE(records.Write(foreign));
+
+  auto swept = backend->SweepOrphans();
+  REQUIRE(swept);
+  CHECK(*swept == 2);
+  int status = 0;
+  REQUIRE(::waitpid(orphan, &status, 0) == orphan);  // it was SIGKILLed
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  auto left = records.ReadAll();
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].session_id == foreign.session_id);
+  records.Remove(foreign.session_id);
+}
+
+TEST_CASE("lifecycle: a live sandbox survives the sweep of its own backend",
+          "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  auto spec = MakeSpec(rootfs, TestAgentDir());
+  auto sandbox = backend->StartProgram(spec, {"/bin/sleep", "1000"});
+  REQUIRE(sandbox);
+  pid_t pid = static_cast<NamespaceSandbox&>(**sandbox).init_pid();
+  auto swept = backend->SweepOrphans();
+  REQUIRE(swept);
+  CHECK(*swept == 0);
+  CHECK(ns::IdentifyProcess(pid).has_value());
+  sandbox->reset();
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
