@@ -3,9 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/close_range.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -21,6 +19,7 @@
 #include "runtime/base/result.h"
 #include "runtime/ns/caps.h"
 #include "runtime/ns/netns.h"
+#include "seccomp/install.h"
 
 namespace sandbox::ns {
 
@@ -90,6 +89,17 @@ int MarkFdsCloseOnExec() {
   return 0;
 }
 
+// Reads the parent's next go byte. EOF: the parent gave up on us.
+void WaitForParent(const ChildPlan& plan) {
+  char go = 0;
+  for (;;) {
+    ssize_t n = ::read(plan.sync_fd, &go, 1);
+    if (n == 1) return;
+    if (n == 0) ::_exit(1);
+    if (errno != EINTR) Report(plan, ChildStep::kWaitForParent, 0, errno);
+  }
+}
+
 // The parent (the server) is gone if its end of the sync socket is closed.
 bool ParentGone(int sync_fd) {
   struct pollfd pfd = {sync_fd, POLLRDHUP, 0};
@@ -106,14 +116,8 @@ void RunChild(const ChildPlan& plan) {
   ResetSignals();
   ::umask(022);
 
-  // Wait until the parent has written our uid/gid maps and joined us to the cgroup.
-  char go = 0;
-  for (;;) {
-    ssize_t n = ::read(plan.sync_fd, &go, 1);
-    if (n == 1) break;
-    if (n == 0) ::_exit(1);  // the parent gave up on us
-    if (errno != EINTR) Report(plan, ChildStep::kWaitForParent, 0, errno);
-  }
+  // Phase 1: wait until the parent has written our uid/gid maps.
+  WaitForParent(plan);
 
   Check(plan, ChildStep::kUnshare, ::unshare(plan.unshare_flags));
 
@@ -132,6 +136,13 @@ void RunChild(const ChildPlan& plan) {
   Check(plan, ChildStep::kHostname, ::sethostname(plan.hostname.data(), plan.hostname.size()));
   if (int err = BringUpLoopback(); err != 0) Report(plan, ChildStep::kLoopback, 0, err);
 
+  // Phase 2: wait until the parent has joined us to our cgroup (a cgroup v1 migration waits
+  // for an RCU grace period: milliseconds the mounts above ran in parallel with). The cgroup
+  // namespace is made after, so its root is the sandbox's cgroup; and while we still have
+  // CAP_SYS_ADMIN in our user namespace.
+  WaitForParent(plan);
+  Check(plan, ChildStep::kUnshare, ::unshare(CLONE_NEWCGROUP));
+
   for (size_t i = 0; i < plan.rlimits.size(); ++i) {
     const RlimitSetting& limit = plan.rlimits[i];
     struct rlimit value = {limit.soft, limit.hard};
@@ -143,11 +154,20 @@ void RunChild(const ChildPlan& plan) {
   // A new session: no controlling terminal to push keystrokes into (TIOCSTI).
   if (::setsid() < 0) Report(plan, ChildStep::kSetsid, 0, errno);
 
-  if (plan.drop_supplementary_groups) Check(plan, ChildStep::kSetgroups, ::setgroups(0, nullptr));
-  Check(plan, ChildStep::kSetresgid, ::setresgid(plan.gid, plan.gid, plan.gid));
+  // Raw syscalls, not glibc's setgroups/setresgid/setresuid: in a multithreaded process glibc
+  // applies those to every thread it knows of (the "setxid" broadcast, nptl-signals(7)), and
+  // after a raw clone the child's copy of that thread list names the server's threads, which
+  // it does not have: the broadcast can wait forever on a futex. The kernel call changes the
+  // calling thread, which is all the child is.
+  if (plan.drop_supplementary_groups) {
+    Check(plan, ChildStep::kSetgroups, static_cast<int>(::syscall(SYS_setgroups, 0, nullptr)));
+  }
+  Check(plan, ChildStep::kSetresgid,
+        static_cast<int>(::syscall(SYS_setresgid, plan.gid, plan.gid, plan.gid)));
   if (int err = DropBoundingSet(); err != 0) Report(plan, ChildStep::kDropBoundingSet, 0, err);
   if (int err = ClearAmbientSet(); err != 0) Report(plan, ChildStep::kClearAmbientSet, 0, err);
-  Check(plan, ChildStep::kSetresuid, ::setresuid(plan.uid, plan.uid, plan.uid));
+  Check(plan, ChildStep::kSetresuid,
+        static_cast<int>(::syscall(SYS_setresuid, plan.uid, plan.uid, plan.uid)));
   if (int err = ClearCapabilitySets(); err != 0) {
     Report(plan, ChildStep::kClearCapabilities, 0, err);
   }
@@ -174,8 +194,9 @@ void RunChild(const ChildPlan& plan) {
 
   // Last: from here on only what the policy allows (execve, write for the report, exit).
   if (plan.seccomp != nullptr) {
-    Check(plan, ChildStep::kSeccomp,
-          ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, plan.seccomp, 0, 0));
+    if (int err = seccomp::InstallFilterRaw(plan.seccomp); err != 0) {
+      Report(plan, ChildStep::kSeccomp, 0, err);
+    }
   }
   ::execve(plan.exec_path.c_str(), plan.argv_ptrs(), plan.env_ptrs());
   Report(plan, ChildStep::kExec, 0, errno);

@@ -57,8 +57,9 @@ struct ChildPlan {
   int log_fd = -1;     // write end of the log pipe: becomes fd 2 (-1: /dev/null)
 
   // Namespaces the child unshares itself once its ids are mapped (user and pid come from the
-  // clone): the work runs in parallel in each child instead of serially on the spawner thread,
-  // and the cgroup namespace is rooted at the sandbox's cgroup, joined by then.
+  // clone), so the work runs in parallel in each child instead of serially on the spawner
+  // thread. Not CLONE_NEWCGROUP: the child makes that one after the parent's second go byte,
+  // once it is in the sandbox's cgroup (the namespace's root is the cgroup it is made in).
   int unshare_flags = 0;
   MountPlan mounts;
   std::string hostname = "sandbox";

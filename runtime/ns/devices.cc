@@ -25,6 +25,8 @@ void AppendDevMounts(MountPlan& plan, uid_t uid, gid_t gid, uint64_t shm_bytes) 
     ops.push_back(MakeFileOp(inside.substr(1), "create " + inside));
     // The source is the host's node: a user namespace cannot mknod (and its tmpfs is nodev).
     ops.push_back(BindOp(inside, inside.substr(1), /*recursive=*/false, "bind " + inside));
+    ops.push_back(SetAttrsOp(inside.substr(1), MS_NOSUID | MS_NOEXEC, /*recursive=*/false,
+                             "make " + inside + " nosuid,noexec"));
   }
   const std::pair<const char*, const char*> links[] = {
       {"/proc/self/fd", "dev/fd"},       {"/proc/self/fd/0", "dev/stdin"},

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/fsuid.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -241,11 +240,12 @@ int ApplyMountOp(const MountOp& op, bool use_mount_setattr) {
     case MountOpKind::kSymlink:
       return ::symlink(op.source.c_str(), target) == 0 ? 0 : errno;
     case MountOpKind::kSetFsIds:
-      // setfsuid/setfsgid report no error; a second call returns the id now in force.
-      ::setfsgid(op.gid);
-      if (static_cast<gid_t>(::setfsgid(op.gid)) != op.gid) return EPERM;
-      ::setfsuid(op.uid);
-      if (static_cast<uid_t>(::setfsuid(op.uid)) != op.uid) return EPERM;
+      // setfsuid/setfsgid report no error; a second call returns the id now in force. Raw
+      // syscalls like every id change in the child (see child_setup.cc).
+      ::syscall(SYS_setfsgid, op.gid);
+      if (static_cast<gid_t>(::syscall(SYS_setfsgid, op.gid)) != op.gid) return EPERM;
+      ::syscall(SYS_setfsuid, op.uid);
+      if (static_cast<uid_t>(::syscall(SYS_setfsuid, op.uid)) != op.uid) return EPERM;
       return 0;
     case MountOpKind::kChdir:
       return ::chdir(target) == 0 ? 0 : errno;

@@ -220,7 +220,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   sandbox->limits_ = state->cgroups->Plan(spec.limits);
 
   ChildPlan plan;
-  plan.unshare_flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+  plan.unshare_flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
   plan.mounts = BuildMountPlan(inputs);
   plan.workdir = spec.workdir.empty() ? "/mnt/data" : spec.workdir;
   plan.rlimits = RlimitsFor(spec.limits, MemoryCgroupInForce(sandbox->limits_));
@@ -296,12 +296,8 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   const bool in_cgroup = sandbox->child_.in_cgroup;
   SandboxCgroup& cgroup = *sandbox->cgroup_;
   Status setup = CompleteChildSetup(
-      plan, sync_parent.get(),
-      [&]() -> Status {
-        SBX_TRY(WriteIdMappings(pid, mapping));
-        if (!in_cgroup) SBX_TRY(cgroup.Attach(pid));
-        return {};
-      },
+      plan, sync_parent.get(), [&]() -> Status { return WriteIdMappings(pid, mapping); },
+      [&]() -> Status { return in_cgroup ? Status{} : cgroup.Attach(pid); },
       Clock::now() + state->options.setup_timeout);
   if (!setup) return Fail(std::move(setup.error()).Context("start sandbox"));
   const auto execed = Clock::now();

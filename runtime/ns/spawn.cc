@@ -241,12 +241,19 @@ void Spawner::ReadLog(int fd) {
 }
 
 Status CompleteChildSetup(const ChildPlan& plan, int sync_fd,
-                          const std::function<Status()>& prepare, Clock::time_point deadline) {
-  if (prepare) SBX_TRY(prepare());
-  char go = 'g';
-  if (::send(sync_fd, &go, 1, MSG_NOSIGNAL) != 1) {
-    return FailSys("send the go byte to the sandbox child");
-  }
+                          const std::function<Status()>& map_ids,
+                          const std::function<Status()>& join_cgroup, Clock::time_point deadline) {
+  // A child that failed has sent its report and exited: the send then fails (EPIPE) and the
+  // report waits in the socket, so the first send error means "read the report".
+  auto send_go = [sync_fd]() {
+    char go = 'g';
+    return ::send(sync_fd, &go, 1, MSG_NOSIGNAL) == 1;
+  };
+  bool child_gone = false;
+  if (map_ids) SBX_TRY(map_ids());
+  child_gone = !send_go();
+  if (!child_gone && join_cgroup) SBX_TRY(join_cgroup());
+  child_gone = child_gone || !send_go();
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
@@ -265,7 +272,11 @@ Status CompleteChildSetup(const ChildPlan& plan, int sync_fd,
       if (errno == EINTR) continue;
       return FailSys("recv", "sync socket");
     }
-    if (n == 0) return {};  // execve closed the child's end
+    if (n == 0) {
+      // execve closed the child's end; unless it was gone before it took its go bytes.
+      if (!child_gone) return {};
+      return Fail(ErrorCode::kSandboxUnavailable, "the sandbox child exited during setup");
+    }
     if (static_cast<size_t>(n) != sizeof failure) {
       return Fail(ErrorCode::kSandboxUnavailable, "sandbox child sent a malformed report");
     }

@@ -7,9 +7,12 @@
 //
 // The sync protocol (as nsjail/crun), over a CLOEXEC SOCK_SEQPACKET socketpair:
 //   1. the child, cloned into new user + pid namespaces, blocks reading one byte;
-//   2. the parent writes its uid/gid maps and joins it to its cgroup, then writes the byte;
-//   3. the child sets itself up; a failing step sends ChildFailure {step, index, errno};
-//   4. a successful execve closes the child's end (CLOEXEC): EOF means success.
+//   2. the parent writes its uid/gid maps, then the first go byte;
+//   3. the child unshares its other namespaces and builds its mount tree while the parent
+//      joins it to its cgroup (unless clone3 put it there), then reads the second go byte;
+//   4. the child finishes (cgroup namespace, ids, capabilities, seccomp); a failing step sends
+//      ChildFailure {step, index, errno};
+//   5. a successful execve closes the child's end (CLOEXEC): EOF means success.
 // The parent never waits without a deadline; on any failure the caller kills and reaps.
 #pragma once
 
@@ -78,10 +81,11 @@ class Spawner {
   std::thread thread_;
 };
 
-// The parent's side of steps 2-4: `prepare` runs while the child waits (maps, cgroup); then
-// the go byte; then a failure report, EOF (success) or the deadline. The error names the
-// child's step and errno ("mount /proc: EPERM").
+// The parent's side of steps 2-5: `map_ids` runs while the child waits for the first byte,
+// `join_cgroup` while it builds its mounts; then the second byte; then a failure report, EOF
+// (success) or the deadline. The error names the child's step and errno ("mount /proc: EPERM").
 Status CompleteChildSetup(const ChildPlan& plan, int sync_fd,
-                          const std::function<Status()>& prepare, Clock::time_point deadline);
+                          const std::function<Status()>& map_ids,
+                          const std::function<Status()>& join_cgroup, Clock::time_point deadline);
 
 }  // namespace sandbox::ns

@@ -216,6 +216,7 @@ TEST_CASE("lifecycle: concurrent starts all succeed with a host id each", "[sand
   for (auto& t : threads) t.join();
   std::set<uid_t> uids;
   for (auto& result : results) {
+    INFO((result ? "" : result.error().message));
     REQUIRE(result);
     auto out = ReadToEof(**result, 10s);
     CHECK(out.text == "up\n");

@@ -1,0 +1,312 @@
+// ns_bench: how fast namespace sessions start and how little they cost. Prints markdown tables;
+// tools/bench.d/session_create.sh runs it (next to `docker run --rm` of the same image).
+//
+//   ns_bench [--rootfs DIR] [--runs N] [--concurrent N] [--warm N] [--print-rootfs]
+//
+// Rows: create + agent hello + print(1) through AgentClient (p50/p99 over --runs sequential
+// sessions, with the phases), warm print(1), --concurrent sessions created at once (wall time
+// until every one has answered print(1)), the idle PSS of one session's processes, and what the
+// kernel charges for each namespace kind (unshare in a throwaway child).
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "rootfs/store.h"
+#include "runtime/agent/host/agent_client.h"
+#include "runtime/agent/host/agent_dir.h"
+#include "runtime/base/files.h"
+#include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/ns/namespace_backend.h"
+#include "runtime/ns/process_identity.h"
+#include "tests/support/test_support.h"
+
+namespace {
+
+using namespace sandbox;
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  size_t index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(index, values.size() - 1)];
+}
+
+std::string FindRootfs() {
+  if (const char* env = std::getenv("SANDBOX_BENCH_ROOTFS"); env != nullptr && *env) return env;
+  for (const std::string& state :
+       {rootfs::ImageStore::DefaultStateDir(), std::string("/var/lib/mcp-sandbox")}) {
+    rootfs::ImageStore store(state);
+    for (const char* name : {"python-small", "python"}) {
+      if (auto image = store.Find(name)) return image->rootfs;
+    }
+  }
+  if (::access("/var/tmp/ns-rootfs/usr/bin/python3", X_OK) == 0) return "/var/tmp/ns-rootfs";
+  return "";
+}
+
+std::string NewId(int n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "sess_%04x%08x", ::getpid() & 0xffff, static_cast<unsigned>(n));
+  return buf;
+}
+
+SandboxSpec Spec(const std::string& rootfs, const std::string& agent, int n) {
+  SandboxSpec spec;
+  spec.session_id = NewId(n);
+  spec.image_name = "bench";
+  spec.rootfs = rootfs;
+  spec.agent_dir = agent;
+  spec.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8"};
+  return spec;  // default Limits: 512 MiB, 1 cpu, 256 pids (as `docker run` gets them)
+}
+
+struct Timed {
+  double start = 0, hello = 0, first_run = 0, destroy = 0;
+  bool ok = false;
+  std::string error;
+};
+
+// create -> hello -> print(1) -> destroy, timed.
+Timed OneSession(NamespaceBackend& backend, const SandboxSpec& spec) {
+  Timed t;
+  auto t0 = Clock::now();
+  auto sandbox = backend.Start(spec);
+  if (!sandbox) {
+    t.error = sandbox.error().message;
+    return t;
+  }
+  auto t1 = Clock::now();
+  AgentClient client((*sandbox)->stream());
+  if (auto ready = client.WaitReady(std::chrono::seconds(30)); !ready) {
+    t.error = ready.error().message;
+    return t;
+  }
+  auto t2 = Clock::now();
+  RunRequest request;
+  request.code = "print(1)";
+  auto result = client.Run(request);
+  auto t3 = Clock::now();
+  if (!result || result->stdout_text != "1\n") {
+    t.error = result ? "unexpected output: " + result->stdout_text : result.error().message;
+    return t;
+  }
+  sandbox->reset();
+  auto t4 = Clock::now();
+  t = {Ms(t1 - t0), Ms(t2 - t1), Ms(t3 - t2), Ms(t4 - t3), true, ""};
+  return t;
+}
+
+// Sum of Pss over the process tree of `init` (needs root, or the same user).
+double TreePssMiB(pid_t init) {
+  uint64_t kib = 0;
+  std::vector<pid_t> pending = {init};
+  while (!pending.empty()) {
+    pid_t pid = pending.back();
+    pending.pop_back();
+    auto rollup = ReadFile("/proc/" + std::to_string(pid) + "/smaps_rollup");
+    if (rollup) {
+      size_t at = rollup->find("\nPss:");
+      if (at != std::string::npos) kib += std::strtoull(rollup->c_str() + at + 5, nullptr, 10);
+    }
+    std::string out;
+    testing::RunShell("cat /proc/" + std::to_string(pid) + "/task/*/children 2>/dev/null", &out);
+    for (char* p = out.data(); *p;) {
+      char* end = nullptr;
+      long child = std::strtol(p, &end, 10);
+      if (end == p) break;
+      pending.push_back(static_cast<pid_t>(child));
+      p = end;
+    }
+  }
+  return static_cast<double>(kib) / 1024.0;
+}
+
+// The cost of unshare(flags) in a child already in its own user namespace (as sandboxes are),
+// p50 over `runs`; each iteration replaces the previous namespace, which the kernel tears down
+// (network namespaces asynchronously, in its cleanup_net worker).
+double UnshareCostUs(int flags, int runs) {
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) return -1;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipefd[0]);
+    if (::unshare(CLONE_NEWUSER) != 0) ::_exit(1);
+    std::vector<double> us;
+    for (int i = 0; i < runs; ++i) {
+      auto t0 = Clock::now();
+      if (::unshare(flags) != 0) ::_exit(2);
+      us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    double p50 = Percentile(us, 0.5);
+    (void)!::write(pipefd[1], &p50, sizeof p50);
+    ::_exit(0);
+  }
+  ::close(pipefd[1]);
+  double p50 = -1;
+  if (::read(pipefd[0], &p50, sizeof p50) != sizeof p50) p50 = -1;
+  ::close(pipefd[0]);
+  ::waitpid(pid, nullptr, 0);
+  return p50;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string rootfs;
+  int runs = 100, concurrent = 20, warm_runs = 200;
+  bool print_rootfs = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (arg == "--rootfs") rootfs = next();
+    else if (arg == "--runs") runs = std::atoi(next().c_str());
+    else if (arg == "--concurrent") concurrent = std::atoi(next().c_str());
+    else if (arg == "--warm") warm_runs = std::atoi(next().c_str());
+    else if (arg == "--print-rootfs") print_rootfs = true;
+    else {
+      std::fprintf(stderr, "usage: ns_bench [--rootfs DIR] [--runs N] [--concurrent N] "
+                           "[--warm N] [--print-rootfs]\n");
+      return 2;
+    }
+  }
+  spdlog::set_level(spdlog::level::warn);
+  if (rootfs.empty()) rootfs = FindRootfs();
+  if (print_rootfs) {
+    std::printf("%s\n", rootfs.c_str());
+    return rootfs.empty() ? 1 : 0;
+  }
+  if (rootfs.empty()) {
+    std::printf("n/a: no image rootfs (run `mcp-sandbox image build`, or set SANDBOX_BENCH_ROOTFS)\n");
+    return 0;
+  }
+  auto agent = FindAgentDir();
+  if (!agent) {
+    std::printf("n/a: %s\n", agent.error().message.c_str());
+    return 0;
+  }
+  testing::TempDir tmp;
+  NamespaceBackend backend(tmp.Join("state"), *agent, CgroupManager::Detect("mcp-sandbox-bench"));
+  EnforcedLimits limits = backend.PlanLimits(Limits{});
+
+  // Warm-up (page cache, the BPF program, python's .pyc files).
+  for (int i = 0; i < 3; ++i) OneSession(backend, Spec(rootfs, *agent, 1000000 + i));
+
+  std::vector<double> total, start, hello, first, destroy;
+  for (int i = 0; i < runs; ++i) {
+    Timed t = OneSession(backend, Spec(rootfs, *agent, i));
+    if (!t.ok) {
+      std::fprintf(stderr, "session %d failed: %s\n", i, t.error.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "\rsequential %d/%d", i + 1, runs);
+    total.push_back(t.start + t.hello + t.first_run);
+    start.push_back(t.start);
+    hello.push_back(t.hello);
+    first.push_back(t.first_run);
+    destroy.push_back(t.destroy);
+  }
+  std::fprintf(stderr, "\n");
+
+  // Warm print(1) and idle PSS in one long-lived session.
+  std::vector<double> warm;
+  double pss = 0;
+  {
+    auto sandbox = backend.Start(Spec(rootfs, *agent, 2000000));
+    if (!sandbox) return 1;
+    AgentClient client((*sandbox)->stream());
+    if (!client.WaitReady(std::chrono::seconds(30))) return 1;
+    RunRequest request;
+    request.code = "print(1)";
+    for (int i = 0; i < warm_runs; ++i) {
+      auto t0 = Clock::now();
+      auto result = client.Run(request);
+      if (!result) return 1;
+      warm.push_back(Ms(Clock::now() - t0));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    pss = TreePssMiB(static_cast<NamespaceSandbox&>(**sandbox).init_pid());
+  }
+
+  // N sessions at once: wall time from the go until every one answered print(1).
+  std::vector<Timed> results(static_cast<size_t>(concurrent));
+  std::vector<double> ready_at(static_cast<size_t>(concurrent));
+  std::barrier sync(concurrent + 1);
+  Clock::time_point go;
+  std::vector<std::thread> threads;
+  std::vector<std::unique_ptr<Sandbox>> keep(static_cast<size_t>(concurrent));
+  for (int i = 0; i < concurrent; ++i) {
+    threads.emplace_back([&, i] {
+      sync.arrive_and_wait();
+      auto sandbox = backend.Start(Spec(rootfs, *agent, 3000000 + i));
+      if (!sandbox) {
+        results[i].error = sandbox.error().message;
+        return;
+      }
+      AgentClient client((*sandbox)->stream());
+      RunRequest request;
+      request.code = "print(1)";
+      if (client.WaitReady(std::chrono::seconds(30)) && client.Run(request)) {
+        results[i].ok = true;
+        ready_at[i] = Ms(Clock::now() - go);
+      }
+      keep[i] = std::move(*sandbox);  // torn down after the measurement
+    });
+  }
+  go = Clock::now();
+  sync.arrive_and_wait();
+  for (auto& t : threads) t.join();
+  double wall = Ms(Clock::now() - go);
+  int ok = 0;
+  for (auto& r : results) ok += r.ok ? 1 : 0;
+  auto t_teardown = Clock::now();
+  keep.clear();
+  double teardown = Ms(Clock::now() - t_teardown);
+
+  double netns = UnshareCostUs(CLONE_NEWNET, 50);
+  double mntns = UnshareCostUs(CLONE_NEWNS, 50);
+  double small = UnshareCostUs(CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP, 50);
+
+  std::printf("namespace backend, image rootfs %s, cgroup mode %s, %s server, %ld cpus\n\n",
+              rootfs.c_str(), limits.cgroup_mode.c_str(), ::geteuid() == 0 ? "root" : "unprivileged",
+              ::sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("| measure | p50 | p99 | runs |\n|---|---|---|---|\n");
+  std::printf("| create + hello + print(1) | %.1f ms | %.1f ms | %d |\n", Percentile(total, 0.5),
+              Percentile(total, 0.99), runs);
+  std::printf("| &nbsp;&nbsp;start (clone .. execve of init) | %.1f ms | %.1f ms | %d |\n",
+              Percentile(start, 0.5), Percentile(start, 0.99), runs);
+  std::printf("| &nbsp;&nbsp;agent hello (init + python worker up) | %.1f ms | %.1f ms | %d |\n",
+              Percentile(hello, 0.5), Percentile(hello, 0.99), runs);
+  std::printf("| &nbsp;&nbsp;first print(1) | %.2f ms | %.2f ms | %d |\n", Percentile(first, 0.5),
+              Percentile(first, 0.99), runs);
+  std::printf("| destroy (kill, reap, cgroup, record) | %.1f ms | %.1f ms | %d |\n",
+              Percentile(destroy, 0.5), Percentile(destroy, 0.99), runs);
+  std::printf("| warm print(1) round trip | %.2f ms | %.2f ms | %d |\n", Percentile(warm, 0.5),
+              Percentile(warm, 0.99), warm_runs);
+  std::printf("| %d sessions created at once, all answered print(1) | %.0f ms (wall) | "
+              "slowest %.0f ms | %d/%d ok |\n",
+              concurrent, wall, *std::max_element(ready_at.begin(), ready_at.end()), ok,
+              concurrent);
+  std::printf("| teardown of those %d | %.0f ms | | |\n", concurrent, teardown);
+  std::printf("| idle session PSS (init + worker) | %.1f MiB | | 1 |\n", pss);
+  std::printf("\nnamespace creation cost (unshare in a user namespace, p50 of 50; the previous one "
+              "is torn down each time):\n\n");
+  std::printf("| namespaces | p50 |\n|---|---|\n");
+  std::printf("| net | %.0f us |\n| mount | %.0f us |\n| ipc + uts + cgroup | %.0f us |\n", netns,
+              mntns, small);
+  return ok == concurrent ? 0 : 1;
+}
