@@ -87,6 +87,15 @@ void WriteRaw(int fd, const char* text) {
   int first_free = fds.control_in_fd >= 0 ? 5 : 3;
   syscall(SYS_close_range, static_cast<unsigned>(first_free), ~0U, 0U);
 
+  // Under memory pressure the OOM killer should pick the worker or the command (the session
+  // survives: the worker restarts) rather than init (the session would end). Raising one's own
+  // score needs no privilege; failure (no /proc) is harmless.
+  int oom = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+  if (oom >= 0) {
+    ssize_t ignored = ::write(oom, "500", 3);
+    (void)ignored;
+    ::close(oom);
+  }
   if (chdir(cwd) != 0) DieInChild("chdir", errno, 126);
   execve(executable, argv, envp);
   DieInChild("execve", errno, 127);
@@ -157,8 +166,8 @@ Result<std::string> FindExecutable(const std::string& name, const std::string& p
   while (start <= path_list.size()) {
     size_t end = path_list.find(':', start);
     if (end == std::string::npos) end = path_list.size();
-    std::string dir = path_list.substr(start, end - start);
-    if (dir.empty()) dir = ".";
+    // An empty entry means the current directory, as for execvp.
+    std::string dir = end > start ? path_list.substr(start, end - start) : std::string(".");
     std::string candidate = dir + "/" + name;
     struct stat st {};
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&

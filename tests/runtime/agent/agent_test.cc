@@ -99,6 +99,8 @@ TEST_CASE("init says hello once the Python worker is up", "[agent]") {
   CHECK(info.python_version.rfind("3.", 0) == 0);
   CHECK(info.data_dir == s.data);
   CHECK(info.worker_pid == s.WorkerPid());
+  // The OOM killer is to prefer the worker over init.
+  CHECK(s.Python("open('/proc/self/oom_score_adj').read()").stdout_text == "'500\\n'\n");
 }
 
 TEST_CASE("print(1) round trip", "[agent]") {
