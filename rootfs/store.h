@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +15,7 @@ namespace sandbox::rootfs {
 
 // The parts of an OCI image config a sandbox needs.
 struct ImageConfig {
-  std::vector<std::string> env;         // KEY=VALUE
+  std::vector<std::string> env;  // KEY=VALUE
   std::string working_dir;
   std::string user;
   std::vector<std::string> entrypoint;
@@ -24,26 +25,41 @@ struct ImageConfig {
 };
 
 struct StoredImage {
-  std::string digest;        // "sha256:<hex>" of the image config
+  std::string digest;  // "sha256:<hex>" of the image config
   std::vector<std::string> names;
-  std::string rootfs;        // absolute host path of the unpacked, read-only-use tree
-  uint64_t size_bytes = 0;   // unpacked size
-  std::string created;       // RFC 3339, from the config (or import time)
+  std::string rootfs;       // absolute host path of the unpacked, read-only-use tree
+  uint64_t size_bytes = 0;  // unpacked size
+  std::string created;      // RFC 3339, from the config (or import time)
   ImageConfig config;
+  bool reused = false;  // Import(): the image was already stored; nothing was unpacked
+};
+
+// Progress of an Import, reported while layers are unpacked (for a terminal display).
+struct ImportProgress {
+  size_t layer = 0;  // 1-based index of the layer being unpacked
+  size_t layer_count = 0;
+  uint64_t bytes_done = 0;   // stored (compressed) bytes read so far, over all layers
+  uint64_t bytes_total = 0;  // stored size of all layers
 };
 
 struct ImportOptions {
-  std::string name;          // optional name to map to the digest ("" = from the archive's tag)
+  std::string name;  // optional name to map to the digest ("" = from the archive's tag)
   // Caps against hostile archives (all enforced while streaming, before anything is trusted).
   uint64_t max_total_bytes = 16ull << 30;
   uint64_t max_file_bytes = 8ull << 30;
   uint64_t max_entries = 2'000'000;
   uint32_t max_path_bytes = 4096;
+  // Called from the importing thread, at least once per layer and about once per MiB.
+  std::function<void(const ImportProgress&)> progress;
 };
 
 // Mount points every stored rootfs gets (empty dirs), so a read-only bind of it can take the
-// sandbox's mounts: /proc /dev /sys /tmp /mnt/data /mnt/wheelhouse /.sandbox.
-extern const char* const kRootfsMountPoints[];
+// sandbox's mounts: /proc /dev /sys /tmp /mnt/data /mnt/wheelhouse /.sandbox. Whatever the
+// image had at these paths (a file, a symlink such as "tmp -> var/tmp") is replaced by a real
+// directory. Defined here so callers can iterate it (`for (const char* p : kRootfsMountPoints)`).
+inline constexpr const char* kRootfsMountPoints[] = {
+    "/proc", "/dev", "/sys", "/tmp", "/mnt/data", "/mnt/wheelhouse", "/.sandbox",
+};
 
 class ImageStore {
  public:
