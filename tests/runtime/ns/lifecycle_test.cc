@@ -1,12 +1,14 @@
 // Starting, failing to start, killing, destroying and sweeping namespace sandboxes: a failure
 // names the child's step and errno, and nothing (process, cgroup, record, host id) is left.
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -111,6 +113,14 @@ TEST_CASE("lifecycle: the session record names the running sandbox", "[sandbox][
   CHECK((*sandbox)->backend_name() == "namespace");
   auto usage = (*sandbox)->Usage();
   CHECK(usage.pids >= 1);
+  // In its own cgroup (every hierarchy) when the host gives us one.
+  if (backend->cgroups().mode() != "none") {
+    auto cgroups = ReadFile("/proc/" + std::to_string(box.init_pid()) + "/cgroup");
+    REQUIRE(cgroups);
+    INFO(*cgroups);
+    CHECK(Contains(*cgroups, spec.session_id));
+    CHECK((*sandbox)->enforced_limits().cgroup_mode == backend->cgroups().mode());
+  }
 
   // Kill: the stream ends, the process is gone; destruction then removes everything.
   REQUIRE((*sandbox)->Kill());
@@ -294,4 +304,63 @@ TEST_CASE("lifecycle: a live sandbox survives the sweep of its own backend",
   CHECK(ns::IdentifyProcess(pid).has_value());
   sandbox->reset();
   CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+TEST_CASE("lifecycle: after a server crash the sandbox dies and the sweep removes its traces",
+          "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  std::string agent = TestAgentDir();
+  TempDir tmp;
+  std::string owner = "mcp-sandbox-test-crash-" + std::to_string(::getpid());
+  int pipefd[2];
+  REQUIRE(::pipe2(pipefd, O_CLOEXEC) == 0);
+  // The "server": a child process that starts a sandbox, reports it, and is then SIGKILLed.
+  pid_t server = ::fork();
+  REQUIRE(server >= 0);
+  if (server == 0) {
+    ::close(pipefd[0]);
+    auto backend = MakeBackend(tmp, owner);
+    auto spec = MakeSpec(rootfs, agent);
+    auto sandbox = backend->StartProgram(spec, {"/bin/sleep", "1000"});
+    if (!sandbox) ::_exit(1);
+    auto& box = static_cast<NamespaceSandbox&>(**sandbox);
+    auto init = ns::IdentifyProcess(box.init_pid());
+    if (!init) ::_exit(1);
+    std::string line =
+        init->ToString() + " " + std::to_string(box.host_uid()) + " " + spec.session_id + "\n";
+    (void)!::write(pipefd[1], line.data(), line.size());
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(pipefd[1]);
+  char buf[256] = {};
+  ssize_t n = ::read(pipefd[0], buf, sizeof buf - 1);
+  ::close(pipefd[0]);
+  REQUIRE(n > 0);
+  std::istringstream in(buf);
+  ns::ProcessIdentity init;
+  unsigned host_uid = 0;
+  std::string session_id;
+  in >> init.pid >> init.start_time >> host_uid >> session_id;
+  REQUIRE(init.IsAlive());
+
+  ::kill(server, SIGKILL);
+  int status = 0;
+  REQUIRE(::waitpid(server, &status, 0) == server);
+
+  // PR_SET_PDEATHSIG: the sandbox dies with the server's spawner thread.
+  auto deadline = Clock::now() + 5s;
+  while (init.IsAlive() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  CHECK(!init.IsAlive());
+  // Its record (and host id claim, and cgroup) are still there for the sweep.
+  struct stat st;
+  std::string record = tmp.Join("state") + "/sessions/" + session_id + ".json";
+  REQUIRE(::stat(record.c_str(), &st) == 0);
+
+  auto backend = MakeBackend(tmp, owner);
+  auto swept = backend->SweepOrphans();
+  REQUIRE(swept);
+  CHECK(*swept == 1);
+  CheckNothingLeft(tmp, *backend, session_id);
+  if (backend->privileged()) CHECK(HostProcessesOfUid(host_uid).empty());
 }

@@ -173,14 +173,20 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (arg == "--rootfs") rootfs = next();
-    else if (arg == "--runs") runs = std::atoi(next().c_str());
-    else if (arg == "--concurrent") concurrent = std::atoi(next().c_str());
-    else if (arg == "--warm") warm_runs = std::atoi(next().c_str());
-    else if (arg == "--print-rootfs") print_rootfs = true;
+    if (arg == "--rootfs")
+      rootfs = next();
+    else if (arg == "--runs")
+      runs = std::atoi(next().c_str());
+    else if (arg == "--concurrent")
+      concurrent = std::atoi(next().c_str());
+    else if (arg == "--warm")
+      warm_runs = std::atoi(next().c_str());
+    else if (arg == "--print-rootfs")
+      print_rootfs = true;
     else {
-      std::fprintf(stderr, "usage: ns_bench [--rootfs DIR] [--runs N] [--concurrent N] "
-                           "[--warm N] [--print-rootfs]\n");
+      std::fprintf(stderr,
+                   "usage: ns_bench [--rootfs DIR] [--runs N] [--concurrent N] "
+                   "[--warm N] [--print-rootfs]\n");
       return 2;
     }
   }
@@ -191,7 +197,8 @@ int main(int argc, char** argv) {
     return rootfs.empty() ? 1 : 0;
   }
   if (rootfs.empty()) {
-    std::printf("n/a: no image rootfs (run `mcp-sandbox image build`, or set SANDBOX_BENCH_ROOTFS)\n");
+    std::printf(
+        "n/a: no image rootfs (run `mcp-sandbox image build`, or set SANDBOX_BENCH_ROOTFS)\n");
     return 0;
   }
   auto agent = FindAgentDir();
@@ -282,8 +289,8 @@ int main(int argc, char** argv) {
   double small = UnshareCostUs(CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP, 50);
 
   std::printf("namespace backend, image rootfs %s, cgroup mode %s, %s server, %ld cpus\n\n",
-              rootfs.c_str(), limits.cgroup_mode.c_str(), ::geteuid() == 0 ? "root" : "unprivileged",
-              ::sysconf(_SC_NPROCESSORS_ONLN));
+              rootfs.c_str(), limits.cgroup_mode.c_str(),
+              ::geteuid() == 0 ? "root" : "unprivileged", ::sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("| measure | p50 | p99 | runs |\n|---|---|---|---|\n");
   std::printf("| create + hello + print(1) | %.1f ms | %.1f ms | %d |\n", Percentile(total, 0.5),
               Percentile(total, 0.99), runs);
@@ -297,14 +304,15 @@ int main(int argc, char** argv) {
               Percentile(destroy, 0.5), Percentile(destroy, 0.99), runs);
   std::printf("| warm print(1) round trip | %.2f ms | %.2f ms | %d |\n", Percentile(warm, 0.5),
               Percentile(warm, 0.99), warm_runs);
-  std::printf("| %d sessions created at once, all answered print(1) | %.0f ms (wall) | "
-              "slowest %.0f ms | %d/%d ok |\n",
-              concurrent, wall, *std::max_element(ready_at.begin(), ready_at.end()), ok,
-              concurrent);
+  std::printf(
+      "| %d sessions created at once, all answered print(1) | %.0f ms (wall) | "
+      "slowest %.0f ms | %d/%d ok |\n",
+      concurrent, wall, *std::max_element(ready_at.begin(), ready_at.end()), ok, concurrent);
   std::printf("| teardown of those %d | %.0f ms | | |\n", concurrent, teardown);
   std::printf("| idle session PSS (init + worker) | %.1f MiB | | 1 |\n", pss);
-  std::printf("\nnamespace creation cost (unshare in a user namespace, p50 of 50; the previous one "
-              "is torn down each time):\n\n");
+  std::printf(
+      "\nnamespace creation cost (unshare in a user namespace, p50 of 50; the previous one "
+      "is torn down each time):\n\n");
   std::printf("| namespaces | p50 |\n|---|---|\n");
   std::printf("| net | %.0f us |\n| mount | %.0f us |\n| ipc + uts + cgroup | %.0f us |\n", netns,
               mntns, small);

@@ -79,12 +79,13 @@ TestBackend::~TestBackend() {
   for (const std::string& dir : cgroup_parents_) ::rmdir(dir.c_str());
 }
 
-std::unique_ptr<TestBackend> MakeBackend(const TempDir& tmp) {
+std::unique_ptr<TestBackend> MakeBackend(const TempDir& tmp, const std::string& owner) {
   NamespaceBackend::Options options;
   options.state_dir = tmp.Join("state");
   options.agent_dir = TestAgentDir();
   return std::make_unique<TestBackend>(
-      options, CgroupManager::Detect("mcp-sandbox-test-" + std::to_string(::getpid())));
+      options, CgroupManager::Detect(
+                   owner.empty() ? "mcp-sandbox-test-" + std::to_string(::getpid()) : owner));
 }
 
 SandboxSpec MakeSpec(const std::string& rootfs, const std::string& agent_dir) {

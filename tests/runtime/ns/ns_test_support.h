@@ -36,7 +36,8 @@ class TestBackend : public NamespaceBackend {
  private:
   std::vector<std::string> cgroup_parents_;
 };
-std::unique_ptr<TestBackend> MakeBackend(const TempDir& tmp);
+// `owner` names the cgroup parent group ("" = mcp-sandbox-test-<pid>).
+std::unique_ptr<TestBackend> MakeBackend(const TempDir& tmp, const std::string& owner = "");
 SandboxSpec MakeSpec(const std::string& rootfs, const std::string& agent_dir);
 
 // Reads the sandbox's stream until EOF or the deadline.
