@@ -1,6 +1,15 @@
 // Resource limits for one sandbox through the best mechanism this host allows: cgroup v2 with a
 // delegated subtree, cgroup v1 (root on v1/hybrid hosts), else rlimits only. What is in force is
 // reported (EnforcedLimits), never silently weaker.
+//
+// Where the groups live (`owner` defaults to "mcp-sandbox"):
+//   cgroup2, root:         <mount>/<owner>/sess_<id>
+//   cgroup2, unprivileged: <own cgroup>/<owner>/sess_<id>, only when our own cgroup is delegated
+//                          to us (systemd Delegate=yes, a test harness); we first move ourselves
+//                          to the leaf <own cgroup>/server (cgroup v2 "no internal processes").
+//   cgroup1, root only:    <controller mount>/<owner>/sess_<id> for memory, pids, cpu, cpuacct
+//                          and freezer (freezer stops fork races while killing).
+// SANDBOX_CGROUP=auto|cgroup2|cgroup1|none overrides the choice (auto is the default).
 #pragma once
 
 #include <sys/resource.h>
@@ -27,6 +36,11 @@ class SandboxCgroup {
   // Kills every process now (cgroup.kill on v2 >= 5.14, else SIGKILL to each pid listed).
   virtual Status KillAll() = 0;
   virtual SandboxUsage Usage() const = 0;
+  // Kills every process, waits (briefly) for the group to drain and removes its directories.
+  // Idempotent; the destructor calls it and logs a failure it cannot return.
+  virtual Status Destroy() = 0;
+  // The group's directory (v2) or directories (v1, one per hierarchy), for logs and records.
+  virtual std::vector<std::string> paths() const = 0;
 };
 
 // An rlimit a child applies with setrlimit() between clone and exec (plain data).
@@ -40,21 +54,36 @@ class CgroupManager {
  public:
   virtual ~CgroupManager() = default;
   // Probes the host for real and picks cgroup2, cgroup1 or none. `owner` names the parent
-  // group ("mcp-sandbox"). Never fails: "none" is a valid answer with a reason.
+  // group ("mcp-sandbox"). Never fails: "none" is a valid answer with a reason. As root (or
+  // with a delegated cgroup) this creates the parent group and enables controllers in it.
   static std::unique_ptr<CgroupManager> Detect(const std::string& owner = "mcp-sandbox");
+  // Detect() for servers: fails (naming SANDBOX_CGROUP) when the variable has a bad value or
+  // asks for a mode this host cannot give, instead of answering "none".
+  static Result<std::unique_ptr<CgroupManager>> Open(const std::string& owner = "mcp-sandbox");
 
   virtual std::string mode() const = 0;    // "cgroup2" | "cgroup1" | "none"
   virtual std::string reason() const = 0;  // why this mode (for doctor and logs)
   virtual EnforcedLimits Plan(const Limits& limits) const = 0;
   // Creates the session's cgroup with the limits written. Returns nullptr-free error on failure.
+  // In mode "none" it returns a group that enforces nothing (DirFd() -1, Attach a no-op).
   virtual Result<std::unique_ptr<SandboxCgroup>> Create(const std::string& session_id,
                                                         const Limits& limits) = 0;
   // Removes cgroups of sessions not in `live_session_ids` (crashed server); returns the count.
+  // Processes still in them are killed first. Every server sharing the parent group must have
+  // its sessions in `live_session_ids` (use a distinct `owner` per independent server).
   virtual Result<int> SweepOrphans(const std::vector<std::string>& live_session_ids) = 0;
+  // The parent directories the session groups are created in (empty in mode "none").
+  virtual std::vector<std::string> parent_dirs() const = 0;
 };
 
 // The rlimits every sandbox gets (CORE 0, FSIZE, NOFILE, NPROC where safe, AS when no memory
 // cgroup is available), computed from the limits and whether a memory cgroup is in force.
+// NPROC: since Linux 5.14 RLIMIT_NPROC is counted per (user namespace, uid), so it limits one
+// sandbox when each sandbox has its own user namespace; on older kernels it is only set when
+// the server is root (each session then has its own host uid).
 std::vector<RlimitSetting> RlimitsFor(const Limits& limits, bool memory_cgroup_in_force);
+
+// True when RlimitsFor() includes RLIMIT_NPROC (see above).
+bool NprocRlimitIsPerSandbox();
 
 }  // namespace sandbox

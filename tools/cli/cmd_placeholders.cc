@@ -15,7 +15,6 @@ int NotYet(const char* name) {
 
 int ServeCommand(const Argv&) { return NotYet("serve"); }
 int RunCommand(const Argv&) { return NotYet("run"); }
-int DoctorCommand(const Argv&) { return NotYet("doctor"); }
 int SessionsCommand(const Argv&) { return NotYet("sessions"); }
 
 }  // namespace sandbox::cli

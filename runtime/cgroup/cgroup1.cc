@@ -1,0 +1,284 @@
+#include "runtime/cgroup/cgroup1.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/base/files.h"
+#include "runtime/cgroup/cgroup_fs.h"
+#include "runtime/cgroup/limits_plan.h"
+
+namespace sandbox::cgroup {
+
+bool Cgroup1Hierarchy::Has(const std::string& controller) const {
+  return std::find(controllers.begin(), controllers.end(), controller) != controllers.end();
+}
+
+namespace {
+
+using std::chrono::milliseconds;
+constexpr milliseconds kDrainTimeout{2000};
+
+// The controllers we place sandboxes in; the first one must exist.
+constexpr const char* kControllers[] = {"memory", "pids", "cpu", "cpuacct", "freezer"};
+
+const Cgroup1Hierarchy* Find(const std::vector<Cgroup1Hierarchy>& hierarchies,
+                             const std::string& controller) {
+  for (const auto& h : hierarchies) {
+    if (h.Has(controller)) return &h;
+  }
+  return nullptr;
+}
+
+// A cpuset co-mounted with a controller we use: a new group starts with empty cpuset.cpus and
+// cpuset.mems and refuses tasks until they are copied from the parent (cgroup-v1/cpusets.rst).
+Status InheritCpuset(const std::string& dir) {
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+    if (!PathExists(dir + "/" + file)) continue;
+    SBX_ASSIGN_OR_RETURN(std::string value, ReadControl(parent + "/" + file));
+    SBX_TRY(WriteControl(dir + "/" + file, value));
+  }
+  return {};
+}
+
+class Cgroup1Group final : public SandboxCgroup {
+ public:
+  // `dirs[i]` is the group in `hierarchies[i]`.
+  Cgroup1Group(std::vector<Cgroup1Hierarchy> hierarchies, std::vector<std::string> dirs)
+      : hierarchies_(std::move(hierarchies)), dirs_(std::move(dirs)) {}
+  ~Cgroup1Group() override {
+    if (auto st = Destroy(); !st) spdlog::warn("cgroup1: {}", st.error().message);
+  }
+
+  Status Attach(pid_t pid) override {
+    for (const auto& dir : dirs_) SBX_TRY(WriteControl(dir + "/cgroup.procs", std::to_string(pid)));
+    return {};
+  }
+
+  int DirFd() const override { return -1; }
+
+  Status KillAll() override {
+    std::string procs = DirFor("memory") + "/cgroup.procs";
+    if (!PathExists(procs)) return {};
+    // v1 has no cgroup.kill. Freezing first means no process can fork a new one between our
+    // reading cgroup.procs and the kills; the SIGKILLs take effect on thaw.
+    std::string freezer = DirFor("freezer");
+    bool frozen =
+        !freezer.empty() && WriteControl(freezer + "/freezer.state", "FROZEN").has_value();
+    if (frozen) {
+      for (int i = 0; i < 100; ++i) {
+        auto state = ReadControl(freezer + "/freezer.state");
+        if (!state || *state == "FROZEN") break;  // FREEZING while tasks are still stopping
+        std::this_thread::sleep_for(milliseconds(1));
+      }
+      if (auto pids = ReadPids(procs)) {
+        for (pid_t pid : *pids) ::kill(pid, SIGKILL);
+      }
+      (void)WriteControl(freezer + "/freezer.state", "THAWED");
+    }
+    SBX_TRY(KillListedUntilEmpty(procs, kDrainTimeout));
+    return {};
+  }
+
+  SandboxUsage Usage() const override {
+    SandboxUsage usage;
+    std::string memory = DirFor("memory");
+    usage.memory_bytes = ReadUint(memory + "/memory.usage_in_bytes").value_or(0);
+    usage.memory_peak_bytes = ReadUint(memory + "/memory.max_usage_in_bytes").value_or(0);
+    if (auto oom = ReadFile(memory + "/memory.oom_control")) {
+      if (auto kills = FindKeyedValue(*oom, "oom_kill")) {
+        usage.oom_kills = *kills;
+      } else {
+        // Before Linux 4.13: only how often the limit was hit (see Plan's note).
+        usage.oom_kills = ReadUint(memory + "/memory.failcnt").value_or(0);
+      }
+    }
+    if (std::string pids = DirFor("pids"); !pids.empty()) {
+      usage.pids = static_cast<uint32_t>(ReadUint(pids + "/pids.current").value_or(0));
+    }
+    if (std::string cpuacct = DirFor("cpuacct"); !cpuacct.empty()) {
+      usage.cpu_seconds =
+          static_cast<double>(ReadUint(cpuacct + "/cpuacct.usage").value_or(0)) / 1e9;
+    }
+    return usage;
+  }
+
+  Status Destroy() override {
+    if (destroyed_) return {};
+    SBX_TRY(KillAll());
+    for (const auto& dir : dirs_) SBX_TRY(RemoveCgroupDir(dir, kDrainTimeout));
+    destroyed_ = true;
+    return {};
+  }
+
+  std::vector<std::string> paths() const override { return dirs_; }
+
+ private:
+  std::string DirFor(const std::string& controller) const {
+    for (size_t i = 0; i < hierarchies_.size(); ++i) {
+      if (hierarchies_[i].Has(controller)) return dirs_[i];
+    }
+    return "";
+  }
+
+  std::vector<Cgroup1Hierarchy> hierarchies_;
+  std::vector<std::string> dirs_;
+  bool destroyed_ = false;
+};
+
+class Cgroup1Manager final : public CgroupManager {
+ public:
+  Cgroup1Manager(Cgroup1Setup setup, std::string reason)
+      : setup_(std::move(setup)), reason_(std::move(reason)) {}
+
+  std::string mode() const override { return "cgroup1"; }
+  std::string reason() const override { return reason_; }
+
+  EnforcedLimits Plan(const Limits& limits) const override {
+    CgroupCapabilities caps;
+    caps.mechanism = LimitMechanism::kCgroup1;
+    caps.memory = true;
+    caps.pids = Find(setup_.hierarchies, "pids") != nullptr;
+    caps.cpu = Find(setup_.hierarchies, "cpu") != nullptr;
+    caps.swap = setup_.memsw;
+    if (!caps.swap) {
+      caps.swap_note = HostHasSwap()
+                           ? "memory.memsw.limit_in_bytes is absent (swap accounting off): "
+                             "sandboxes can swap"
+                           : "memory.memsw.limit_in_bytes is absent; this host has no swap, so "
+                             "none can be used";
+    }
+    if (!setup_.oom_kill) {
+      caps.memory_note =
+          "memory.oom_control has no oom_kill count (Linux < 4.13): OOM is reported from "
+          "memory.failcnt (times the limit was hit)";
+    }
+    if (!caps.cpu) caps.cpu_note = "no v1 cpu hierarchy is mounted: CPU time is not limited";
+    return BuildPlan("cgroup1", limits, caps);
+  }
+
+  Result<std::unique_ptr<SandboxCgroup>> Create(const std::string& session_id,
+                                                const Limits& limits) override {
+    SBX_ASSIGN_OR_RETURN(std::string name, GroupNameFor(session_id));
+    std::vector<std::string> dirs;
+    for (const auto& h : setup_.hierarchies) {
+      std::string dir = h.parent + "/" + name;
+      if (::mkdir(dir.c_str(), 0755) != 0) {
+        auto error = SysError("mkdir", dir);
+        for (const auto& made : dirs) (void)RemoveCgroupDir(made, kDrainTimeout);
+        return Fail(std::move(error).Context("create the session cgroup"));
+      }
+      dirs.push_back(dir);
+    }
+    // From here the group owns the directories and removes them on any failure.
+    auto group = std::make_unique<Cgroup1Group>(setup_.hierarchies, dirs);
+    if (auto st = WriteLimits(dirs, limits); !st) {
+      return Fail(std::move(st.error()).Context("write cgroup v1 limits"));
+    }
+    return std::unique_ptr<SandboxCgroup>(std::move(group));
+  }
+
+  Result<int> SweepOrphans(const std::vector<std::string>& live_session_ids) override {
+    std::set<std::string> live;
+    for (const auto& id : live_session_ids) {
+      if (auto name = GroupNameFor(id)) live.insert(*name);
+    }
+    std::set<std::string> orphans;
+    for (const auto& h : setup_.hierarchies) {
+      for (const std::string& name : ListChildGroups(h.parent)) {
+        if (name.rfind("sess_", 0) == 0 && live.count(name) == 0) orphans.insert(name);
+      }
+    }
+    for (const std::string& name : orphans) {
+      std::vector<std::string> dirs;
+      for (const auto& h : setup_.hierarchies) dirs.push_back(h.parent + "/" + name);
+      Cgroup1Group orphan(setup_.hierarchies, dirs);
+      SBX_TRY(orphan.Destroy().map_error(
+          [&](Error e) { return std::move(e).Context("sweep orphan " + name); }));
+    }
+    return static_cast<int>(orphans.size());
+  }
+
+  std::vector<std::string> parent_dirs() const override {
+    std::vector<std::string> dirs;
+    for (const auto& h : setup_.hierarchies) dirs.push_back(h.parent);
+    return dirs;
+  }
+
+ private:
+  Status WriteLimits(const std::vector<std::string>& dirs, const Limits& limits) const {
+    for (size_t i = 0; i < dirs.size(); ++i) {
+      const auto& h = setup_.hierarchies[i];
+      const std::string& dir = dirs[i];
+      if (h.Has("cpuset")) SBX_TRY(InheritCpuset(dir));
+      if (h.Has("memory")) {
+        // memsw (memory + swap) must stay >= the memory limit: set the memory limit first.
+        // Equal values leave no room for swap.
+        std::string bytes = std::to_string(limits.memory_bytes);
+        SBX_TRY(WriteControl(dir + "/memory.limit_in_bytes", bytes));
+        if (setup_.memsw) SBX_TRY(WriteControl(dir + "/memory.memsw.limit_in_bytes", bytes));
+        // No oom_kill_disable: the kernel kills the biggest task (the worker), init survives.
+      }
+      if (h.Has("pids")) SBX_TRY(WriteControl(dir + "/pids.max", std::to_string(limits.pids)));
+      if (h.Has("cpu")) {
+        SBX_TRY(WriteControl(dir + "/cpu.cfs_period_us", std::to_string(kCpuPeriodMicros)));
+        SBX_TRY(
+            WriteControl(dir + "/cpu.cfs_quota_us", std::to_string(CpuQuotaMicros(limits.cpus))));
+      }
+    }
+    return {};
+  }
+
+  Cgroup1Setup setup_;
+  std::string reason_;
+};
+
+}  // namespace
+
+Result<Cgroup1Setup> PrepareCgroup1(const std::string& owner) {
+  if (::geteuid() != 0) {
+    return Fail(ErrorCode::kSandboxUnavailable,
+                "cgroup v1 needs root (v1 has no safe delegation to other users)");
+  }
+  SBX_ASSIGN_OR_RETURN(auto mounts, ReadCgroupMounts());
+  Cgroup1Setup setup;
+  std::set<std::string> used_points;
+  for (const char* controller : kControllers) {
+    for (const auto& mount : mounts) {
+      if (mount.v2 || used_points.count(mount.mount_point) != 0) continue;
+      if (std::find(mount.controllers.begin(), mount.controllers.end(), controller) ==
+          mount.controllers.end()) {
+        continue;
+      }
+      used_points.insert(mount.mount_point);
+      setup.hierarchies.push_back({mount.mount_point + "/" + owner, mount.controllers});
+      break;
+    }
+    if (setup.hierarchies.empty()) {  // after "memory", the first of kControllers
+      return Fail(ErrorCode::kSandboxUnavailable, "no cgroup v1 memory hierarchy is mounted");
+    }
+  }
+  for (const auto& h : setup.hierarchies) {
+    if (::mkdir(h.parent.c_str(), 0755) != 0 && errno != EEXIST) return FailSys("mkdir", h.parent);
+    if (h.Has("cpuset")) SBX_TRY(InheritCpuset(h.parent));
+  }
+  const std::string& memory = setup.hierarchies.front().parent;
+  setup.memsw = PathExists(memory + "/memory.memsw.limit_in_bytes");
+  auto oom_control = ReadFile(memory + "/memory.oom_control");
+  setup.oom_kill = oom_control && FindKeyedValue(*oom_control, "oom_kill").has_value();
+  return setup;
+}
+
+std::unique_ptr<CgroupManager> MakeCgroup1Manager(Cgroup1Setup setup, std::string reason) {
+  return std::make_unique<Cgroup1Manager>(std::move(setup), std::move(reason));
+}
+
+}  // namespace sandbox::cgroup

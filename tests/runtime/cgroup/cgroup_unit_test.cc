@@ -1,0 +1,251 @@
+// Pure tests of the limits room: parsers, the plan per mode, rlimits, the backend choice and the
+// Docker /_ping exchange against a local socket. No privileges, no forks.
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/base/fd.h"
+#include "runtime/cgroup/cgroup_fs.h"
+#include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/cgroup/limits_plan.h"
+#include "runtime/probe/host_probe.h"
+#include "tests/support/test_support.h"
+
+namespace sandbox {
+namespace {
+
+const EnforcedLimit& Find(const EnforcedLimits& plan, const std::string& name) {
+  auto it = std::find_if(plan.limits.begin(), plan.limits.end(),
+                         [&](const EnforcedLimit& l) { return l.name == name; });
+  REQUIRE(it != plan.limits.end());
+  return *it;
+}
+
+TEST_CASE("mountinfo parsing finds v1 controllers and the v2 mount", "[unit]") {
+  const std::string mountinfo =
+      "25 30 0:23 / /sys rw,nosuid - sysfs sysfs rw\n"
+      "33 25 0:28 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n"
+      "34 33 0:29 / /sys/fs/cgroup/unified rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n"
+      "35 33 0:30 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n"
+      "38 33 0:33 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+      "39 33 0:34 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+      "40 33 0:35 / /mnt/with\\040space rw - cgroup cgroup rw,pids\n";
+  auto mounts = cgroup::ParseCgroupMounts(mountinfo);
+  REQUIRE(mounts.size() == 5);
+  CHECK(mounts[0].v2);
+  CHECK(mounts[0].mount_point == "/sys/fs/cgroup/unified");
+  CHECK(mounts[1].controllers.empty());  // name=systemd is no controller
+  CHECK(mounts[2].controllers == std::vector<std::string>{"cpu", "cpuacct"});
+  CHECK(mounts[3].root == "/docker/abc");
+  CHECK(mounts[3].controllers == std::vector<std::string>{"memory"});
+  CHECK(mounts[4].mount_point == "/mnt/with space");
+}
+
+TEST_CASE("/proc/self/cgroup parsing", "[unit]") {
+  auto entries = cgroup::ParseProcCgroup(
+      "12:pids:/user.slice\n4:memory:/process_api/x\n1:name=systemd:/\n0::/user.slice/a.scope\n");
+  REQUIRE(entries.size() == 4);
+  CHECK(entries[1].controllers == std::vector<std::string>{"memory"});
+  CHECK(entries[1].path == "/process_api/x");
+  CHECK(cgroup::V2PathOf(entries) == "/user.slice/a.scope");
+  CHECK_FALSE(cgroup::V2PathOf(cgroup::ParseProcCgroup("4:memory:/\n")).has_value());
+}
+
+TEST_CASE("keyed control files", "[unit]") {
+  const std::string events = "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n";
+  CHECK(cgroup::FindKeyedValue(events, "oom_kill") == 2);
+  CHECK(cgroup::FindKeyedValue(events, "oom") == 3);
+  CHECK_FALSE(cgroup::FindKeyedValue(events, "missing").has_value());
+  CHECK(cgroup::FindKeyedValue("oom_kill_disable 0\nunder_oom 0\noom_kill 7", "oom_kill") == 7);
+}
+
+TEST_CASE("session ids become safe group names", "[unit]") {
+  CHECK(cgroup::GroupNameFor("sess_0123456789ab").value() == "sess_0123456789ab");
+  CHECK(cgroup::GroupNameFor("0123456789ab").value() == "sess_0123456789ab");
+  for (const char* bad : {"", "..", "../x", "a/b", ".hidden", "a b", "x\n"}) {
+    auto name = cgroup::GroupNameFor(bad);
+    REQUIRE_FALSE(name.has_value());
+    CHECK(name.error().code == ErrorCode::kInvalidSessionId);
+  }
+  CHECK_FALSE(cgroup::GroupNameFor(std::string(65, 'a')).has_value());
+}
+
+TEST_CASE("cpu quota against a 100 ms period", "[unit]") {
+  CHECK(cgroup::CpuQuotaMicros(1.0) == 100000);
+  CHECK(cgroup::CpuQuotaMicros(0.5) == 50000);
+  CHECK(cgroup::CpuQuotaMicros(2.25) == 225000);
+  CHECK(cgroup::CpuQuotaMicros(0.001) == 1000);  // the kernel's minimum
+  CHECK(cgroup::CpuText(1.0) == "1.0 cpu");
+  CHECK(cgroup::CpuText(0.25) == "0.25 cpu");
+}
+
+TEST_CASE("the plan names the mechanism of every limit", "[unit]") {
+  Limits limits;
+  cgroup::CgroupCapabilities v2;
+  v2.mechanism = LimitMechanism::kCgroup2;
+  v2.memory = v2.swap = v2.cpu = v2.pids = true;
+  EnforcedLimits plan = cgroup::BuildPlan("cgroup2", limits, v2);
+  CHECK(plan.cgroup_mode == "cgroup2");
+  for (const char* name : {"memory", "swap", "cpu", "pids"}) {
+    CHECK(Find(plan, name).mechanism == LimitMechanism::kCgroup2);
+  }
+  CHECK(Find(plan, "memory").value == "512MiB");
+  CHECK(Find(plan, "swap").value == "0");
+  CHECK(Find(plan, "cpu").value == "1.0 cpu");
+  CHECK(Find(plan, "pids").value == "256");
+  CHECK(Find(plan, "disk").mechanism == LimitMechanism::kTmpfsSize);
+  CHECK(Find(plan, "disk").note.find("count toward the memory limit") != std::string::npos);
+  CHECK(Find(plan, "open_files").mechanism == LimitMechanism::kRlimit);
+  CHECK(Find(plan, "file_size").mechanism == LimitMechanism::kRlimit);
+
+  cgroup::CgroupCapabilities none;  // rlimits only
+  none.swap_note = "no memory cgroup";
+  EnforcedLimits weak = cgroup::BuildPlan("none", limits, none);
+  CHECK(weak.cgroup_mode == "none");
+  CHECK(Find(weak, "memory").mechanism == LimitMechanism::kRlimit);
+  CHECK(Find(weak, "memory").note.find("RLIMIT_AS") != std::string::npos);
+  CHECK(Find(weak, "cpu").mechanism == LimitMechanism::kNone);
+  CHECK_FALSE(Find(weak, "cpu").note.empty());
+  CHECK(Find(weak, "swap").mechanism == LimitMechanism::kNone);
+  CHECK(Find(weak, "swap").note == "no memory cgroup");
+  // Every weaker-than-cgroup entry says why.
+  for (const auto& limit : weak.limits) {
+    if (limit.mechanism == LimitMechanism::kNone) CHECK_FALSE(limit.note.empty());
+  }
+  const EnforcedLimit& pids = Find(weak, "pids");
+  CHECK(pids.mechanism ==
+        (NprocRlimitIsPerSandbox() ? LimitMechanism::kRlimit : LimitMechanism::kNone));
+}
+
+TEST_CASE("rlimits: core off, sizes, AS only without a memory cgroup", "[unit]") {
+  Limits limits;
+  auto find = [](const std::vector<RlimitSetting>& all, int resource) -> const RlimitSetting* {
+    for (const auto& setting : all) {
+      if (setting.resource == resource) return &setting;
+    }
+    return nullptr;
+  };
+  auto with_cgroup = RlimitsFor(limits, true);
+  REQUIRE(find(with_cgroup, RLIMIT_CORE) != nullptr);
+  CHECK(find(with_cgroup, RLIMIT_CORE)->hard == 0);
+  CHECK(find(with_cgroup, RLIMIT_FSIZE)->soft == limits.file_size_bytes);
+  CHECK(find(with_cgroup, RLIMIT_NOFILE)->hard == limits.open_files);
+  CHECK(find(with_cgroup, RLIMIT_AS) == nullptr);
+  auto without = RlimitsFor(limits, false);
+  REQUIRE(find(without, RLIMIT_AS) != nullptr);
+  CHECK(find(without, RLIMIT_AS)->soft == limits.memory_bytes);
+  CHECK((find(without, RLIMIT_NPROC) != nullptr) == NprocRlimitIsPerSandbox());
+  if (const RlimitSetting* nproc = find(without, RLIMIT_NPROC)) CHECK(nproc->hard == limits.pids);
+}
+
+TEST_CASE("backend choice follows SANDBOX_BACKEND and the probes", "[unit]") {
+  probe::UsernsProbe userns_ok;
+  userns_ok.ok = true;
+  probe::UsernsProbe userns_bad;
+  userns_bad.detail = "write /proc/self/uid_map failed: EPERM";
+  probe::SeccompProbe seccomp_ok;
+  seccomp_ok.ok = true;
+  probe::DockerProbe docker_ok;
+  docker_ok.reachable = docker_ok.api_ok = true;
+  docker_ok.detail = "Engine API 1.43 at /var/run/docker.sock";
+  probe::DockerProbe docker_none;
+  docker_none.detail = "connect: ENOENT";
+
+  CHECK(probe::ChooseBackend(userns_ok, seccomp_ok, docker_none, "auto").backend == "namespace");
+  auto fallback = probe::ChooseBackend(userns_bad, seccomp_ok, docker_ok, "auto");
+  CHECK(fallback.backend == "docker");
+  CHECK(fallback.reason.find("uid_map") != std::string::npos);
+  auto nothing = probe::ChooseBackend(userns_bad, seccomp_ok, docker_none, "auto");
+  CHECK(nothing.backend == "none");
+  CHECK(nothing.reason.find("ENOENT") != std::string::npos);
+  CHECK(probe::ChooseBackend(userns_ok, seccomp_ok, docker_ok, "docker").backend == "docker");
+  CHECK(probe::ChooseBackend(userns_ok, seccomp_ok, docker_none, "docker").backend == "none");
+  CHECK(probe::ChooseBackend(userns_bad, seccomp_ok, docker_ok, "namespace").backend == "none");
+  probe::SeccompProbe seccomp_bad;
+  CHECK(probe::ChooseBackend(userns_ok, seccomp_bad, docker_none, "auto").backend == "none");
+  auto bad = probe::ChooseBackend(userns_ok, seccomp_ok, docker_ok, "podman");
+  CHECK(bad.backend == "none");
+  CHECK(bad.reason.find("SANDBOX_BACKEND") != std::string::npos);
+}
+
+// A one-shot HTTP server on a unix socket that answers like dockerd's /_ping.
+class FakePingServer {
+ public:
+  FakePingServer(const std::string& path, std::string answer) : answer_(std::move(answer)) {
+    listener_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    struct sockaddr_un addr {};
+    addr.sun_family = AF_UNIX;
+    path.copy(addr.sun_path, sizeof addr.sun_path - 1);
+    REQUIRE(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener_.get(), 1) == 0);
+    thread_ = std::thread([this] {
+      Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      char buf[1024];
+      ssize_t n = ::read(conn.get(), buf, sizeof buf);
+      if (n > 0) request_.assign(buf, static_cast<size_t>(n));
+      (void)!::write(conn.get(), answer_.data(), answer_.size());
+    });
+  }
+  ~FakePingServer() { Join(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  const std::string& request() const { return request_; }  // after Join()
+
+ private:
+  Fd listener_;
+  std::string answer_;
+  std::string request_;
+  std::thread thread_;
+};
+
+TEST_CASE("Docker /_ping over a unix socket", "[unit]") {
+  testing::TempDir dir;
+  std::string path = dir.Join("docker.sock");
+  SECTION("a recent daemon") {
+    FakePingServer server(path,
+                          "HTTP/1.0 200 OK\r\nApi-Version: 1.43\r\nDocker-Experimental: "
+                          "false\r\nContent-Length: 2\r\n\r\nOK");
+    auto probe = probe::PingDockerSocket(path, 2000);
+    server.Join();
+    CHECK(server.request().rfind("GET /_ping HTTP/1.0\r\n", 0) == 0);
+    CHECK(probe.reachable);
+    CHECK(probe.api_ok);
+    CHECK(probe.api_version == "1.43");
+    CHECK(probe.endpoint == path);
+  }
+  SECTION("header names are case-insensitive") {
+    FakePingServer server(path, "HTTP/1.1 200 OK\r\napi-version: 1.41\r\n\r\nOK");
+    auto probe = probe::PingDockerSocket(path, 2000);
+    CHECK(probe.api_version == "1.41");
+    CHECK(probe.api_ok);
+  }
+  SECTION("an old daemon") {
+    FakePingServer server(path, "HTTP/1.0 200 OK\r\nApi-Version: 1.40\r\n\r\nOK");
+    auto probe = probe::PingDockerSocket(path, 2000);
+    CHECK(probe.reachable);
+    CHECK_FALSE(probe.api_ok);
+    CHECK(probe.detail.find("older") != std::string::npos);
+  }
+  SECTION("an error answer") {
+    FakePingServer server(path, "HTTP/1.0 500 Internal Server Error\r\n\r\n");
+    auto probe = probe::PingDockerSocket(path, 2000);
+    CHECK_FALSE(probe.reachable);
+    CHECK(probe.detail.find("500") != std::string::npos);
+  }
+  SECTION("no socket") {
+    auto probe = probe::PingDockerSocket(dir.Join("missing.sock"), 2000);
+    CHECK_FALSE(probe.reachable);
+    CHECK(probe.detail.find("ENOENT") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace sandbox

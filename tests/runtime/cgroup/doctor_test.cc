@@ -1,0 +1,122 @@
+// `mcp-sandbox doctor`: the --json object's fields and the exit codes (0 a backend is usable,
+// 1 none is, 2 usage). Runs the built binary. SANDBOX_CGROUP=none keeps it from creating the
+// real parent cgroup on this host; the cgroup modes themselves are tested in cgroup_tests.
+#include <unistd.h>
+
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_support.h"
+
+namespace sandbox {
+namespace {
+
+struct Run {
+  int code;
+  std::string out;
+};
+
+Run Doctor(const std::string& env, const std::string& args) {
+  Run run;
+  run.code =
+      testing::RunShell(env + " " MCP_SANDBOX_BINARY " doctor " + args + " 2>/dev/null", &run.out);
+  return run;
+}
+
+TEST_CASE("doctor --json reports every probe", "[doctor]") {
+  Run run = Doctor("SANDBOX_CGROUP=none SANDBOX_BACKEND=auto", "--json");
+  INFO(run.out);
+  auto report = nlohmann::json::parse(run.out);
+  for (const char* key : {"kernel", "uid", "user_namespaces", "seccomp", "cgroup", "docker",
+                          "backend", "limits", "limits_mode"}) {
+    CHECK(report.contains(key));
+  }
+  CHECK(report["user_namespaces"]["ok"].is_boolean());
+  CHECK(report["user_namespaces"].contains("failed_step"));
+  CHECK(report["user_namespaces"].contains("errno"));
+  CHECK(report["user_namespaces"]["sysctls"].contains("user.max_user_namespaces"));
+  CHECK(report["seccomp"]["ok"].is_boolean());
+  CHECK(report["cgroup"]["mode"] == "none");
+  CHECK(report["cgroup"]["reason"] == "SANDBOX_CGROUP=none: rlimits only");
+  CHECK(report["docker"].contains("reachable"));
+  CHECK(report["docker"].contains("api_version"));
+  CHECK(report["backend"]["requested"] == "auto");
+  REQUIRE(report["limits"].is_array());
+  bool memory = false;
+  for (const auto& limit : report["limits"]) {
+    for (const char* key : {"name", "mechanism", "value", "note"}) CHECK(limit.contains(key));
+    if (limit["name"] == "memory") {
+      memory = true;
+      CHECK(limit["mechanism"] == "rlimit");  // no cgroup: RLIMIT_AS, with its caveat
+      CHECK(limit["value"] == "512MiB");
+    }
+  }
+  CHECK(memory);
+  // Exit 0 exactly when a backend is usable.
+  bool usable = report["backend"]["usable"].get<bool>();
+  CHECK(usable == (report["backend"]["name"] != "none"));
+  CHECK(run.code == (usable ? 0 : 1));
+}
+
+TEST_CASE("doctor exits 1 when the forced backend is unusable", "[doctor]") {
+  Run run = Doctor(
+      "SANDBOX_CGROUP=none SANDBOX_BACKEND=docker DOCKER_HOST=unix:///nonexistent.sock", "--json");
+  INFO(run.out);
+  CHECK(run.code == 1);
+  auto report = nlohmann::json::parse(run.out);
+  CHECK(report["backend"]["name"] == "none");
+  CHECK(report["backend"]["usable"] == false);
+  CHECK(report["docker"]["reachable"] == false);
+  CHECK(report["docker"]["endpoint"] == "/nonexistent.sock");
+  CHECK(report["backend"]["reason"].get<std::string>().find("SANDBOX_BACKEND=docker") !=
+        std::string::npos);
+
+  Run bogus = Doctor("SANDBOX_CGROUP=none SANDBOX_BACKEND=bogus", "--json");
+  CHECK(bogus.code == 1);
+}
+
+TEST_CASE("doctor: limits from the environment, usage errors exit 2", "[doctor]") {
+  Run sized = Doctor("SANDBOX_CGROUP=none SANDBOX_MEMORY_LIMIT=1g SANDBOX_PIDS_LIMIT=64", "--json");
+  auto report = nlohmann::json::parse(sized.out);
+  for (const auto& limit : report["limits"]) {
+    if (limit["name"] == "memory") CHECK(limit["value"] == "1GiB");
+  }
+  CHECK(Doctor("SANDBOX_CGROUP=none SANDBOX_MEMORY_LIMIT=lots", "--json").code == 2);
+  CHECK(Doctor("SANDBOX_CGROUP=none", "--bogus").code == 2);
+  CHECK(Doctor("SANDBOX_CGROUP=none", "extra").code == 2);
+  Run help = Doctor("", "--help");
+  CHECK(help.code == 0);
+  CHECK(help.out.find("example") != std::string::npos);
+}
+
+TEST_CASE("doctor: human table", "[doctor]") {
+  Run run = Doctor("SANDBOX_CGROUP=none", "");
+  INFO(run.out);
+  for (const char* row :
+       {"user namespaces", "seccomp", "cgroups", "docker", "backend", "memory", "open_files"}) {
+    CHECK(run.out.find(row) != std::string::npos);
+  }
+}
+
+TEST_CASE("doctor as an unprivileged user", "[doctor]") {
+  if (::geteuid() != 0) testing::SkipTest("needs root to drop to uid 65534 with setpriv");
+  std::string out;
+  int code =
+      testing::RunShell("setpriv --reuid=65534 --regid=65534 --clear-groups " MCP_SANDBOX_BINARY
+                        " doctor --json 2>/dev/null",
+                        &out);
+  INFO(out);
+  auto report = nlohmann::json::parse(out);
+  CHECK(report["uid"] == 65534);
+  // No delegated cgroup for uid 65534 here: rlimits, with the reason.
+  if (report["cgroup"]["mode"] == "none") {
+    CHECK(report["cgroup"]["reason"].get<std::string>().find("cgroup v1 needs root") !=
+          std::string::npos);
+  }
+  CHECK(code == (report["backend"]["usable"].get<bool>() ? 0 : 1));
+}
+
+}  // namespace
+}  // namespace sandbox

@@ -1,0 +1,208 @@
+// mcp-sandbox doctor: what this host supports (user namespaces, seccomp, cgroups, the Docker
+// socket), which backend and which limits `serve` would use, and why. Exit 0 when a backend is
+// usable, 1 when none is, 2 on usage errors.
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/base/result.h"
+#include "runtime/base/units.h"
+#include "runtime/limits.h"
+#include "runtime/probe/host_probe.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+
+namespace sandbox::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: mcp-sandbox doctor [--json]
+
+Probes this host for real and reports what the sandbox can use: user namespaces (a child
+creates one, writes its uid/gid maps and mounts a tmpfs), seccomp (a child installs a filter),
+cgroup v2 delegation or cgroup v1 controllers, and the Docker socket; then which backend and
+which limits `serve` would use, and why. Honours SANDBOX_BACKEND, SANDBOX_CGROUP,
+SANDBOX_MEMORY_LIMIT, SANDBOX_CPU_LIMIT, SANDBOX_PIDS_LIMIT and SANDBOX_DISK_LIMIT.
+As root it creates the parent cgroup (mcp-sandbox), as serve would.
+
+flags:
+  --json   one JSON object on stdout instead of tables
+
+exit codes: 0 a backend is usable, 1 none is, 2 usage error
+
+example:
+  mcp-sandbox doctor
+  SANDBOX_BACKEND=docker mcp-sandbox doctor --json
+)";
+
+// The limits serve would use: defaults, overridden by the SANDBOX_* variables. A bad value is
+// an error naming the variable (DESIGN.md: never a silent fallback).
+Result<Limits> LimitsFromEnvironment() {
+  Limits limits;
+  auto env = [](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string(value);
+  };
+  for (auto [name, field] : {std::pair{"SANDBOX_MEMORY_LIMIT", &limits.memory_bytes},
+                             std::pair{"SANDBOX_DISK_LIMIT", &limits.disk_bytes}}) {
+    if (auto value = env(name)) {
+      auto bytes = ParseBytes(*value);
+      if (!bytes) return Fail(std::move(bytes.error()).Context(name));
+      *field = *bytes;
+    }
+  }
+  if (auto value = env("SANDBOX_CPU_LIMIT")) {
+    char* end = nullptr;
+    double cpus = std::strtod(value->c_str(), &end);
+    if (end == value->c_str() || *end != '\0' || !(cpus >= 0.01) || cpus > 1024) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "SANDBOX_CPU_LIMIT='{}' is not a cpu count (e.g. 1.5)", *value);
+    }
+    limits.cpus = cpus;
+  }
+  if (auto value = env("SANDBOX_PIDS_LIMIT")) {
+    char* end = nullptr;
+    unsigned long pids = std::strtoul(value->c_str(), &end, 10);
+    if (end == value->c_str() || *end != '\0' || pids < 1 || pids > 4194304) {
+      return Fail(ErrorCode::kInvalidArgument, "SANDBOX_PIDS_LIMIT='{}' is not a process count",
+                  *value);
+    }
+    limits.pids = static_cast<uint32_t>(pids);
+  }
+  return limits;
+}
+
+nlohmann::json ErrnoJson(int err) {
+  return err == 0 ? nlohmann::json(nullptr) : nlohmann::json(std::string(ErrnoName(err)));
+}
+
+nlohmann::json StepJson(const std::string& step) {
+  return step.empty() ? nlohmann::json(nullptr) : nlohmann::json(step);
+}
+
+nlohmann::json ReportJson(const probe::HostReport& r) {
+  nlohmann::json sysctls = nlohmann::json::object();
+  for (const auto& [name, value] : r.userns.sysctls) sysctls[name] = value;
+  nlohmann::json limits = nlohmann::json::array();
+  for (const auto& limit : r.limits.limits) {
+    limits.push_back({{"name", limit.name},
+                      {"mechanism", LimitMechanismName(limit.mechanism)},
+                      {"value", limit.value},
+                      {"note", limit.note}});
+  }
+  return {
+      {"kernel", r.kernel},
+      {"uid", r.uid},
+      {"user_namespaces",
+       {{"ok", r.userns.ok},
+        {"failed_step", StepJson(r.userns.failed_step)},
+        {"errno", ErrnoJson(r.userns.sys_errno)},
+        {"detail", r.userns.detail},
+        {"explanation", r.userns.explanation},
+        {"sysctls", sysctls}}},
+      {"seccomp",
+       {{"ok", r.seccomp.ok},
+        {"mode_now", r.seccomp.mode_now},
+        {"filters_now", r.seccomp.filters_now},
+        {"failed_step", StepJson(r.seccomp.failed_step)},
+        {"errno", ErrnoJson(r.seccomp.sys_errno)},
+        {"detail", r.seccomp.detail}}},
+      {"cgroup",
+       {{"mode", r.cgroup_mode}, {"reason", r.cgroup_reason}, {"parents", r.cgroup_parents}}},
+      {"docker",
+       {{"reachable", r.docker.reachable},
+        {"api_ok", r.docker.api_ok},
+        {"endpoint", r.docker.endpoint},
+        {"api_version", r.docker.api_version.empty() ? nlohmann::json(nullptr)
+                                                     : nlohmann::json(r.docker.api_version)},
+        {"detail", r.docker.detail}}},
+      {"backend",
+       {{"name", r.backend.backend},
+        {"requested", r.backend.requested},
+        {"usable", r.backend.backend != "none"},
+        {"reason", r.backend.reason}}},
+      {"limits_mode", r.limits.cgroup_mode},
+      {"limits", limits},
+  };
+}
+
+void PrintRow(std::ostream& out, const std::string& a, const std::string& b, const std::string& c,
+              size_t wa, size_t wb) {
+  out << "  " << a << std::string(wa > a.size() ? wa - a.size() : 1, ' ') << b
+      << std::string(wb > b.size() ? wb - b.size() : 1, ' ') << c << "\n";
+}
+
+void PrintHuman(std::ostream& out, const probe::HostReport& r) {
+  out << fmt::format("mcp-sandbox doctor: kernel {}, uid {}\n\n", r.kernel, r.uid);
+  constexpr size_t kW1 = 18;
+  constexpr size_t kW2 = 13;
+  PrintRow(out, "CHECK", "RESULT", "DETAIL", kW1, kW2);
+  PrintRow(out, "user namespaces", r.userns.ok ? "ok" : "FAILED", r.userns.detail, kW1, kW2);
+  if (!r.userns.explanation.empty())
+    PrintRow(out, "", "", "why: " + r.userns.explanation, kW1, kW2);
+  if (!r.userns.sysctls.empty()) {
+    std::string text;
+    for (const auto& [name, value] : r.userns.sysctls) {
+      text += (text.empty() ? "" : ", ") + name + "=" + value;
+    }
+    PrintRow(out, "", "", text, kW1, kW2);
+  }
+  PrintRow(out, "seccomp", r.seccomp.ok ? "ok" : "FAILED", r.seccomp.detail, kW1, kW2);
+  PrintRow(out, "cgroups", r.cgroup_mode, r.cgroup_reason, kW1, kW2);
+  PrintRow(out, "docker", r.docker.reachable ? (r.docker.api_ok ? "ok" : "too old") : "unreachable",
+           r.docker.detail, kW1, kW2);
+  PrintRow(
+      out, "backend", r.backend.backend,
+      r.backend.reason +
+          (r.backend.requested == "auto" ? "" : " [SANDBOX_BACKEND=" + r.backend.requested + "]"),
+      kW1, kW2);
+
+  out << fmt::format("\nlimits serve would use ({}):\n", r.limits.cgroup_mode == "none"
+                                                             ? "no cgroups: rlimits only"
+                                                             : r.limits.cgroup_mode);
+  constexpr size_t kL1 = 12;
+  constexpr size_t kL2 = 14;
+  out << "  "
+      << "LIMIT" << std::string(kL1 - 5, ' ') << "VALUE" << std::string(kL2 - 5, ' ')
+      << "MECHANISM  NOTE\n";
+  for (const auto& limit : r.limits.limits) {
+    std::string mechanism = LimitMechanismName(limit.mechanism);
+    PrintRow(out, limit.name, limit.value,
+             mechanism + std::string(mechanism.size() < 11 ? 11 - mechanism.size() : 1, ' ') +
+                 limit.note,
+             kL1, kL2);
+  }
+}
+
+}  // namespace
+
+int DoctorCommand(const Argv& argv) {
+  Args args("doctor", {}, {"--json"});
+  if (!args.Parse(argv)) return kExitUsage;
+  if (args.Has("--help")) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  if (!args.positional().empty())
+    return args.UsageError("unexpected argument '" + args.positional()[0] + "'");
+  auto limits = LimitsFromEnvironment();
+  if (!limits) return args.UsageError(limits.error().message);
+
+  probe::HostReport report = probe::ProbeHost(*limits);
+  if (args.Has("--json")) {
+    std::cout << ReportJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
+  } else {
+    PrintHuman(std::cout, report);
+  }
+  return report.backend.backend != "none" ? kExitOk : kExitFailure;
+}
+
+}  // namespace sandbox::cli
