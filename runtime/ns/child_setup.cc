@@ -242,8 +242,6 @@ const char* StepName(ChildStep step) {
       return "set no_new_privs";
     case ChildStep::kDeathSignal:
       return "set the parent-death signal";
-    case ChildStep::kParentGone:
-      return "check the parent";
     case ChildStep::kWorkdir:
       return "chdir to the workdir";
     case ChildStep::kStdio:
@@ -258,6 +256,29 @@ const char* StepName(ChildStep step) {
   return "unknown step";
 }
 
+const char* RlimitName(int resource) {
+  switch (resource) {
+    case RLIMIT_AS:
+      return "RLIMIT_AS";
+    case RLIMIT_CORE:
+      return "RLIMIT_CORE";
+    case RLIMIT_CPU:
+      return "RLIMIT_CPU";
+    case RLIMIT_DATA:
+      return "RLIMIT_DATA";
+    case RLIMIT_FSIZE:
+      return "RLIMIT_FSIZE";
+    case RLIMIT_NOFILE:
+      return "RLIMIT_NOFILE";
+    case RLIMIT_NPROC:
+      return "RLIMIT_NPROC";
+    case RLIMIT_STACK:
+      return "RLIMIT_STACK";
+    default:
+      return "an rlimit";
+  }
+}
+
 }  // namespace
 
 std::string DescribeChildFailure(const ChildPlan& plan, const ChildFailure& failure) {
@@ -267,7 +288,7 @@ std::string DescribeChildFailure(const ChildPlan& plan, const ChildFailure& fail
   if (step == ChildStep::kMount && index < plan.mounts.ops.size()) {
     what = plan.mounts.ops[index].what;
   } else if (step == ChildStep::kRlimit && index < plan.rlimits.size()) {
-    what = fmt::format("setrlimit({})", plan.rlimits[index].resource);
+    what = fmt::format("setrlimit {}", RlimitName(plan.rlimits[index].resource));
   } else if (step == ChildStep::kExec) {
     what = "execve " + plan.exec_path;
   } else if (step == ChildStep::kWorkdir) {

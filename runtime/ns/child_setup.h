@@ -36,7 +36,6 @@ enum class ChildStep : int32_t {
   kClearCapabilities,
   kNoNewPrivs,
   kDeathSignal,
-  kParentGone,
   kWorkdir,
   kStdio,
   kCloseFds,

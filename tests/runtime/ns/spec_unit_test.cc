@@ -166,6 +166,9 @@ TEST_CASE("child failures read as step: errno", "[unit][ns]") {
   CHECK(DescribeChildFailure(plan, exec) == "execve /.sandbox/sandbox-init: ENOENT");
   ChildFailure caps{static_cast<int32_t>(ChildStep::kClearCapabilities), 0, EPERM};
   CHECK(DescribeChildFailure(plan, caps) == "clear capabilities: EPERM");
+  plan.rlimits = {{RLIMIT_NOFILE, 1024, 1024}};
+  ChildFailure rlimit{static_cast<int32_t>(ChildStep::kRlimit), 0, EPERM};
+  CHECK(DescribeChildFailure(plan, rlimit) == "setrlimit RLIMIT_NOFILE: EPERM");
   ChildFailure junk{9999, -4, 0};
   CHECK(!DescribeChildFailure(plan, junk).empty());
   plan.argv = {"/bin/sh", "-c", "true"};
