@@ -1,5 +1,9 @@
 #include "runtime/docker/engine_client.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 
 #include "runtime/docker/engine_error.h"
@@ -50,6 +54,18 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Connect(const std::string& s
     error.code = ErrorCode::kSandboxUnavailable;
     return std::move(error).Context(fmt::format("no Docker daemon reachable at {}", socket_path));
   };
+  // Say plainly what is wrong with the socket itself; curl only says it could not connect.
+  struct stat st {};
+  if (::stat(socket_path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    return Fail(ErrorCode::kSandboxUnavailable, "no Docker daemon reachable at {}: {}", socket_path,
+                errno == ENOENT ? "no such socket" : "not a unix socket");
+  }
+  if (::access(socket_path.c_str(), R_OK | W_OK) != 0) {
+    return Fail(ErrorCode::kSandboxUnavailable,
+                "no Docker daemon reachable at {}: permission denied (run as root or as a member "
+                "of the socket's group)",
+                socket_path);
+  }
   HttpRequest ping = Request("GET", "/_ping");
   ping.timeout = std::chrono::milliseconds(5000);
   auto pong = http.Send(ping);
