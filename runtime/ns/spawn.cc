@@ -270,6 +270,12 @@ Status CompleteChildSetup(const ChildPlan& plan, int sync_fd,
     ssize_t n = ::recv(sync_fd, &failure, sizeof failure, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
+      // The child exited with our go byte unread (unix(7) reports that as ECONNRESET, once,
+      // before the data still queued for us): its report, if any, comes on the next recv.
+      if (errno == ECONNRESET) {
+        child_gone = true;
+        continue;
+      }
       return FailSys("recv", "sync socket");
     }
     if (n == 0) {
