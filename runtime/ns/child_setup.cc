@@ -61,9 +61,11 @@ void ResetSignals() {
 
 // Marks every fd >= 3 close-on-exec. close_range(2) with CLOSE_RANGE_CLOEXEC (5.11); older
 // kernels get a walk of /proc/self/fd with raw getdents64 (opendir would allocate).
-int MarkFdsCloseOnExec() {
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return 0;
-  if (errno != ENOSYS && errno != EINVAL) return errno;
+int MarkFdsCloseOnExec(bool use_close_range) {
+  if (use_close_range) {
+    if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return 0;
+    if (errno != ENOSYS && errno != EINVAL) return errno;
+  }
   int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return errno;
   alignas(8) char buf[4096];
@@ -190,7 +192,8 @@ void RunChild(const ChildPlan& plan) {
   if (::dup2(stream, 0) < 0 || ::dup2(stream, 1) < 0 || ::dup2(log, 2) < 0) {
     Report(plan, ChildStep::kStdio, 2, errno);
   }
-  if (int err = MarkFdsCloseOnExec(); err != 0) Report(plan, ChildStep::kCloseFds, 0, err);
+  if (int err = MarkFdsCloseOnExec(plan.use_close_range); err != 0)
+    Report(plan, ChildStep::kCloseFds, 0, err);
 
   // Last: from here on only what the policy allows (execve, write for the report, exit).
   if (plan.seccomp != nullptr) {

@@ -70,6 +70,8 @@ struct ChildPlan {
   uid_t uid = kSandboxUid;
   gid_t gid = kSandboxGid;
   const sock_fprog* seccomp = nullptr;  // installed last; null only in tests that say so
+  // close_range(2) with CLOSE_RANGE_CLOEXEC (5.11); false: walk /proc/self/fd instead.
+  bool use_close_range = true;
 
   std::string exec_path;
   std::vector<std::string> argv;

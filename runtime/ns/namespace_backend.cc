@@ -222,6 +222,10 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   ChildPlan plan;
   plan.unshare_flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
   plan.mounts = BuildMountPlan(inputs);
+  if (state->options.old_kernel_paths) {
+    plan.mounts.use_mount_setattr = false;
+    plan.use_close_range = false;
+  }
   plan.workdir = spec.workdir.empty() ? "/mnt/data" : spec.workdir;
   plan.rlimits = RlimitsFor(spec.limits, MemoryCgroupInForce(sandbox->limits_));
   plan.seccomp = policy->prog();

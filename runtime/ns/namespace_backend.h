@@ -32,6 +32,9 @@ class NamespaceBackend : public Backend {
     std::string host_id_claim_dir = "/run/mcp-sandbox/host-ids";
     // The longest a child may take from clone to execve before it is killed.
     std::chrono::milliseconds setup_timeout{10000};
+    // Use the code paths for kernels before 5.12 (remount with the locked flags instead of
+    // mount_setattr, a /proc/self/fd walk instead of close_range): so tests cover them here.
+    bool old_kernel_paths = false;
   };
 
   // `cgroups` is CgroupManager::Detect() (or Open()) for this host; null means Detect().

@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/base/files.h"
+#include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/ns/process_identity.h"
 #include "runtime/ns/session_record.h"
 #include "tests/runtime/ns/ns_test_support.h"
@@ -363,4 +364,33 @@ TEST_CASE("lifecycle: after a server crash the sandbox dies and the sweep remove
   CHECK(*swept == 1);
   CheckNothingLeft(tmp, *backend, session_id);
   if (backend->privileged()) CHECK(HostProcessesOfUid(host_uid).empty());
+}
+
+TEST_CASE("lifecycle: the code paths for kernels before 5.12 build the same sandbox",
+          "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  TempDir tmp;
+  NamespaceBackend::Options options;
+  options.state_dir = tmp.Join("state");
+  options.agent_dir = TestAgentDir();
+  options.old_kernel_paths = true;  // remount with the locked flags, walk /proc/self/fd
+  TestBackend backend(options,
+                      CgroupManager::Detect("mcp-sandbox-test-" + std::to_string(::getpid())));
+  int leak = ::open("/dev/null", O_RDONLY);  // NOLINT(android-cloexec-open): on purpose
+  REQUIRE(leak >= 0);
+  auto out = RunShell(backend, MakeSpec(rootfs, TestAgentDir()),
+                      "awk '{print $5, $6}' /proc/self/mountinfo; ls /proc/self/fd | tr '\\n' ' '; "
+                      "touch /x; touch /mnt/data/y && echo data-ok");
+  ::close(leak);
+  INFO(out.text);
+  CHECK(out.eof);
+  out.text = "\n" + out.text;
+  CHECK(Contains(out.text, "\n/ ro,nosuid,nodev"));
+  CHECK(Contains(out.text, "\n/.sandbox ro,nosuid,nodev"));
+  CHECK(Contains(out.text, "\n/proc/sys ro,nosuid,nodev,noexec"));
+  CHECK(Contains(out.text, "\n/dev ro,nosuid,noexec"));
+  CHECK(Contains(out.text, "\n0 1 2 3 "));
+  CHECK(!Contains(out.text, " 4 "));
+  CHECK(Contains(out.text, "Read-only file system"));
+  CHECK(Contains(out.text, "data-ok"));
 }
