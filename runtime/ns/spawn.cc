@@ -208,13 +208,20 @@ void Spawner::ReadLog(int fd) {
   auto it = logs_.find(fd);
   if (it == logs_.end()) return;
   LogSource& source = it->second;
+  // Logs one line (or piece of an endless one) until the cap, then says so once.
+  auto emit = [&source](std::string_view text) {
+    if (source.logged >= kMaxLoggedBytesPerPipe) return;
+    source.logged += text.size() + 1;
+    spdlog::debug("[{}] {}", source.label, text);
+    if (source.logged >= kMaxLoggedBytesPerPipe) {
+      spdlog::debug("[{}] (further output not logged)", source.label);
+    }
+  };
   char buf[4096];
   ssize_t n = ::read(fd, buf, sizeof buf);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
   if (n <= 0) {
-    if (!source.partial.empty() && source.logged < kMaxLoggedBytesPerPipe) {
-      spdlog::debug("[{}] {}", source.label, source.partial);
-    }
+    if (!source.partial.empty()) emit(source.partial);
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
     logs_.erase(it);
     return;
@@ -223,19 +230,11 @@ void Spawner::ReadLog(int fd) {
   source.partial.append(buf, static_cast<size_t>(n));
   size_t start = 0;
   for (size_t nl; (nl = source.partial.find('\n', start)) != std::string::npos; start = nl + 1) {
-    std::string_view line(source.partial.data() + start, nl - start);
-    source.logged += line.size() + 1;
-    spdlog::debug("[{}] {}", source.label, line);
-    if (source.logged >= kMaxLoggedBytesPerPipe) {
-      spdlog::debug("[{}] (further output not logged)", source.label);
-      source.partial.clear();
-      return;
-    }
+    emit(std::string_view(source.partial).substr(start, nl - start));
   }
   source.partial.erase(0, start);
-  if (source.partial.size() > 4096) {  // a line without end: log it in pieces
-    source.logged += source.partial.size();
-    spdlog::debug("[{}] {}", source.label, source.partial);
+  if (source.partial.size() > sizeof buf) {  // a line without end: log it in pieces
+    emit(source.partial);
     source.partial.clear();
   }
 }

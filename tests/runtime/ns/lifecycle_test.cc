@@ -12,6 +12,8 @@
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup_limits.h"
@@ -393,4 +395,40 @@ TEST_CASE("lifecycle: the code paths for kernels before 5.12 build the same sand
   CHECK(!Contains(out.text, " 4 "));
   CHECK(Contains(out.text, "Read-only file system"));
   CHECK(Contains(out.text, "data-ok"));
+}
+
+TEST_CASE("lifecycle: the sandbox's stderr is drained into the debug log", "[sandbox][lifecycle]") {
+  std::string rootfs = TestRootfs();
+  TempDir tmp;
+  auto backend = MakeBackend(tmp);
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096);
+  auto previous = spdlog::default_logger();
+  auto logger = std::make_shared<spdlog::logger>("ns-test", sink);
+  logger->set_level(spdlog::level::debug);
+  spdlog::set_default_logger(logger);
+  auto spec = MakeSpec(rootfs, TestAgentDir());
+  // Far more than the drain logs (64 KiB): it must keep reading without logging all of it,
+  // or the sandbox would block on a full pipe.
+  auto sandbox = backend->StartProgram(
+      spec, {"/bin/sh", "-c",
+             "echo to-stderr-1 >&2; head -c 1000000 /dev/zero | tr '\\0' x >&2; echo >&2; "
+             "echo to-stdout"});
+  REQUIRE(sandbox);
+  auto out = ReadToEof(**sandbox, 20s);
+  CHECK(out.eof);
+  CHECK(out.text == "to-stdout\n");
+  auto logged = [&] {
+    std::string all;
+    for (const auto& line : sink->last_formatted()) all += line;
+    return all;
+  };
+  auto deadline = Clock::now() + 5s;
+  while (!Contains(logged(), "(further output not logged)") && Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  spdlog::set_default_logger(previous);
+  std::string all = logged();
+  CHECK(Contains(all, "[" + spec.session_id + "] to-stderr-1"));
+  CHECK(Contains(all, "(further output not logged)"));
+  CHECK(all.size() < 200000);
 }
