@@ -299,9 +299,16 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   const pid_t pid = sandbox->child_.pid;
   const bool in_cgroup = sandbox->child_.in_cgroup;
   SandboxCgroup& cgroup = *sandbox->cgroup_;
+  Clock::duration join_time{};
   Status setup = CompleteChildSetup(
       plan, sync_parent.get(), [&]() -> Status { return WriteIdMappings(pid, mapping); },
-      [&]() -> Status { return in_cgroup ? Status{} : cgroup.Attach(pid); },
+      [&]() -> Status {
+        if (in_cgroup) return {};
+        auto t0 = Clock::now();
+        Status joined = cgroup.Attach(pid);
+        join_time = Clock::now() - t0;
+        return joined;
+      },
       Clock::now() + state->options.setup_timeout);
   if (!setup) return Fail(std::move(setup.error()).Context("start sandbox"));
   const auto execed = Clock::now();
@@ -311,9 +318,10 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   auto us = [](auto a, auto b) {
     return std::chrono::duration_cast<std::chrono::microseconds>(b - a).count();
   };
-  spdlog::debug("sandbox {}: pid {} host uid {}: plan {}us, clone {}us, setup+exec {}us",
-                spec.session_id, pid, sandbox->host_uid_, us(started, planned), us(planned, cloned),
-                us(cloned, execed));
+  spdlog::debug(
+      "sandbox {}: pid {} host uid {}: plan {}us, clone {}us, setup+exec {}us (cgroup join {}us)",
+      spec.session_id, pid, sandbox->host_uid_, us(started, planned), us(planned, cloned),
+      us(cloned, execed), std::chrono::duration_cast<std::chrono::microseconds>(join_time).count());
   return sandbox;
 }
 

@@ -1,7 +1,7 @@
 // ns_bench: how fast namespace sessions start and how little they cost. Prints markdown tables;
 // tools/bench.d/session_create.sh runs it (next to `docker run --rm` of the same image).
 //
-//   ns_bench [--rootfs DIR] [--runs N] [--concurrent N] [--warm N] [--print-rootfs]
+//   ns_bench [--rootfs DIR] [--runs N] [--concurrent N] [--warm N] [--print-rootfs] [--verbose]
 //
 // Rows: create + agent hello + print(1) through AgentClient (p50/p99 over --runs sequential
 // sessions, with the phases), warm print(1), --concurrent sessions created at once (wall time
@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
   std::string rootfs;
   int runs = 100, concurrent = 20, warm_runs = 200;
   bool print_rootfs = false;
+  bool verbose = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -183,14 +184,16 @@ int main(int argc, char** argv) {
       warm_runs = std::atoi(next().c_str());
     else if (arg == "--print-rootfs")
       print_rootfs = true;
+    else if (arg == "--verbose")
+      verbose = true;
     else {
       std::fprintf(stderr,
                    "usage: ns_bench [--rootfs DIR] [--runs N] [--concurrent N] "
-                   "[--warm N] [--print-rootfs]\n");
+                   "[--warm N] [--print-rootfs] [--verbose]\n");
       return 2;
     }
   }
-  spdlog::set_level(spdlog::level::warn);
+  spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn);
   if (rootfs.empty()) rootfs = FindRootfs();
   if (print_rootfs) {
     std::printf("%s\n", rootfs.c_str());
