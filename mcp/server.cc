@@ -184,6 +184,13 @@ class Connection::Call : public ToolCall {
         total_seconds);
   }
 
+  void ReportProgress(double progress, double total) override {
+    if (progress_token_.is_null()) return;
+    reply_->Send(MakeNotification(
+        "notifications/progress",
+        {{"progressToken", progress_token_}, {"progress", progress}, {"total", total}}));
+  }
+
   std::shared_ptr<void> OnCancel(std::function<void()> hook) override {
     std::lock_guard<std::mutex> lock(flight_->mutex);
     if (flight_->cancelled) {

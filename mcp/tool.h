@@ -37,6 +37,9 @@ class ToolCall {
   // Starts progress notifications when the client sent a progressToken, else returns null.
   // They stop when the reporter is destroyed (before the response goes out).
   virtual std::unique_ptr<ProgressReporter> StartProgress(double total_seconds) = 0;
+  // One notifications/progress (when the client sent a progressToken), for work that counts
+  // its own steps.
+  virtual void ReportProgress(double progress, double total) = 0;
   // Calls `hook` when the client cancels this request (notifications/cancelled), or at once
   // if it already has. The hook stays registered until the returned guard is destroyed; it
   // never runs after that.

@@ -1,0 +1,97 @@
+#include "mcp/tools/conformance_fixtures.h"
+
+#include <chrono>
+#include <thread>
+
+#include "mcp/jsonrpc.h"
+
+namespace sandbox::mcp {
+
+namespace {
+
+// A 1x1 red PNG and eight samples of 8 kHz silence, as the scenarios only check the shape.
+constexpr char kPng[] =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+constexpr char kWav[] = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
+
+Tool Fixture(const char* name, const char* description,
+             std::function<Json(ToolCall&, const Json&)> handler) {
+  Tool tool;
+  tool.name = name;
+  tool.description = description;
+  tool.input_schema = {{"type", "object"}, {"additionalProperties", false}};
+  tool.handler = std::move(handler);
+  return tool;
+}
+
+Json Content(Json blocks) { return {{"content", std::move(blocks)}}; }
+
+}  // namespace
+
+std::vector<Tool> ConformanceFixtureTools() {
+  using namespace std::chrono_literals;
+  std::vector<Tool> tools;
+  tools.push_back(
+      Fixture("test_simple_text", "Conformance fixture: text.", [](ToolCall&, const Json&) {
+        return Content(
+            {{{"type", "text"}, {"text", "This is a simple text response for testing."}}});
+      }));
+  tools.push_back(
+      Fixture("test_image_content", "Conformance fixture: image.", [](ToolCall&, const Json&) {
+        return Content({{{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}}});
+      }));
+  tools.push_back(
+      Fixture("test_audio_content", "Conformance fixture: audio.", [](ToolCall&, const Json&) {
+        return Content({{{"type", "audio"}, {"data", kWav}, {"mimeType", "audio/wav"}}});
+      }));
+  tools.push_back(Fixture("test_embedded_resource", "Conformance fixture: embedded resource.",
+                          [](ToolCall&, const Json&) {
+                            return Content(
+                                {{{"type", "resource"},
+                                  {"resource",
+                                   {{"uri", "test://embedded-resource"},
+                                    {"mimeType", "text/plain"},
+                                    {"text", "This is an embedded resource content."}}}}});
+                          }));
+  tools.push_back(Fixture("test_multiple_content_types", "Conformance fixture: mixed content.",
+                          [](ToolCall&, const Json&) {
+                            return Content(
+                                {{{"type", "text"}, {"text", "Multiple content types test:"}},
+                                 {{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}},
+                                 {{"type", "resource"},
+                                  {"resource",
+                                   {{"uri", "test://mixed-content-resource"},
+                                    {"mimeType", "application/json"},
+                                    {"text", R"({"test":"data","value":123})"}}}}});
+                          }));
+  tools.push_back(Fixture(
+      "test_tool_with_logging", "Conformance fixture: logs three messages.",
+      [](ToolCall& call, const Json&) {
+        call.Log(LogLevel::kInfo, "Tool execution started");
+        std::this_thread::sleep_for(50ms);
+        call.Log(LogLevel::kInfo, "Tool processing data");
+        std::this_thread::sleep_for(50ms);
+        call.Log(LogLevel::kInfo, "Tool execution completed");
+        return Content({{{"type", "text"}, {"text", "Tool with logging executed successfully"}}});
+      }));
+  tools.push_back(Fixture(
+      "test_error_handling", "Conformance fixture: always fails.", [](ToolCall&, const Json&) {
+        Json result = Content(
+            {{{"type", "text"}, {"text", "This tool intentionally returns an error for testing"}}});
+        result["isError"] = true;
+        return result;
+      }));
+  tools.push_back(Fixture(
+      "test_tool_with_progress", "Conformance fixture: progress 0, 50, 100.",
+      [](ToolCall& call, const Json&) {
+        call.ReportProgress(0, 100);
+        std::this_thread::sleep_for(50ms);
+        call.ReportProgress(50, 100);
+        std::this_thread::sleep_for(50ms);
+        call.ReportProgress(100, 100);
+        return Content({{{"type", "text"}, {"text", "Tool with progress executed successfully"}}});
+      }));
+  return tools;
+}
+
+}  // namespace sandbox::mcp

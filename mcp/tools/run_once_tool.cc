@@ -1,0 +1,135 @@
+// sandbox_run_once: create a session, put the given files in, run the code, return output,
+// figures and artifacts, and close the session — one call, nothing left behind.
+#include <fmt/format.h>
+
+#include "mcp/base64.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/tools/run_output.h"
+#include "runtime/base/units.h"
+
+namespace sandbox::mcp::tools {
+
+namespace {
+
+// Closes the session when the call ends, whatever happened (a run in flight is killed).
+class SessionCloser {
+ public:
+  SessionCloser(SessionManager& sessions, std::string id)
+      : sessions_(sessions), id_(std::move(id)) {}
+  ~SessionCloser() { (void)sessions_.Close(id_, /*force=*/true); }
+  SessionCloser(const SessionCloser&) = delete;
+  SessionCloser& operator=(const SessionCloser&) = delete;
+
+ private:
+  SessionManager& sessions_;
+  std::string id_;
+};
+
+}  // namespace
+
+Tool MakeRunOnceTool(const ContextPtr& context) {
+  Tool tool;
+  tool.name = "sandbox_run_once";
+  tool.title = "Run once";
+  tool.description = fmt::format(
+      "Run Python code (or a shell command) once in a fresh sandbox that is destroyed "
+      "afterwards: creates a session, uploads the given files to /mnt/data, runs, and returns "
+      "output, figures (as images) and the files written to /mnt/data, then closes it. Nothing "
+      "persists; for follow-up work use sandbox_run_python with a session. Limited to {} s; no "
+      "network.",
+      context->settings.exec_timeout_s);
+  tool.input_schema = InputSchema(
+      {{"code", Property("string", "Python source, or a shell command when language is \"shell\".",
+                         {{"minLength", 1}})},
+       {"language", Property("string", "\"python\" (default) or \"shell\" (/bin/sh -c).",
+                             {{"enum", {"python", "shell"}}})},
+       {"files",
+        Property("array", "Files to put in /mnt/data first.",
+                 {{"maxItems", 20},
+                  {"items", InputSchema({{"filename", Property("string", "Name under /mnt/data.",
+                                                               {{"minLength", 1}})},
+                                         {"content", Property("string", "base64 content.",
+                                                              {{"contentEncoding", "base64"}})}},
+                                        {"filename", "content"})}})},
+       {"timeout_s", Property("number",
+                              fmt::format("Seconds before the run is stopped (default and "
+                                          "maximum: {}).",
+                                          context->settings.exec_timeout_s),
+                              {{"exclusiveMinimum", 0}})}},
+      {"code"});
+  tool.output_schema = RunOutputSchema();
+  tool.annotations = Annotations("Run once", false, false, false);
+  tool.handler = [context](ToolCall& call, const Json& arguments) {
+    RunRequest request;
+    request.kind = arguments.value("language", "python") == "shell" ? RunRequest::Kind::kShell
+                                                                    : RunRequest::Kind::kPython;
+    request.code = arguments["code"].get<std::string>();
+    if (request.code.size() > context->settings.max_code_bytes) {
+      return ToolError(
+          ErrorCode::kCodeTooLarge,
+          fmt::format("the code is {} bytes; this server takes at most {} "
+                      "(SANDBOX_MAX_CODE_BYTES)",
+                      request.code.size(), FormatBytes(context->settings.max_code_bytes)));
+    }
+    // Decode and check every file before a sandbox is started for nothing.
+    std::vector<std::pair<std::string, std::string>> files;
+    uint64_t total = 0;
+    for (const auto& file : arguments.value("files", Json::array())) {
+      auto path = UploadPath(file["filename"].get<std::string>());
+      if (!path) return ToolError(path.error());
+      auto content = Base64Decode(file["content"].get<std::string>());
+      if (!content) {
+        return ToolError(ErrorCode::kInvalidArgument,
+                         fmt::format("the content of {} is not valid base64", *path));
+      }
+      total += content->size();
+      if (content->size() > context->settings.max_upload_bytes ||
+          total > context->settings.max_upload_bytes * 4) {
+        return ToolError(
+            ErrorCode::kUploadTooLarge,
+            fmt::format("{} has {} bytes; uploads are limited to {} "
+                        "(SANDBOX_MAX_UPLOAD_BYTES)",
+                        *path, content->size(), FormatBytes(context->settings.max_upload_bytes)));
+      }
+      files.emplace_back(std::move(*path), std::move(*content));
+    }
+
+    RunPresentation presentation;
+    std::string note;
+    request.timeout_s = RunTimeout(*context, arguments, &note);
+    if (!note.empty()) presentation.notes.push_back(note);
+    presentation.timeout_s = request.timeout_s;
+    presentation.embed_artifacts = true;
+    request.max_output_bytes = context->settings.max_output_bytes;
+
+    SessionOptions options;
+    options.name = "run_once";
+    auto info = context->sessions.Create(options);
+    if (!info) return ToolError(info.error());
+    SessionCloser closer(context->sessions, info->id);
+    presentation.session_id = info->id;
+    Json extra = {{"session_id", info->id}};
+    for (const auto& [path, content] : files) {
+      if (auto written = context->sessions.WriteFile(info->id, path, content, true); !written) {
+        return ToolError(written.error(), extra);
+      }
+    }
+    CancelToken token;
+    auto cancel_link = call.OnCancel([&token] { token.Cancel(); });
+    auto progress = call.StartProgress(request.timeout_s);
+    OutputCallback on_output;
+    if (progress) {
+      on_output = [&progress](int stream, std::string_view chunk) {
+        progress->OnOutput(stream, chunk);
+      };
+    }
+    auto run = context->sessions.Run(info->id, std::move(request), on_output, &token);
+    progress.reset();
+    cancel_link.reset();
+    if (!run) return ToolError(run.error(), extra);
+    return RunToolResult(*context, call, *run, presentation);  // reads artifacts, then closes
+  };
+  return tool;
+}
+
+}  // namespace sandbox::mcp::tools

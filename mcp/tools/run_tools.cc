@@ -1,0 +1,140 @@
+// sandbox_run_python and sandbox_run_command: run code in a session (created when none is
+// named), with progress notifications, cancellation and a bounded time.
+#include <fmt/format.h>
+
+#include "mcp/jsonrpc.h"
+#include "mcp/tools/run_output.h"
+#include "runtime/base/units.h"
+
+namespace sandbox::mcp::tools {
+
+namespace {
+
+// Runs `request` in the session the arguments name (or a new one), and presents the result.
+Json RunInSession(ToolContext& context, ToolCall& call, const Json& arguments, RunRequest request) {
+  if (request.code.size() > context.settings.max_code_bytes) {
+    return ToolError(
+        ErrorCode::kCodeTooLarge,
+        fmt::format("the code is {} bytes; this server takes at most {} "
+                    "(SANDBOX_MAX_CODE_BYTES). Upload large inputs as files instead.",
+                    request.code.size(), FormatBytes(context.settings.max_code_bytes)));
+  }
+  RunPresentation presentation;
+  std::string note;
+  request.timeout_s = RunTimeout(context, arguments, &note);
+  if (!note.empty()) presentation.notes.push_back(note);
+  presentation.timeout_s = request.timeout_s;
+  request.max_output_bytes = context.settings.max_output_bytes;
+
+  auto session = ResolveSession(context, call, arguments);
+  if (!session) return ToolError(session.error());
+  presentation.session_id = session->id;
+  presentation.session_created = session->created;
+
+  CancelToken token;
+  auto cancel_link = call.OnCancel([&token] { token.Cancel(); });
+  auto progress = call.StartProgress(request.timeout_s);
+  OutputCallback on_output;
+  if (progress) {
+    on_output = [&progress](int stream, std::string_view chunk) {
+      progress->OnOutput(stream, chunk);
+    };
+  }
+  auto run = context.sessions.Run(session->id, std::move(request), on_output, &token);
+  progress.reset();  // no progress notification after this point
+  cancel_link.reset();
+  if (!run) {
+    Json extra = {{"session_id", session->id}};
+    if (session->created) extra["session_created"] = true;
+    return ToolError(run.error(), extra);
+  }
+  return RunToolResult(context, call, *run, presentation);
+}
+
+Json TimeoutProperty(const ToolContext& context) {
+  return Property("number",
+                  fmt::format("Seconds before the run is stopped (default and maximum: {}). On "
+                              "timeout the run is interrupted; if it does not stop, the worker "
+                              "is killed and the session's Python state is lost.",
+                              context.settings.exec_timeout_s),
+                  {{"exclusiveMinimum", 0}});
+}
+
+}  // namespace
+
+Tool MakeRunPythonTool(const ContextPtr& context) {
+  Tool tool;
+  tool.name = "sandbox_run_python";
+  tool.title = "Run Python";
+  tool.description = fmt::format(
+      "Run Python code in a sandboxed, stateful session, like a notebook cell: variables, "
+      "imports and open figures persist between calls in the same session.\n"
+      "- Omit session_id to start a new session; pass the session_id from the result to keep "
+      "working in it.\n"
+      "- Files live in /mnt/data: uploads arrive there, and files you write there come back as "
+      "artifacts. matplotlib figures left open are returned as images automatically (and saved "
+      "to /mnt/data).\n"
+      "- Each run is limited to {} s (timeout_s); stdout and stderr are kept up to {} each. "
+      "There is no network access.\n"
+      "- The default image has numpy, pandas, matplotlib, seaborn, scipy, openpyxl and "
+      "reportlab. A Python exception gives exit_code 1 and the traceback in stderr; the session "
+      "stays usable. fresh=true runs in a new interpreter process.",
+      context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes));
+  tool.input_schema =
+      InputSchema({{"code", Property("string",
+                                     "Python source to run (statements; the value of a last "
+                                     "expression is not printed, use print()).",
+                                     {{"minLength", 1}})},
+                   {"session_id", SessionIdProperty(true)},
+                   {"timeout_s", TimeoutProperty(*context)},
+                   {"fresh", Property("boolean",
+                                      "Run in a new interpreter process instead of the session's "
+                                      "persistent one (default false).")}},
+                  {"code"});
+  tool.output_schema = RunOutputSchema();
+  tool.annotations = Annotations("Run Python", false, true, false);
+  tool.handler = [context](ToolCall& call, const Json& arguments) {
+    RunRequest request;
+    request.kind = RunRequest::Kind::kPython;
+    request.code = arguments["code"].get<std::string>();
+    request.fresh = arguments.value("fresh", false);
+    return RunInSession(*context, call, arguments, std::move(request));
+  };
+  return tool;
+}
+
+Tool MakeRunCommandTool(const ContextPtr& context) {
+  Tool tool;
+  tool.name = "sandbox_run_command";
+  tool.title = "Run shell command";
+  tool.description = fmt::format(
+      "Run a shell command (/bin/sh -c) in a sandboxed session, by default in /mnt/data.\n"
+      "- Omit session_id to start a new session; pass the session_id from the result to reuse "
+      "it (files in /mnt/data and /tmp persist; each command runs in a new shell).\n"
+      "- Limited to {} s (timeout_s); stdout and stderr are kept up to {} each; no network. "
+      "The exit code is the command's own.",
+      context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes));
+  tool.input_schema = InputSchema(
+      {{"command",
+        Property("string", "The command line, run with /bin/sh -c.", {{"minLength", 1}})},
+       {"session_id", SessionIdProperty(true)},
+       {"timeout_s", TimeoutProperty(*context)},
+       {"cwd", Property("string", "Working directory (default /mnt/data).", {{"minLength", 1}})}},
+      {"command"});
+  tool.output_schema = RunOutputSchema();
+  tool.annotations = Annotations("Run shell command", false, true, false);
+  tool.handler = [context](ToolCall& call, const Json& arguments) {
+    RunRequest request;
+    request.kind = RunRequest::Kind::kShell;
+    request.code = arguments["command"].get<std::string>();
+    if (arguments.contains("cwd")) {
+      auto cwd = SandboxPath(arguments["cwd"].get<std::string>());
+      if (!cwd) return ToolError(cwd.error());
+      request.cwd = *cwd;
+    }
+    return RunInSession(*context, call, arguments, std::move(request));
+  };
+  return tool;
+}
+
+}  // namespace sandbox::mcp::tools

@@ -1,0 +1,38 @@
+// The sandbox_* tools of DESIGN.md and what goes with them: resources/read for the
+// sandbox:// URIs results hand out, the file reader behind HTTP downloads, and the server's
+// instructions. Every handler speaks to the runtime through SessionManager only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mcp/http_transport.h"
+#include "mcp/server.h"
+#include "mcp/tool.h"
+#include "runtime/session/session_manager.h"
+
+namespace sandbox::mcp {
+
+struct ToolSettings {
+  double exec_timeout_s = 60;  // default and maximum timeout_s
+  uint64_t max_upload_bytes = 50ull << 20;
+  uint64_t max_code_bytes = 100ull << 10;
+  uint64_t max_output_bytes = 100ull << 10;
+  uint64_t max_result_bytes = 1ull << 20;
+  bool wheelhouse = false;  // a wheelhouse is mounted at /mnt/wheelhouse
+};
+
+std::vector<Tool> SandboxTools(SessionManager& sessions, const ToolSettings& settings);
+
+// resources/read of sandbox://{session_id}/{path}, and its template for resources/templates/list.
+ResourceReader SandboxResourceReader(SessionManager& sessions, const ToolSettings& settings);
+Json SandboxResourceTemplates();
+
+// GET /files/{session_id}/{path} (largest file served: 256 MiB).
+FileReader SandboxFileReader(SessionManager& sessions);
+
+// The `instructions` of the initialize result: how to use the tools together.
+std::string SandboxInstructions(const ToolSettings& settings);
+
+}  // namespace sandbox::mcp

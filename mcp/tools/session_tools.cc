@@ -1,0 +1,261 @@
+// sandbox_create_session, sandbox_list_sessions, sandbox_session_status, sandbox_close_session.
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "mcp/jsonrpc.h"
+#include "mcp/tools/tool_support.h"
+#include "runtime/base/units.h"
+
+namespace sandbox::mcp::tools {
+
+namespace {
+
+double SecondsSince(std::chrono::system_clock::time_point then) {
+  return std::chrono::duration<double>(std::chrono::system_clock::now() - then).count();
+}
+
+Json LimitsJson(const Limits& limits) {
+  return {{"memory_bytes", limits.memory_bytes},
+          {"cpus", limits.cpus},
+          {"pids", limits.pids},
+          {"disk_bytes", limits.disk_bytes}};
+}
+
+Json EnforcedJson(const EnforcedLimits& enforced) {
+  Json limits = Json::array();
+  for (const auto& limit : enforced.limits) {
+    Json entry = {{"name", limit.name},
+                  {"mechanism", LimitMechanismName(limit.mechanism)},
+                  {"value", limit.value}};
+    if (!limit.note.empty()) entry["note"] = limit.note;
+    limits.push_back(std::move(entry));
+  }
+  return {{"cgroup_mode", enforced.cgroup_mode}, {"limits", std::move(limits)}};
+}
+
+Json UsageJson(const SandboxUsage& usage) {
+  return {{"memory_bytes", usage.memory_bytes},
+          {"memory_peak_bytes", usage.memory_peak_bytes},
+          {"pids", usage.pids},
+          {"oom_kills", usage.oom_kills},
+          {"cpu_seconds", usage.cpu_seconds}};
+}
+
+Json SessionJson(const SessionInfo& info) {
+  return {{"session_id", info.id},
+          {"name", ValidUtf8(info.name)},
+          {"state", info.state},
+          {"image", info.image},
+          {"backend", info.backend},
+          {"age_s", static_cast<int64_t>(SecondsSince(info.created))},
+          {"idle_s", static_cast<int64_t>(SecondsSince(info.last_used))},
+          {"runs", info.runs},
+          {"usage", UsageJson(info.usage)}};
+}
+
+std::string LimitsText(const SessionInfo& info) {
+  std::string text;
+  for (const auto& limit : info.enforced.limits) {
+    text += fmt::format("  {}: {} via {}{}\n", limit.name, limit.value,
+                        LimitMechanismName(limit.mechanism),
+                        limit.note.empty() ? "" : " (" + limit.note + ")");
+  }
+  return text;
+}
+
+// A size argument: "512m", "1g" or a number of bytes.
+Result<std::optional<uint64_t>> SizeArgument(const Json& arguments, const char* name) {
+  auto it = arguments.find(name);
+  if (it == arguments.end()) return std::optional<uint64_t>();
+  if (it->is_number_unsigned() || (it->is_number_integer() && it->get<int64_t>() > 0)) {
+    return std::optional<uint64_t>(it->get<uint64_t>());
+  }
+  if (it->is_string()) {
+    auto bytes = ParseBytes(it->get<std::string>());
+    if (bytes) return std::optional<uint64_t>(*bytes);
+  }
+  return Fail(ErrorCode::kInvalidArgument, "{} must be a size such as \"256m\", \"1g\" or bytes",
+              name);
+}
+
+Json SessionIdOnly() {
+  return InputSchema({{"session_id", SessionIdProperty(false)}}, {"session_id"});
+}
+
+}  // namespace
+
+Tool MakeCreateSessionTool(const ContextPtr& context) {
+  Tool tool;
+  tool.name = "sandbox_create_session";
+  tool.title = "Create session";
+  tool.description =
+      "Start a new sandbox session (an isolated Linux environment with a persistent Python "
+      "interpreter and a writable /mnt/data) and return its session_id. Optional: a name, an "
+      "image, and limits lower than the server's defaults. Other tools also create a session "
+      "when called without session_id; use this one to set a name or limits.";
+  tool.input_schema = InputSchema(
+      {{"name", Property("string", "A label to recognise the session by.", {{"maxLength", 200}})},
+       {"image", Property("string",
+                          "Image name from `mcp-sandbox image ls` (default: the "
+                          "server's SANDBOX_IMAGE).")},
+       {"memory_limit",
+        Property("string", "Memory limit, e.g. \"256m\" (or bytes); at most the server's.")},
+       {"cpu_limit",
+        Property("number", "CPUs, e.g. 0.5; at most the server's.", {{"exclusiveMinimum", 0}})},
+       {"pids_limit",
+        Property("integer", "Processes and threads; at most the server's.", {{"minimum", 8}})},
+       {"disk_limit",
+        Property("string", "Size of /mnt/data, e.g. \"100m\" (or bytes); at most the server's.")}});
+  tool.output_schema = OutputSchema({{"session_id", {{"type", "string"}}},
+                                     {"name", {{"type", "string"}}},
+                                     {"image", {{"type", "string"}}},
+                                     {"backend", {{"type", "string"}}},
+                                     {"limits", {{"type", "object"}}},
+                                     {"enforced", {{"type", "object"}}}},
+                                    {"session_id", "image", "backend"});
+  tool.annotations = Annotations("Create session", false, false, false);
+  tool.handler = [context](ToolCall&, const Json& arguments) {
+    SessionOptions options;
+    options.name = arguments.value("name", std::string());
+    options.image = arguments.value("image", std::string());
+    auto memory = SizeArgument(arguments, "memory_limit");
+    if (!memory) return ToolError(memory.error());
+    options.memory_bytes = *memory;
+    auto disk = SizeArgument(arguments, "disk_limit");
+    if (!disk) return ToolError(disk.error());
+    options.disk_bytes = *disk;
+    if (arguments.contains("cpu_limit")) options.cpus = arguments["cpu_limit"].get<double>();
+    if (arguments.contains("pids_limit")) options.pids = arguments["pids_limit"].get<uint32_t>();
+    auto info = context->sessions.Create(options);
+    if (!info) return ToolError(info.error());
+    ToolResultBuilder result(context->settings.max_result_bytes);
+    result.AddText(
+        fmt::format("Created session {}{} (image {}, {} backend). Pass this "
+                    "session_id to the other tools.\nLimits in force:\n{}",
+                    info->id, info->name.empty() ? "" : " \"" + ValidUtf8(info->name) + "\"",
+                    info->image, info->backend, LimitsText(*info)));
+    result.SetStructured({{"session_id", info->id},
+                          {"name", ValidUtf8(info->name)},
+                          {"image", info->image},
+                          {"backend", info->backend},
+                          {"limits", LimitsJson(info->limits)},
+                          {"enforced", EnforcedJson(info->enforced)}});
+    return result.Build();
+  };
+  return tool;
+}
+
+Tool MakeListSessionsTool(const ContextPtr& context) {
+  Tool tool;
+  tool.name = "sandbox_list_sessions";
+  tool.title = "List sessions";
+  tool.description =
+      "List the open sandbox sessions with their state (idle or busy), age, idle time, runs and "
+      "resource usage. Idle sessions close by themselves after the server's TTL.";
+  tool.input_schema = InputSchema(Json::object());
+  tool.output_schema =
+      OutputSchema({{"sessions", {{"type", "array"}, {"items", {{"type", "object"}}}}},
+                    {"max_sessions", {{"type", "integer"}}}},
+                   {"sessions"});
+  tool.annotations = Annotations("List sessions", true, false, true);
+  tool.handler = [context](ToolCall&, const Json&) {
+    auto sessions = context->sessions.List();
+    int max_sessions = context->sessions.config().max_sessions;
+    std::string text =
+        fmt::format("{} of at most {} session(s) open", sessions.size(), max_sessions);
+    text += sessions.empty() ? ".\n" : ":\n";
+    Json list = Json::array();
+    for (const auto& info : sessions) {
+      text += fmt::format("  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  memory {}\n", info.id,
+                          info.name.empty() ? "" : " \"" + ValidUtf8(info.name) + "\"", info.state,
+                          SecondsSince(info.created), SecondsSince(info.last_used), info.runs,
+                          HumanBytes(info.usage.memory_bytes));
+      list.push_back(SessionJson(info));
+    }
+    ToolResultBuilder result(context->settings.max_result_bytes);
+    result.AddText(text);
+    result.SetStructured({{"sessions", std::move(list)}, {"max_sessions", max_sessions}});
+    return result.Build();
+  };
+  return tool;
+}
+
+Tool MakeSessionStatusTool(const ContextPtr& context) {
+  Tool tool;
+  tool.name = "sandbox_session_status";
+  tool.title = "Session status";
+  tool.description =
+      "Show one session: state, image, backend, the limits actually in force (and how they are "
+      "enforced), resource usage, and how long until it expires when idle.";
+  tool.input_schema = SessionIdOnly();
+  tool.output_schema = OutputSchema({{"session_id", {{"type", "string"}}},
+                                     {"name", {{"type", "string"}}},
+                                     {"state", {{"type", "string"}}},
+                                     {"image", {{"type", "string"}}},
+                                     {"backend", {{"type", "string"}}},
+                                     {"age_s", {{"type", "integer"}}},
+                                     {"idle_s", {{"type", "integer"}}},
+                                     {"expires_in_s", {{"type", "integer"}}},
+                                     {"runs", {{"type", "integer"}}},
+                                     {"limits", {{"type", "object"}}},
+                                     {"enforced", {{"type", "object"}}},
+                                     {"usage", {{"type", "object"}}}},
+                                    {"session_id", "state"});
+  tool.annotations = Annotations("Session status", true, false, true);
+  tool.handler = [context](ToolCall&, const Json& arguments) {
+    std::string id = arguments["session_id"].get<std::string>();
+    auto info = context->sessions.Get(id);
+    if (!info) return ToolError(info.error(), {{"session_id", id}});
+    double ttl_s = std::chrono::duration<double>(context->sessions.config().ttl).count();
+    double idle = SecondsSince(info->last_used);
+    int64_t expires_in = static_cast<int64_t>(std::max(0.0, ttl_s - idle));
+    Json structured = SessionJson(*info);
+    structured["expires_in_s"] = expires_in;
+    structured["limits"] = LimitsJson(info->limits);
+    structured["enforced"] = EnforcedJson(info->enforced);
+    ToolResultBuilder result(context->settings.max_result_bytes);
+    result.AddText(fmt::format(
+        "Session {}{}: {}, image {}, {} backend\nage {:.0f} s, idle {:.0f} s (closes after {} s "
+        "more idle), {} run(s)\nusage: memory {} (peak {}), {} process(es), {:.2f} CPU s, {} OOM "
+        "kill(s)\nlimits in force ({}):\n{}",
+        info->id, info->name.empty() ? "" : " \"" + ValidUtf8(info->name) + "\"", info->state,
+        info->image, info->backend, SecondsSince(info->created), idle, expires_in, info->runs,
+        HumanBytes(info->usage.memory_bytes), HumanBytes(info->usage.memory_peak_bytes),
+        info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills,
+        info->enforced.cgroup_mode, LimitsText(*info)));
+    result.SetStructured(std::move(structured));
+    return result.Build();
+  };
+  return tool;
+}
+
+Tool MakeCloseSessionTool(const ContextPtr& context) {
+  Tool tool;
+  tool.name = "sandbox_close_session";
+  tool.title = "Close session";
+  tool.description =
+      "Destroy a session and everything in it (processes, variables, files in /mnt/data). A "
+      "session that is running code gives session_busy unless force=true, which kills the run.";
+  tool.input_schema = InputSchema(
+      {{"session_id", SessionIdProperty(false)},
+       {"force", Property("boolean", "Close even while a run is in progress (default false).")}},
+      {"session_id"});
+  tool.output_schema =
+      OutputSchema({{"session_id", {{"type", "string"}}}, {"closed", {{"type", "boolean"}}}},
+                   {"session_id", "closed"});
+  tool.annotations = Annotations("Close session", false, true, true);
+  tool.handler = [context](ToolCall&, const Json& arguments) {
+    std::string id = arguments["session_id"].get<std::string>();
+    if (auto closed = context->sessions.Close(id, arguments.value("force", false)); !closed) {
+      return ToolError(closed.error(), {{"session_id", id}});
+    }
+    ToolResultBuilder result(context->settings.max_result_bytes);
+    result.AddText(fmt::format("Closed session {}; its processes and files are gone.", id));
+    result.SetStructured({{"session_id", id}, {"closed", true}});
+    return result.Build();
+  };
+  return tool;
+}
+
+}  // namespace sandbox::mcp::tools

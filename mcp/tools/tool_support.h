@@ -1,0 +1,89 @@
+// What the sandbox tools share: schema builders, session resolution, path rules, the
+// conversion of FileInfo to result files, and the Make*Tool factories of each tool file.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mcp/tool.h"
+#include "mcp/tool_result.h"
+#include "mcp/tools/sandbox_tools.h"
+#include "runtime/base/result.h"
+#include "runtime/session/session_manager.h"
+
+namespace sandbox::mcp::tools {
+
+inline constexpr std::string_view kDataDir = "/mnt/data";
+
+struct ToolContext {
+  SessionManager& sessions;
+  ToolSettings settings;
+};
+// Shared by the handlers of every tool (they outlive SandboxTools()).
+using ContextPtr = std::shared_ptr<ToolContext>;
+
+// --- Schemas ---------------------------------------------------------------------------------
+
+// {"type": type, "description": description, ...extra}
+Json Property(std::string_view type, std::string_view description, Json extra = Json::object());
+// An object schema with additionalProperties:false.
+Json InputSchema(Json properties, std::vector<std::string> required = {});
+// An output schema that also admits the error shape {"error", "message"} (the SDK client
+// validates structuredContent of error results too).
+Json OutputSchema(Json properties, std::vector<std::string> required_on_success);
+Json Annotations(std::string_view title, bool read_only, bool destructive, bool idempotent);
+// The session_id property: required, or optional with "omit to create a new session".
+Json SessionIdProperty(bool optional_creates);
+
+// --- Sessions --------------------------------------------------------------------------------
+
+struct SessionChoice {
+  std::string id;
+  bool created = false;
+};
+// The session named by arguments["session_id"], or a new one when it is absent (the client
+// is told through a log notification).
+Result<SessionChoice> ResolveSession(ToolContext& context, ToolCall& call, const Json& arguments);
+
+// --- Paths -----------------------------------------------------------------------------------
+
+// An upload target: a relative name ("data.csv", "in/data.csv") under /mnt/data, or an
+// absolute path below /mnt/data. kInvalidFilename for empty names, "..", NUL or control
+// characters, trailing '/', or anything outside /mnt/data.
+Result<std::string> UploadPath(std::string_view filename);
+// A path to read or list: relative ones are under /mnt/data. kInvalidPath for NUL bytes.
+Result<std::string> SandboxPath(std::string_view path);
+
+// --- Results ---------------------------------------------------------------------------------
+
+ResultFile MakeResultFile(const ToolCall& call, const std::string& session_id,
+                          const FileInfo& info);
+// {"path", "size", "mime_type", "download_url"?} for structuredContent.
+Json FileJson(const ResultFile& file);
+// An ISO 8601 UTC time for mtimes.
+std::string IsoTime(int64_t epoch_ms);
+// timeout_s from the arguments, bounded by the configured maximum; `note` explains a cut.
+double RunTimeout(const ToolContext& context, const Json& arguments, std::string* note);
+// Image types MCP clients render as `image` content.
+bool IsInlineImageMime(std::string_view mime);
+
+// --- The tools -------------------------------------------------------------------------------
+
+Tool MakeRunPythonTool(const ContextPtr& context);
+Tool MakeRunCommandTool(const ContextPtr& context);
+Tool MakeInstallPackagesTool(const ContextPtr& context);
+Tool MakeRunOnceTool(const ContextPtr& context);
+Tool MakeUploadFileTool(const ContextPtr& context);
+Tool MakeWriteFileTool(const ContextPtr& context);
+Tool MakeReadFileTool(const ContextPtr& context);
+Tool MakeReadArtifactTool(const ContextPtr& context);
+Tool MakeListArtifactsTool(const ContextPtr& context);
+Tool MakeCreateSessionTool(const ContextPtr& context);
+Tool MakeListSessionsTool(const ContextPtr& context);
+Tool MakeSessionStatusTool(const ContextPtr& context);
+Tool MakeCloseSessionTool(const ContextPtr& context);
+
+}  // namespace sandbox::mcp::tools

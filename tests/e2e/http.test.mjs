@@ -1,0 +1,89 @@
+// The behaviour suite over Streamable HTTP, plus what only HTTP has: download URLs, the bearer
+// token, concurrent sessions.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { callOk, connectHttp, runtimeStatus, spawnHttpServer, startHttp } from './lib/harness.mjs';
+import { transportSuite } from './lib/scenarios.mjs';
+
+transportSuite('http', startHttp);
+
+const runtime = runtimeStatus();
+const needsRuntime = runtime.ok ? false : `needs the sandbox runtime: ${runtime.reason}`;
+const rtest = needsRuntime ? (name, fn) => test(name, { skip: needsRuntime }, fn) : test;
+
+describe('http: authentication', () => {
+  let server;
+  before(async () => {
+    server = await spawnHttpServer({ SANDBOX_AUTH_TOKEN: 'e2e-secret-token-0123456789' });
+  });
+  after(async () => server?.stop());
+
+  test('without the bearer token: 401; with it: connected', async () => {
+    await assert.rejects(connectHttp(server.url), /401|Unauthorized/);
+    const { client, transport } = await connectHttp(server.url, { Authorization: 'Bearer e2e-secret-token-0123456789' });
+    await client.ping();
+    await transport.terminateSession();
+    await client.close();
+  });
+
+  test('healthz answers without a token; a foreign Origin is 403', async () => {
+    const health = await fetch(`http://127.0.0.1:${server.port}/healthz`);
+    assert.equal(health.status, 200);
+    const foreign = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Origin: 'http://evil.example.com' },
+      body: '{}',
+    });
+    assert.equal(foreign.status, 403);
+  });
+});
+
+describe('http: artifact downloads', () => {
+  let server;
+  before(async () => {
+    if (needsRuntime) return;
+    server = await startHttp();
+  });
+  after(async () => server?.close());
+
+  rtest('results carry a download_url that serves the file with its type', async () => {
+    const { structured } = await callOk(server.client, 'sandbox_run_python', {
+      code: "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('/mnt/data/line.png')\nplt.close('all')",
+    });
+    const artifact = structured.artifacts.find((file) => file.path === '/mnt/data/line.png');
+    assert.ok(artifact?.download_url, JSON.stringify(structured));
+    const response = await fetch(artifact.download_url);
+    assert.equal(response.status, 200);
+    assert.equal(response.headers.get('content-type'), 'image/png');
+    const bytes = Buffer.from(await response.arrayBuffer());
+    assert.equal(bytes.subarray(0, 8).toString('hex'), '89504e470d0a1a0a');
+    const forged = artifact.download_url.replace(/token=[0-9a-f]+/, 'token=' + '0'.repeat(32));
+    assert.equal((await fetch(forged)).status, 403);
+    const traversal = artifact.download_url.replace('line.png', '..%2F..%2Fetc%2Fpasswd');
+    assert.notEqual((await fetch(traversal)).status, 200);
+  });
+});
+
+describe('http: concurrent sessions', () => {
+  let server;
+  before(async () => {
+    if (needsRuntime) return;
+    server = await startHttp({ SANDBOX_MAX_SESSIONS: '8' });
+  });
+  after(async () => server?.close());
+
+  rtest('runs in different sessions proceed side by side', async () => {
+    const clients = await Promise.all(Array.from({ length: 4 }, () => connectHttp(server.server.url)));
+    const started = Date.now();
+    const results = await Promise.all(clients.map(({ client }) =>
+      callOk(client, 'sandbox_run_python', { code: 'import time; time.sleep(2); print("ok")' })));
+    const elapsed = Date.now() - started;
+    for (const { structured } of results) assert.equal(structured.stdout.trim(), 'ok');
+    assert.ok(elapsed < 7000, `4 runs of 2 s took ${elapsed} ms: not concurrent`);
+    for (const { client, transport } of clients) {
+      await transport.terminateSession();
+      await client.close();
+    }
+  });
+});

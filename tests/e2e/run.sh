@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# tests/e2e/run.sh: the end-to-end tests of the MCP server, run by tools/test.
+#   1. the behaviour suite with the official MCP TypeScript SDK client, over stdio and over
+#      Streamable HTTP (node --test; runtime-dependent tests skip, saying why, when
+#      `mcp-sandbox doctor` finds no backend or the image is missing);
+#   2. the official conformance suite against `serve --http` (the scenarios that need no
+#      fixture tools, then the tools-call-* ones against `serve --conformance-fixtures`);
+#   3. an Inspector CLI smoke test over stdio (tools/list, tools/call).
+# Installs its npm packages first (npm ci, skipped when package-lock.json has not changed).
+# Ends with one line "N passed, N failed[, N skipped]"; exits 1 when anything failed.
+#
+# MCP_SANDBOX_BIN: the binary to test (default: build/mcp-sandbox).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+export MCP_SANDBOX_BIN=${MCP_SANDBOX_BIN:-$root/build/mcp-sandbox}
+cd "$here"
+log() { printf '%s\n' "$*" >&2; }
+
+if [ ! -x "$MCP_SANDBOX_BIN" ]; then
+  log "e2e: $MCP_SANDBOX_BIN is not built"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# --- npm packages, once per lock file.
+stamp=node_modules/.package-lock.sha256
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  log "== e2e: npm ci"
+  if ! npm ci --no-audit --no-fund --loglevel=error >&2; then
+    log "e2e: npm ci failed"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  echo "$want" >"$stamp"
+fi
+# Node 22 from npm: the conformance suite and the Inspector need it; the system one may be older.
+NODE=$here/node_modules/node/bin/node
+[ -x "$NODE" ] || NODE=node
+
+results=${E2E_RESULTS_DIR:-$root/build/e2e-results}
+rm -rf "$results"
+mkdir -p "$results"
+passed=0 failed=0 skipped=0
+failures=()
+pass() { passed=$((passed + 1)); log "  ok    $1"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); log "  FAIL  $1"; }
+
+# --- 1. The SDK behaviour suite.
+log "== e2e: SDK client over stdio and HTTP (node --test)"
+"$NODE" --test --test-reporter=tap --test-concurrency=1 --test-timeout=600000 \
+  stdio.test.mjs http.test.mjs >"$results/sdk.tap" 2>"$results/sdk.stderr"
+sdk_status=$?
+grep -E '^# (Subtest|SKIP)|^not ok|^ok|# SKIP|^# runtime' "$results/sdk.tap" | sed 's/^/  /' >&2 || true
+count() { sed -n "s/^# $1 \([0-9]*\)$/\1/p" "$results/sdk.tap" | tail -1; }
+sdk_pass=$(count pass) sdk_fail=$(count fail) sdk_cancelled=$(count cancelled) sdk_skipped=$(count skipped)
+passed=$((passed + ${sdk_pass:-0}))
+failed=$((failed + ${sdk_fail:-0} + ${sdk_cancelled:-0}))
+skipped=$((skipped + ${sdk_skipped:-0}))
+if [ "$sdk_status" -ne 0 ] && [ "${sdk_fail:-0}" -eq 0 ] && [ "${sdk_cancelled:-0}" -eq 0 ]; then
+  fail "node --test exited with $sdk_status (see $results/sdk.stderr)"
+fi
+if [ "${sdk_fail:-0}" -gt 0 ] || [ "${sdk_cancelled:-0}" -gt 0 ]; then
+  failures+=("SDK suite: see $results/sdk.tap")
+  grep -B2 -A25 '^not ok' "$results/sdk.tap" | head -150 >&2
+fi
+
+# --- 2. Conformance against the HTTP transport.
+# start_server NAME [serve flags...]: starts `serve --http 127.0.0.1:0`; sets server_pid, server_url.
+start_server() {
+  local name=$1
+  shift
+  local err="$results/server-$name.log"
+  SANDBOX_LOG_LEVEL=info SANDBOX_LOG_FILE='' "$MCP_SANDBOX_BIN" serve --http 127.0.0.1:0 "$@" 2>"$err" &
+  server_pid=$!
+  server_url=
+  for _ in $(seq 1 200); do
+    server_url=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9]*/mcp\).*|\1|p' "$err" | head -1)
+    [ -n "$server_url" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  log "e2e: the $name server did not start:"
+  cat "$err" >&2
+  return 1
+}
+stop_server() {
+  kill -TERM "$server_pid" 2>/dev/null
+  wait "$server_pid" 2>/dev/null
+  local status=$?
+  [ "$status" -eq 0 ] || fail "serve --http exited with $status after SIGTERM"
+}
+conformance() {  # conformance SCENARIO
+  local out="$results/conformance-$1.txt"
+  if "$NODE" node_modules/@modelcontextprotocol/conformance/dist/index.js server \
+    --url "$server_url" --scenario "$1" -o "$results/conformance" >"$out" 2>&1; then
+    pass "conformance $1"
+  else
+    fail "conformance $1"
+    tail -40 "$out" | sed 's/^/      /' >&2
+  fi
+}
+
+log "== e2e: conformance suite (@modelcontextprotocol/conformance) against serve --http"
+if start_server conformance; then
+  for scenario in server-initialize ping logging-set-level tools-list server-sse-multiple-streams \
+    dns-rebinding-protection server-session-lifecycle; do
+    conformance "$scenario"
+  done
+  stop_server
+else
+  fail "conformance: server start"
+fi
+if start_server fixtures --conformance-fixtures; then
+  for scenario in tools-call-simple-text tools-call-image tools-call-audio \
+    tools-call-embedded-resource tools-call-mixed-content tools-call-with-logging \
+    tools-call-error tools-call-with-progress; do
+    conformance "$scenario"
+  done
+  stop_server
+else
+  fail "conformance: fixtures server start"
+fi
+
+# --- 3. Inspector CLI smoke test over stdio.
+log "== e2e: Inspector CLI (--cli) over stdio"
+inspector=node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
+inspect() {  # inspect NAME EXPECT_REGEX inspector-args...
+  local name=$1 expect=$2
+  shift 2
+  local out="$results/inspector-$name.txt"
+  if timeout 120 "$NODE" "$inspector" --cli "$MCP_SANDBOX_BIN" serve "$@" >"$out" 2>&1 &&
+    grep -qE "$expect" "$out"; then
+    pass "inspector $name"
+  else
+    fail "inspector $name"
+    tail -20 "$out" | sed 's/^/      /' >&2
+  fi
+}
+inspect tools-list '"sandbox_run_python"' --strict --method tools/list  # --strict: portable schemas
+inspect tools-call '"sessions"' --method tools/call --tool-name sandbox_list_sessions
+
+log ""
+for failure in "${failures[@]}"; do log "failed: $failure"; done
+if [ "$skipped" -gt 0 ]; then
+  echo "$passed passed, $failed failed, $skipped skipped"
+else
+  echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]
