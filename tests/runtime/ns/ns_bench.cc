@@ -210,7 +210,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   testing::TempDir tmp;
-  NamespaceBackend backend(tmp.Join("state"), *agent, CgroupManager::Detect("mcp-sandbox-bench"));
+  auto cgroups = CgroupManager::Detect("mcp-sandbox-bench");
+  std::vector<std::string> cgroup_parents = cgroups->parent_dirs();  // removed at the end
+  auto backend_ptr =
+      std::make_unique<NamespaceBackend>(tmp.Join("state"), *agent, std::move(cgroups));
+  NamespaceBackend& backend = *backend_ptr;
   EnforcedLimits limits = backend.PlanLimits(Limits{});
 
   // Warm-up (page cache, the BPF program, python's .pyc files).
@@ -319,5 +323,7 @@ int main(int argc, char** argv) {
   std::printf("| namespaces | p50 |\n|---|---|\n");
   std::printf("| net | %.0f us |\n| mount | %.0f us |\n| ipc + uts + cgroup | %.0f us |\n", netns,
               mntns, small);
+  backend_ptr.reset();
+  for (const std::string& dir : cgroup_parents) ::rmdir(dir.c_str());
   return ok == concurrent ? 0 : 1;
 }
