@@ -107,6 +107,17 @@ TEST_CASE("seccomp probe installs and checks a filter", "[probe]") {
   CHECK(probe.failed_step.empty());
 }
 
+TEST_CASE("Docker probe against a real daemon", "[probe][docker]") {
+  auto probe = probe::ProbeDocker();
+  if (!probe.reachable) {
+    testing::SkipTest("no Docker daemon answers (tools/lib/dockerd.sh start): " + probe.detail);
+  }
+  INFO(probe.detail);
+  CHECK_FALSE(probe.api_version.empty());
+  // Debian 12's docker.io 20.10 speaks API 1.41, the minimum the Docker backend needs.
+  CHECK(probe.api_ok);
+}
+
 TEST_CASE("host report: backend and limits", "[probe]") {
   testing::ScopedEnv backend("SANDBOX_BACKEND", "auto");
   testing::ScopedEnv cgroups("SANDBOX_CGROUP", "none");  // no cgroup side effects here
