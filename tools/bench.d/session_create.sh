@@ -30,9 +30,16 @@ if [ "$(id -u)" -eq 0 ] && [ "${SANDBOX_CGROUP:-auto}" != none ] &&
 fi
 
 echo
-docker_ok=
-if command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1; then docker_ok=1; fi
-if [ -z "$docker_ok" ]; then
+# A daemon answering already, or one tools/lib/dockerd.sh starts (as root; stopped again after).
+dockerd_sh=$SANDBOX_ROOT/tools/lib/dockerd.sh
+started_here=
+if command -v docker >/dev/null && ! timeout 10 docker info >/dev/null 2>&1 &&
+   [ "$(id -u)" -eq 0 ] && [ -x "$dockerd_sh" ] && ! "$dockerd_sh" status >/dev/null 2>&1; then
+  "$dockerd_sh" start >&2 && started_here=1 || true
+fi
+cleanup() { [ -z "$started_here" ] || "$dockerd_sh" stop >&2; }
+trap cleanup EXIT
+if ! command -v docker >/dev/null || ! timeout 10 docker info >/dev/null 2>&1; then
   echo "docker: not reachable"
   exit 0
 fi
