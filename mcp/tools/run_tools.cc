@@ -82,8 +82,8 @@ Tool MakeRunPythonTool(const ContextPtr& context) {
       context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes));
   tool.input_schema =
       InputSchema({{"code", Property("string",
-                                     "Python source to run (statements; the value of a last "
-                                     "expression is not printed, use print()).",
+                                     "Python source to run. As in a notebook, the value of "
+                                     "a final expression is printed (unless it is None).",
                                      {{"minLength", 1}})},
                    {"session_id", SessionIdProperty(true)},
                    {"timeout_s", TimeoutProperty(*context)},

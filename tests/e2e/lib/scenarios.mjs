@@ -235,7 +235,7 @@ export function transportSuite(kind, start) {
 
     rtest('invalid UTF-8 from the sandbox comes back repaired', async () => {
       const { structured } = await callOk(server.client, 'sandbox_run_python', {
-        session_id: session, code: "import sys\nsys.stdout.buffer.write(b'bad \\xff\\xfe ok\\n')",
+        session_id: session, code: "import sys\n_ = sys.stdout.buffer.write(b'bad \\xff\\xfe ok\\n')",
       });
       assert.equal(structured.stdout, 'bad \ufffd\ufffd ok\n');
     });
@@ -339,7 +339,7 @@ export function transportSuite(kind, start) {
     rtest('run_once leaves nothing behind', async () => {
       const before = (await callOk(server.client, 'sandbox_list_sessions')).structured.sessions.length;
       const { structured, result } = await callOk(server.client, 'sandbox_run_once', {
-        code: "print(open('/mnt/data/in.txt').read() * 2)\nopen('/mnt/data/out.txt', 'w').write('result')",
+        code: "print(open('/mnt/data/in.txt').read() * 2)\n_ = open('/mnt/data/out.txt', 'w').write('result')",
         files: [{ filename: 'in.txt', content: b64('ab') }],
       });
       assert.equal(structured.stdout.trim(), 'abab');
