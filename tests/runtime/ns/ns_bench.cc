@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
       std::make_unique<NamespaceBackend>(tmp.Join("state"), *agent, std::move(cgroups));
   NamespaceBackend& backend = *backend_ptr;
   EnforcedLimits limits = backend.PlanLimits(Limits{});
+  std::string cgroup_reason = backend.cgroups().reason();
 
   // Warm-up (page cache, the BPF program, python's .pyc files).
   for (int i = 0; i < 3; ++i) OneSession(backend, Spec(rootfs, *agent, 1000000 + i));
@@ -295,8 +296,8 @@ int main(int argc, char** argv) {
   double mntns = UnshareCostUs(CLONE_NEWNS, 50);
   double small = UnshareCostUs(CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP, 50);
 
-  std::printf("namespace backend, image rootfs %s, cgroup mode %s, %s server, %ld cpus\n\n",
-              rootfs.c_str(), limits.cgroup_mode.c_str(),
+  std::printf("namespace backend, image rootfs %s, cgroup mode %s (%s), %s server, %ld cpus\n\n",
+              rootfs.c_str(), limits.cgroup_mode.c_str(), cgroup_reason.c_str(),
               ::geteuid() == 0 ? "root" : "unprivileged", ::sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("| measure | p50 | p99 | runs |\n|---|---|---|---|\n");
   std::printf("| create + hello + print(1) | %.1f ms | %.1f ms | %d |\n", Percentile(total, 0.5),
