@@ -163,9 +163,12 @@ void Report(const BuildOptions& options, std::string_view stage, std::string_vie
   if (options.progress) options.progress(stage, detail);
 }
 
-// Runs mmdebstrap and turns its tarball into the layer file; returns the layer blob.
-Result<Blob> BuildLayer(const Recipe& recipe, const BuildOptions& options,
-                        const std::string& build_dir, const std::string& stage) {
+// Starts mmdebstrap on `recipe`, its tarball on stdout and its messages going to `stage`.
+Result<std::unique_ptr<MmdebstrapProcess>> StartMmdebstrap(const Recipe& recipe,
+                                                           const BuildOptions& options,
+                                                           const std::string& build_dir,
+                                                           const std::string& log_path,
+                                                           const std::string& stage) {
   std::string hook_path = build_dir + "/customize.sh";
   SBX_TRY(WriteFile(hook_path, recipe.customize_script, 0755));
   MmdebstrapOptions mm;
@@ -174,19 +177,45 @@ Result<Blob> BuildLayer(const Recipe& recipe, const BuildOptions& options,
   mm.mirror = options.mirror;
   mm.hook_path = hook_path;
   mm.output = "-";
-  SBX_ASSIGN_OR_RETURN(auto process,
-                       MmdebstrapProcess::Start(MmdebstrapArgv(recipe, mm),
-                                                [&options, &stage](std::string_view line) {
-                                                  Report(options, stage, line);
-                                                }));
-  auto layer = WriteLayerFromRootfsTar(process->stdout_fd(), build_dir + "/layer.tar");
-  auto exited = process->Wait();
-  if (!exited) {
-    // A failed mmdebstrap explains a truncated tarball better than the tar reader does.
-    return Fail(std::move(exited.error()).Context("build the root filesystem"));
-  }
-  if (!layer) return Fail(std::move(layer.error()).Context("write the image layer"));
-  return layer;
+  return MmdebstrapProcess::Start(
+      MmdebstrapArgv(recipe, mm),
+      [&options, stage](std::string_view line) { Report(options, stage, line); }, log_path);
+}
+
+// Writes the image archive around `layer` to `archive_path`; fills in `result`.
+Status WriteArchive(const Recipe& recipe, const Blob& layer, const std::string& layer_path,
+                    const std::string& archive_path, BuildResult* result) {
+  ConfigInputs config_inputs;
+  config_inputs.recipe = &recipe;
+  config_inputs.architecture = HostArchitecture();
+  config_inputs.created = CreatedTimestamp();
+  config_inputs.diff_id_hex = layer.hex;  // uncompressed: the blob is the diff
+  config_inputs.labels = {
+      {"org.opencontainers.image.title", result->name},
+      {"org.opencontainers.image.description",
+       fmt::format("mcp-sandbox Python image ({} variant, Debian {})",
+                   ImageVariantName(recipe.variant), recipe.suite)},
+      {"io.mcp-sandbox.recipe", result->recipe_hash},
+      {"io.mcp-sandbox.variant", std::string(ImageVariantName(recipe.variant))},
+      {"io.mcp-sandbox.suite", recipe.suite},
+  };
+  OciArchiveParts parts;
+  parts.config_json = ImageConfigJson(config_inputs);
+  Blob config{Sha256Hex(parts.config_json), parts.config_json.size()};
+  parts.manifest_json = ImageManifestJson(config, layer);
+  Blob manifest{Sha256Hex(parts.manifest_json), parts.manifest_json.size()};
+  parts.index_json = ImageIndexJson(manifest, result->reference);
+  parts.docker_manifest_json = DockerSaveManifestJson(config, layer, result->reference);
+  parts.layer_path = layer_path;
+  parts.layer = layer;
+  SBX_TRY(WriteOciArchive(parts, archive_path));
+
+  struct stat st {};
+  if (::stat(archive_path.c_str(), &st) != 0) return FailSys("stat", archive_path);
+  result->config_digest = Sha256Digest(config.hex);
+  result->archive_bytes = static_cast<uint64_t>(st.st_size);
+  result->layer_bytes = layer.size;
+  return {};
 }
 
 }  // namespace
@@ -253,48 +282,35 @@ Result<BuildResult> BuildImage(const BuildOptions& options) {
   std::string stage = fmt::format("building the root filesystem with mmdebstrap ({}, {} packages)",
                                   recipe.suite, recipe.packages.size());
   Report(options, stage);
-  SBX_ASSIGN_OR_RETURN(Blob layer, BuildLayer(recipe, options, build_dir, stage));
+  SBX_ASSIGN_OR_RETURN(auto mmdebstrap,
+                       StartMmdebstrap(recipe, options, build_dir, paths.base + ".log", stage));
+  std::string layer_path = build_dir + "/layer.tar";
+  auto layer = WriteLayerFromRootfsTar(mmdebstrap->stdout_fd(), layer_path);
+  if (!layer) {
+    // A failed mmdebstrap explains a truncated tarball better than the tar reader does.
+    if (auto exited = mmdebstrap->Wait(); !exited) {
+      return Fail(std::move(exited.error()).Context("build the root filesystem"));
+    }
+    return Fail(std::move(layer.error()).Context("write the image layer"));
+  }
 
+  // The tarball is complete; mmdebstrap still removes its temporary tree (tens of seconds on
+  // a busy disk), so the archive is written meanwhile and mmdebstrap's verdict awaited after.
   Report(options, "writing the OCI image archive");
   BuildResult result;
   result.name = paths.name;
   result.reference = DockerReference(paths.name);
   result.archive_path = paths.base + ".tar";
   result.recipe_hash = RecipeHash(recipe);
-  result.layer_bytes = layer.size;
-
-  ConfigInputs config_inputs;
-  config_inputs.recipe = &recipe;
-  config_inputs.architecture = HostArchitecture();
-  config_inputs.created = CreatedTimestamp();
-  config_inputs.diff_id_hex = layer.hex;  // uncompressed: the blob is the diff
-  config_inputs.labels = {
-      {"org.opencontainers.image.title", paths.name},
-      {"org.opencontainers.image.description",
-       fmt::format("mcp-sandbox Python image ({} variant, Debian {})",
-                   ImageVariantName(recipe.variant), recipe.suite)},
-      {"io.mcp-sandbox.recipe", result.recipe_hash},
-      {"io.mcp-sandbox.variant", std::string(ImageVariantName(recipe.variant))},
-      {"io.mcp-sandbox.suite", recipe.suite},
-  };
-  OciArchiveParts parts;
-  parts.config_json = ImageConfigJson(config_inputs);
-  Blob config{Sha256Hex(parts.config_json), parts.config_json.size()};
-  parts.manifest_json = ImageManifestJson(config, layer);
-  Blob manifest{Sha256Hex(parts.manifest_json), parts.manifest_json.size()};
-  parts.index_json = ImageIndexJson(manifest, result.reference);
-  parts.docker_manifest_json = DockerSaveManifestJson(config, layer, result.reference);
-  parts.layer_path = build_dir + "/layer.tar";
-  parts.layer = layer;
-  result.config_digest = Sha256Digest(config.hex);
-
   std::string tmp_archive = build_dir + "/image.tar";
-  SBX_TRY(WriteOciArchive(parts, tmp_archive));
-  struct stat st {};
-  if (::stat(tmp_archive.c_str(), &st) != 0) return FailSys("stat", tmp_archive);
-  result.archive_bytes = static_cast<uint64_t>(st.st_size);
-  // The layer is copied into the archive: drop it now rather than hold both at once longer.
-  ::unlink(parts.layer_path.c_str());
+  auto written = WriteArchive(recipe, *layer, layer_path, tmp_archive, &result);
+  // The layer is inside the archive now: free its disk space before anything else.
+  ::unlink(layer_path.c_str());
+  if (auto exited = mmdebstrap->Wait(); !exited) {
+    return Fail(std::move(exited.error()).Context("build the root filesystem"));
+  }
+  SBX_TRY(written);
+
   // Archive first, then its record: a record always describes the archive beside it.
   if (::rename(tmp_archive.c_str(), result.archive_path.c_str()) != 0) {
     return FailSys("rename", result.archive_path);
@@ -354,11 +370,16 @@ class TerminalProgress {
   void Update(std::string_view stage, std::string_view detail) {
     if (!enabled_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    ClearStatus();
+    auto now = Clock::now();
     if (detail.empty()) {
+      ClearStatus();
       std::cerr << "==> " << stage << "\n";
       return;
     }
+    // Status lines come fast (import progress, dpkg); ten redraws a second are enough.
+    if (status_shown_ && now - last_status_ < std::chrono::milliseconds(100)) return;
+    last_status_ = now;
+    ClearStatus();
     std::string line =
         fmt::format("    [{:.0f} s] {}",
                     std::chrono::duration<double>(Clock::now() - started_).count(), detail);
@@ -368,7 +389,11 @@ class TerminalProgress {
     status_shown_ = true;
   }
 
-  bool enabled() const { return enabled_; }
+  // Erases the status line, so what follows starts on a clean line.
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ClearStatus();
+  }
 
  private:
   void ClearStatus() {
@@ -384,6 +409,7 @@ class TerminalProgress {
   bool enabled_;
   bool status_shown_ = false;
   Clock::time_point started_;
+  Clock::time_point last_status_{};
   std::mutex mutex_;
 };
 
@@ -494,7 +520,10 @@ int BuildImageCommand(const std::vector<std::string>& args, ImageStore& store) {
     progress.Update(stage, detail);
   };
   auto built = BuildImage(options);
-  if (!built) return fail(built.error());
+  if (!built) {
+    progress.Finish();
+    return fail(built.error());
+  }
 
   progress.Update("importing into the image store", "");
   ImportOptions import_options;
@@ -505,6 +534,7 @@ int BuildImageCommand(const std::vector<std::string>& args, ImageStore& store) {
                     fmt::format("{} of {}", HumanBytes(p.bytes_done), HumanBytes(p.bytes_total)));
   };
   auto imported = store.Import(built->archive_path, import_options);
+  progress.Finish();
   if (!imported) return fail(std::move(imported.error()).Context("import " + built->archive_path));
 
   std::string how =

@@ -25,7 +25,8 @@ struct BuildOptions {
   bool rebuild = false;     // build even when the cached archive is current
   std::string output_path;  // also copy the archive here ("" = no copy)
   // Stage changes (`detail` empty) and status lines within a stage (mmdebstrap's "I: ..."
-  // messages). Called from more than one thread, never concurrently.
+  // messages). Called from the building thread and from mmdebstrap's reader thread, possibly
+  // at the same time: it must be thread-safe.
   std::function<void(std::string_view stage, std::string_view detail)> progress;
 };
 

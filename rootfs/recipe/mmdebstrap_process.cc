@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/base/files.h"
+
 extern char** environ;
 
 namespace sandbox::rootfs {
@@ -24,7 +26,9 @@ struct SpawnActions {
 }  // namespace
 
 Result<std::unique_ptr<MmdebstrapProcess>> MmdebstrapProcess::Start(
-    const std::vector<std::string>& argv, LineCallback on_line) {
+    const std::vector<std::string>& argv, LineCallback on_line, const std::string& log_path) {
+  Fd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!log) return FailSys("open", log_path);
   int out_pipe[2];
   int err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) return FailSys("pipe2");
@@ -55,6 +59,8 @@ Result<std::unique_ptr<MmdebstrapProcess>> MmdebstrapProcess::Start(
   err_write.Reset();
   process->stdout_ = std::move(out_read);
   process->on_line_ = std::move(on_line);
+  process->log_ = std::move(log);
+  process->log_path_ = log_path;
   process->stderr_reader_ =
       std::thread(&MmdebstrapProcess::ReadStderr, process.get(), std::move(err_read));
   return process;
@@ -65,6 +71,7 @@ void MmdebstrapProcess::ReadStderr(Fd stderr_fd) {
   char buffer[4096];
   auto emit = [&](std::string line) {
     if (line.empty()) return;
+    (void)WriteAll(log_.get(), line + "\n");  // a lost log line must not stop the build
     if (on_line_) on_line_(line);
     std::lock_guard<std::mutex> lock(mutex_);
     last_lines_.push_back(std::move(line));
@@ -102,7 +109,8 @@ Status MmdebstrapProcess::Wait() {
   std::string tail;
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& line : last_lines_) tail += "\n  " + line;
-  return Fail(ErrorCode::kInternal, "mmdebstrap {}; its last messages:{}", how, tail);
+  return Fail(ErrorCode::kInternal, "mmdebstrap {}; its last messages:{}\n(full log: {})", how,
+              tail, log_path_);
 }
 
 MmdebstrapProcess::~MmdebstrapProcess() {

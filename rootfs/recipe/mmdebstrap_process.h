@@ -24,10 +24,12 @@ class MmdebstrapProcess {
   // Called from the reader thread with each stderr line ("I: downloading packages...").
   using LineCallback = std::function<void(std::string_view line)>;
 
-  // Spawns argv[0] (looked up in PATH) with stdin from /dev/null. Fails when it cannot start,
-  // naming the program (mmdebstrap missing: "apt-get install mmdebstrap").
+  // Spawns argv[0] (looked up in PATH) with stdin from /dev/null; every stderr line also goes
+  // to the file `log_path` (replaced). Fails when it cannot start, naming the program
+  // (mmdebstrap missing: "apt-get install mmdebstrap").
   static Result<std::unique_ptr<MmdebstrapProcess>> Start(const std::vector<std::string>& argv,
-                                                          LineCallback on_line);
+                                                          LineCallback on_line,
+                                                          const std::string& log_path);
   // Stops a process still running (SIGTERM: mmdebstrap then removes its temp dir) and reaps it.
   ~MmdebstrapProcess();
   MmdebstrapProcess(const MmdebstrapProcess&) = delete;
@@ -36,8 +38,8 @@ class MmdebstrapProcess {
   // The read end of its stdout.
   int stdout_fd() const { return stdout_.get(); }
 
-  // Closes stdout, waits for the exit and the end of stderr. Fails with the exit status and
-  // the last lines of stderr unless it exited 0.
+  // Closes stdout, waits for the exit and the end of stderr. Fails with the exit status, the
+  // last lines of stderr and the log's path unless it exited 0.
   Status Wait();
 
  private:
@@ -46,6 +48,8 @@ class MmdebstrapProcess {
 
   pid_t pid_ = -1;
   Fd stdout_;
+  Fd log_;
+  std::string log_path_;
   std::thread stderr_reader_;
   LineCallback on_line_;
   std::mutex mutex_;

@@ -24,6 +24,9 @@ const std::vector<std::string> kDefaultPackages = {
 
 // dpkg drops these paths while unpacking every package (see dpkg(1) --path-exclude), so docs,
 // man pages and translations never reach the tree. Copyright files stay (licence terms).
+// The test suites inside Python packages cannot go this way: py3compile, run by the packages'
+// postinst, byte-compiles every .py the package lists and fails on missing ones; customize.sh
+// removes them after the install instead.
 const std::vector<std::string> kDpkgOptions = {
     "path-exclude=/usr/share/doc/*",     "path-include=/usr/share/doc/*/copyright",
     "path-exclude=/usr/share/man/*",     "path-exclude=/usr/share/info/*",
