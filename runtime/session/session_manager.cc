@@ -20,11 +20,11 @@ constexpr std::chrono::seconds kReaperInterval{15};
 void AddDefaultEnv(std::vector<std::string>& env) {
   auto has = [&env](std::string_view key) {
     return std::any_of(env.begin(), env.end(), [key](const std::string& kv) {
-      return kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 &&
-             kv[key.size()] == '=';
+      return kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=';
     });
   };
-  if (!has("PATH")) env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  if (!has("PATH"))
+    env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
   if (!has("HOME")) env.emplace_back("HOME=/tmp");
   if (!has("LANG")) env.emplace_back("LANG=C.UTF-8");
   if (!has("MPLBACKEND")) env.emplace_back("MPLBACKEND=Agg");
@@ -208,6 +208,8 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   spec.limits = limits;
   spec.agent_dir = config_.agent_dir;
   spec.wheelhouse = config_.wheelhouse;
+  spec.docker_image = image.docker_image;
+  spec.image_archive = image.image_archive;
 
   auto sandbox = backend_->Start(spec);
   if (!sandbox) {

@@ -26,23 +26,23 @@
 namespace sandbox {
 
 struct SessionConfig {
-  std::string state_dir;              // SANDBOX_STATE_DIR
-  std::string default_image;          // SANDBOX_IMAGE (a store name or digest)
-  std::string agent_dir;              // host dir with sandbox-init and worker.py
-  std::string wheelhouse;             // SANDBOX_WHEELHOUSE ("" = none)
-  Limits limits;                      // defaults, and the maxima for per-session overrides
-  double exec_timeout_s = 60;         // SANDBOX_EXEC_TIMEOUT_S: default and maximum per call
-  std::chrono::minutes ttl{30};       // SANDBOX_SESSION_TTL_M
-  int max_sessions = 10;              // SANDBOX_MAX_SESSIONS
-  uint64_t max_output_bytes = 100 << 10;  // SANDBOX_MAX_OUTPUT_BYTES
-  uint64_t max_code_bytes = 100 << 10;    // SANDBOX_MAX_CODE_BYTES
-  uint64_t max_upload_bytes = 50ull << 20; // SANDBOX_MAX_UPLOAD_BYTES
+  std::string state_dir;                    // SANDBOX_STATE_DIR
+  std::string default_image;                // SANDBOX_IMAGE (a store name or digest)
+  std::string agent_dir;                    // host dir with sandbox-init and worker.py
+  std::string wheelhouse;                   // SANDBOX_WHEELHOUSE ("" = none)
+  Limits limits;                            // defaults, and the maxima for per-session overrides
+  double exec_timeout_s = 60;               // SANDBOX_EXEC_TIMEOUT_S: default and maximum per call
+  std::chrono::minutes ttl{30};             // SANDBOX_SESSION_TTL_M
+  int max_sessions = 10;                    // SANDBOX_MAX_SESSIONS
+  uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
+  uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
+  uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES
 };
 
 // Per-session overrides; each must be <= the configured value (else invalid_argument).
 struct SessionOptions {
   std::string name;
-  std::string image;                  // "" = default image
+  std::string image;  // "" = default image
   std::optional<uint64_t> memory_bytes;
   std::optional<double> cpus;
   std::optional<uint32_t> pids;
@@ -50,16 +50,16 @@ struct SessionOptions {
 };
 
 struct SessionInfo {
-  std::string id;                     // "sess_" + 12 lowercase hex
+  std::string id;  // "sess_" + 12 lowercase hex
   std::string name;
-  std::string state;                  // "idle" | "busy"
+  std::string state;  // "idle" | "busy"
   std::string image;
-  std::string backend;                // "namespace" | "docker"
+  std::string backend;  // "namespace" | "docker"
   std::chrono::system_clock::time_point created;
   std::chrono::system_clock::time_point last_used;
   uint64_t runs = 0;
-  Limits limits;                      // requested
-  EnforcedLimits enforced;            // in force
+  Limits limits;            // requested
+  EnforcedLimits enforced;  // in force
   SandboxUsage usage;
 };
 
@@ -70,6 +70,10 @@ struct ResolvedImage {
   std::string rootfs;
   std::vector<std::string> env;
   std::string workdir;
+  // Docker backend: the image reference in the daemon (the config digest, which Docker uses as
+  // the image id), and the archive to load when the daemon lacks it ("" = none).
+  std::string docker_image;
+  std::string image_archive;
 };
 using ImageResolver = std::function<Result<ResolvedImage>(const std::string& name)>;
 
@@ -78,6 +82,7 @@ class CancelToken {
  public:
   void Cancel();
   bool cancelled() const;
+
  private:
   friend class SessionManager;
   mutable std::mutex mutex_;

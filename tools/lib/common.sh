@@ -10,6 +10,11 @@ BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   libarchive-dev libcpp-httplib-dev libcurl4-openssl-dev libexpected-dev libssl-dev
   libzstd-dev zlib1g-dev)
 IMAGE_PACKAGES=(mmdebstrap)
+# What the tests use besides the build: skopeo and umoci make real image archives, python3's
+# data stack runs the agent on the host, docker.io is the fallback backend's daemon, procps
+# serves Docker's /top, nodejs/npm run the MCP SDK end-to-end tests, util-linux gives setpriv.
+TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas docker.io procps curl nodejs npm
+  util-linux qemu-system-x86 busybox-static)
 
 log() { printf '%s\n' "$*" >&2; }
 

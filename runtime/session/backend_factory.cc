@@ -1,0 +1,66 @@
+#include "runtime/session/backend_factory.h"
+
+#include <spdlog/spdlog.h>
+
+#include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/docker/docker_backend.h"
+#include "runtime/ns/namespace_backend.h"
+#include "runtime/probe/host_probe.h"
+
+namespace sandbox {
+
+namespace {
+const char* KindName(BackendKind kind) {
+  switch (kind) {
+    case BackendKind::kAuto:
+      return "auto";
+    case BackendKind::kNamespace:
+      return "namespace";
+    case BackendKind::kDocker:
+      return "docker";
+  }
+  return "auto";
+}
+}  // namespace
+
+Result<BackendKind> ParseBackendKind(const std::string& text) {
+  if (text == "auto" || text.empty()) return BackendKind::kAuto;
+  if (text == "namespace") return BackendKind::kNamespace;
+  if (text == "docker") return BackendKind::kDocker;
+  return Fail(ErrorCode::kInvalidArgument,
+              "SANDBOX_BACKEND '{}' is not one of auto, namespace, docker", text);
+}
+
+Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
+  // Probe only what the choice needs: the namespace probes fork a child each (a few ms), the
+  // Docker probe talks to the socket.
+  probe::UsernsProbe userns;
+  probe::SeccompProbe seccomp;
+  probe::DockerProbe docker;
+  if (options.kind != BackendKind::kDocker) {
+    userns = probe::ProbeUserNamespaces();
+    seccomp = probe::ProbeSeccomp();
+  }
+  bool namespaces_ok = userns.ok && seccomp.ok;
+  if (options.kind == BackendKind::kDocker ||
+      (options.kind == BackendKind::kAuto && !namespaces_ok)) {
+    docker = probe::ProbeDocker();
+  }
+  auto choice = probe::ChooseBackend(userns, seccomp, docker, KindName(options.kind));
+  if (choice.backend == "namespace") {
+    auto backend = std::make_shared<NamespaceBackend>(options.state_dir, options.agent_dir,
+                                                      CgroupManager::Detect());
+    spdlog::info("backend: namespace ({}; limits via {})", choice.reason,
+                 backend->cgroups().mode());
+    return SelectedBackend{std::move(backend), choice.reason};
+  }
+  if (choice.backend == "docker") {
+    auto backend = docker::DockerBackend::Connect();
+    if (!backend) return Fail(std::move(backend.error()).Context("Docker backend"));
+    spdlog::info("backend: docker ({})", choice.reason);
+    return SelectedBackend{std::shared_ptr<Backend>(std::move(*backend)), choice.reason};
+  }
+  return Fail(ErrorCode::kSandboxUnavailable, "no sandbox backend can run here: {}", choice.reason);
+}
+
+}  // namespace sandbox

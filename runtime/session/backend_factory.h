@@ -1,0 +1,35 @@
+// Chooses and builds the Backend `serve` and `run` use: SANDBOX_BACKEND=auto|namespace|docker.
+// auto probes namespaces for real (fork, unshare a user namespace, write uid_map, mount a tmpfs)
+// and falls back to Docker when that fails, saying why.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+
+namespace sandbox {
+
+enum class BackendKind { kAuto, kNamespace, kDocker };
+
+// Parses "auto" | "namespace" | "docker".
+Result<BackendKind> ParseBackendKind(const std::string& text);
+
+struct SelectedBackend {
+  std::shared_ptr<Backend> backend;
+  std::string reason;  // one sentence: why this backend (for logs and doctor)
+};
+
+struct BackendOptions {
+  BackendKind kind = BackendKind::kAuto;
+  std::string state_dir;
+  std::string agent_dir;
+  // Docker only: the image archive to load when the daemon lacks the image.
+  std::string image_archive;
+};
+
+// Fails with kSandboxUnavailable, naming every reason, when no backend can be used.
+Result<SelectedBackend> MakeBackend(const BackendOptions& options);
+
+}  // namespace sandbox

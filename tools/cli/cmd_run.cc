@@ -1,0 +1,240 @@
+// mcp-sandbox run: one snippet in a fresh sandbox, for CI runners executing untrusted code.
+// Output streams live; the exit code is the snippet's (124 timeout, 137 killed, 130 when the
+// runner itself was interrupted). --json prints one result object instead.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "rootfs/store.h"
+#include "runtime/base/files.h"
+#include "runtime/base/logging.h"
+#include "runtime/base/units.h"
+#include "runtime/session/backend_factory.h"
+#include "runtime/session/session_manager.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/wiring.h"
+
+namespace sandbox::cli {
+namespace {
+
+constexpr int kExitTimeout = 124;
+constexpr int kExitKilled = 137;
+constexpr int kExitInterrupted = 130;
+
+constexpr const char* kHelp = R"(usage: mcp-sandbox run [flags] FILE|-
+
+Runs a Python snippet (or a shell command with --shell) once in a fresh sandbox, streams its
+output, and exits with the snippet's exit code: 124 on timeout, 137 when killed (memory limit or
+signal), 1 when the sandbox could not start.
+
+flags:
+  --image NAME       image from the store (default: $SANDBOX_IMAGE or "python")
+  --timeout S        wall-clock limit in seconds (default 60)
+  --memory SIZE      memory limit, e.g. 256m (default 512m)
+  --cpus N           CPU limit (default 1.0)
+  --pids N           process limit (default 256)
+  --shell            treat the input as a shell command line, not Python
+  --json             print one JSON object (stdout, stderr, exit_code, duration_s, limits,
+                     artifacts) instead of streaming
+  --backend KIND     auto | namespace | docker (default: $SANDBOX_BACKEND or auto)
+  --state-dir DIR    the store and session records (default: $SANDBOX_STATE_DIR, ...)
+
+example:
+  echo 'import sys; print(sys.version)' | mcp-sandbox run --timeout 10 -
+)";
+
+Result<std::string> ReadSnippet(const std::string& source) {
+  if (source == "-") {
+    std::string code((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    return code;
+  }
+  return ReadFile(source);
+}
+
+nlohmann::json LimitsJson(const EnforcedLimits& enforced) {
+  nlohmann::json out = nlohmann::json::object();
+  out["cgroup_mode"] = enforced.cgroup_mode;
+  for (const auto& limit : enforced.limits) {
+    out[limit.name] = {{"value", limit.value},
+                       {"mechanism", LimitMechanismName(limit.mechanism)},
+                       {"note", limit.note}};
+  }
+  return out;
+}
+
+// Invalid UTF-8 from the snippet must not break the JSON: replace it.
+std::string Utf8(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+int RunCommand(const Argv& argv) {
+  Args args("run",
+            {"--image", "--timeout", "--memory", "--cpus", "--pids", "--backend", "--state-dir"},
+            {"--json", "--shell"});
+  if (!args.Parse(argv)) return kExitUsage;
+  if (args.Has("--help")) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  if (args.positional().size() != 1) return args.UsageError("expects one FILE or - (see --help)");
+
+  SessionConfig config;
+  config.state_dir = args.GetOr("--state-dir", rootfs::ImageStore::DefaultStateDir());
+  config.default_image = args.GetOr("--image", DefaultImageName());
+  config.agent_dir = DefaultAgentDir();
+  config.max_sessions = 1;
+  config.max_output_bytes = 16ull << 20;  // CI logs want the whole output; the stream is live
+  double timeout = 60;
+  try {
+    if (auto t = args.Get("--timeout")) {
+      size_t used = 0;
+      timeout = std::stod(*t, &used);
+      if (used != t->size() || !(timeout > 0)) throw std::invalid_argument("timeout");
+    }
+    if (auto c = args.Get("--cpus")) {
+      size_t used = 0;
+      config.limits.cpus = std::stod(*c, &used);
+      if (used != c->size() || !(config.limits.cpus > 0)) throw std::invalid_argument("cpus");
+    }
+    if (auto p = args.Get("--pids")) {
+      size_t used = 0;
+      long pids = std::stol(*p, &used);
+      if (used != p->size() || pids < 8 || pids > 1'000'000) throw std::invalid_argument("pids");
+      config.limits.pids = static_cast<uint32_t>(pids);
+    }
+  } catch (const std::exception&) {
+    return args.UsageError(
+        "--timeout and --cpus take a positive number, --pids a whole number >= 8");
+  }
+  config.exec_timeout_s = timeout;
+  if (auto memory = args.Get("--memory")) {
+    auto bytes = ParseBytes(*memory);
+    if (!bytes || *bytes < (16ull << 20))
+      return args.UsageError("--memory takes a size of at least 16m, e.g. 256m");
+    config.limits.memory_bytes = *bytes;
+  }
+  BackendOptions backend_options;
+  const char* env_backend = std::getenv("SANDBOX_BACKEND");
+  auto kind =
+      ParseBackendKind(args.GetOr("--backend", env_backend != nullptr ? env_backend : "auto"));
+  if (!kind) return args.UsageError(kind.error().message);
+  backend_options.kind = *kind;
+  backend_options.state_dir = config.state_dir;
+  backend_options.agent_dir = config.agent_dir;
+
+  auto code = ReadSnippet(args.positional()[0]);
+  if (!code) {
+    std::cerr << "mcp-sandbox run: " << code.error().message << "\n";
+    return kExitFailure;
+  }
+
+  LogOptions log_options;
+  log_options.level = "warn";
+  (void)InitLogging(log_options);
+
+  // Block SIGINT/SIGTERM in every thread; one thread waits for them and cancels the run, so
+  // an interrupted runner still tears the sandbox down.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR2);  // our own wake-up of the signal thread at the end
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto backend = MakeBackend(backend_options);
+  if (!backend) {
+    std::cerr << "mcp-sandbox run: " << backend.error().message << "\n";
+    return kExitFailure;
+  }
+  auto store = std::make_shared<rootfs::ImageStore>(config.state_dir);
+  SessionManager manager(config, backend->backend, MakeImageResolver(store));
+
+  auto session = manager.Create({});
+  if (!session) {
+    std::cerr << "mcp-sandbox run: " << session.error().message << "\n";
+    return kExitFailure;
+  }
+
+  CancelToken cancel;
+  std::atomic<bool> interrupted{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (sig == SIGUSR2) return;
+    interrupted = true;
+    cancel.Cancel();
+  });
+
+  bool json = args.Has("--json");
+  RunRequest request;
+  request.kind = args.Has("--shell") ? RunRequest::Kind::kShell : RunRequest::Kind::kPython;
+  request.code = std::move(*code);
+  request.timeout_s = timeout;
+  OutputCallback stream_output;
+  if (!json) {
+    stream_output = [](int stream, std::string_view chunk) {
+      FILE* out = stream == 2 ? stderr : stdout;
+      std::fwrite(chunk.data(), 1, chunk.size(), out);
+      std::fflush(out);
+    };
+  }
+  auto result = manager.Run(session->id, request, stream_output, &cancel);
+
+  // Wake and join the signal thread before tearing down.
+  pthread_kill(signal_thread.native_handle(), SIGUSR2);
+  signal_thread.join();
+  auto info = manager.Get(session->id);
+  (void)manager.Close(session->id, /*force=*/true);
+
+  if (!result) {
+    std::cerr << "mcp-sandbox run: " << result.error().message << "\n";
+    return interrupted ? kExitInterrupted : kExitFailure;
+  }
+  int exit_code = result->exit_code;
+  if (result->timed_out)
+    exit_code = kExitTimeout;
+  else if (result->oom || result->worker_killed)
+    exit_code = kExitKilled;
+  else if (result->cancelled || interrupted)
+    exit_code = kExitInterrupted;
+
+  if (json) {
+    nlohmann::json out;
+    out["exit_code"] = exit_code;
+    out["stdout"] = nlohmann::json::parse(Utf8(result->stdout_text));
+    out["stderr"] = nlohmann::json::parse(Utf8(result->stderr_text));
+    out["stdout_truncated"] = result->stdout_truncated;
+    out["stderr_truncated"] = result->stderr_truncated;
+    out["timed_out"] = result->timed_out;
+    out["oom"] = result->oom;
+    out["duration_s"] = result->duration_s;
+    out["limits"] = info ? LimitsJson(info->enforced) : nlohmann::json(nullptr);
+    out["artifacts"] = nlohmann::json::array();
+    for (const auto& file : result->artifacts) {
+      out["artifacts"].push_back({{"path", nlohmann::json::parse(Utf8(file.path))},
+                                  {"size", file.size},
+                                  {"mime_type", file.mime_type}});
+    }
+    std::cout << out.dump() << std::endl;
+  } else {
+    if (result->timed_out) std::cerr << "mcp-sandbox run: timed out after " << timeout << " s\n";
+    if (result->oom) std::cerr << "mcp-sandbox run: killed: memory limit reached\n";
+    if (result->stdout_truncated || result->stderr_truncated) {
+      std::cerr << "mcp-sandbox run: output was truncated\n";
+    }
+  }
+  return exit_code;
+}
+
+}  // namespace sandbox::cli

@@ -1,0 +1,107 @@
+// mcp-sandbox sessions ls|gc: the sandboxes recorded in the state dir (by every server using
+// it), and the sweep of what crashed servers left behind.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "rootfs/store.h"
+#include "runtime/base/logging.h"
+#include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/docker/docker_backend.h"
+#include "runtime/ns/namespace_backend.h"
+#include "runtime/ns/session_record.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/wiring.h"
+
+namespace sandbox::cli {
+namespace {
+
+constexpr const char* kHelp = R"(usage: mcp-sandbox sessions ls [--json] [--state-dir DIR]
+       mcp-sandbox sessions gc [--state-dir DIR]
+
+ls  lists the namespace sandboxes recorded in the state dir: session id, host pid of its init,
+    host uid, and whether the sandbox and the server that started it are alive.
+gc  removes what crashed servers left: kills their sandboxes, removes cgroups, host-id claims
+    and records, and (when a Docker daemon answers) containers labelled by a dead server.
+    Sandboxes of live servers are never touched.
+
+example:
+  mcp-sandbox sessions gc
+)";
+
+int List(const std::string& state_dir, bool json) {
+  ns::SessionRecords records(state_dir + "/sessions");
+  auto all = records.ReadAll();
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& record : all) {
+      out.push_back({{"session_id", record.session_id},
+                     {"init_pid", record.init.pid},
+                     {"host_uid", record.host_uid},
+                     {"alive", record.init.IsAlive()},
+                     {"server_pid", record.server.pid},
+                     {"server_alive", record.server.IsAlive()}});
+    }
+    std::cout << nlohmann::json{{"state_dir", state_dir}, {"sessions", out}}.dump() << "\n";
+    return kExitOk;
+  }
+  if (all.empty()) {
+    std::cout << "no sandboxes recorded in " << state_dir << "/sessions\n";
+    return kExitOk;
+  }
+  std::printf("%-18s %-9s %-11s %-6s %-11s %s\n", "SESSION", "INIT PID", "HOST UID", "ALIVE",
+              "SERVER PID", "SERVER");
+  for (const auto& record : all) {
+    std::printf("%-18s %-9d %-11u %-6s %-11d %s\n", record.session_id.c_str(), record.init.pid,
+                record.host_uid, record.init.IsAlive() ? "yes" : "no", record.server.pid,
+                record.server.IsAlive() ? "alive" : "gone (gc removes it)");
+  }
+  return kExitOk;
+}
+
+int Collect(const std::string& state_dir) {
+  NamespaceBackend namespaces(state_dir, DefaultAgentDir(), CgroupManager::Detect());
+  auto swept = namespaces.SweepOrphans();
+  if (!swept) {
+    std::cerr << "mcp-sandbox sessions gc: " << swept.error().message << "\n";
+    return kExitFailure;
+  }
+  std::cout << "namespace sandboxes removed: " << *swept << "\n";
+  if (auto docker = docker::DockerBackend::Connect(); docker) {
+    auto containers = (*docker)->SweepOrphans();
+    if (!containers) {
+      std::cerr << "mcp-sandbox sessions gc: docker: " << containers.error().message << "\n";
+      return kExitFailure;
+    }
+    std::cout << "docker containers removed: " << *containers << "\n";
+  } else {
+    std::cout << "docker: not reachable, nothing to sweep there\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int SessionsCommand(const Argv& argv) {
+  Args args("sessions", {"--state-dir"}, {"--json"});
+  if (!args.Parse(argv)) return kExitUsage;
+  if (args.Has("--help")) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  if (args.positional().size() != 1) return args.UsageError("expects ls or gc (see --help)");
+  std::string state_dir = args.GetOr("--state-dir", rootfs::ImageStore::DefaultStateDir());
+  LogOptions log_options;
+  log_options.level = "warn";
+  (void)InitLogging(log_options);
+  const std::string& verb = args.positional()[0];
+  if (verb == "ls") return List(state_dir, args.Has("--json"));
+  if (verb == "gc") return Collect(state_dir);
+  return args.UsageError("unknown verb '" + verb + "' (expects ls or gc)");
+}
+
+}  // namespace sandbox::cli

@@ -1,0 +1,61 @@
+#include "tools/cli/wiring.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "rootfs/recipe/image_builder.h"
+
+namespace sandbox::cli {
+
+std::string DefaultAgentDir() {
+  if (const char* dir = std::getenv("SANDBOX_AGENT_DIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "agent";
+  return (exe.parent_path() / "agent").string();
+}
+
+std::string DefaultImageName() {
+  const char* image = std::getenv("SANDBOX_IMAGE");
+  return image != nullptr && *image != '\0' ? image : "python";
+}
+
+ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store) {
+  return [store = std::move(store)](const std::string& name) -> Result<ResolvedImage> {
+    auto image = store->Find(name);
+    if (!image) {
+      Error error = std::move(image.error());
+      error.code = ErrorCode::kSandboxUnavailable;
+      error.message = fmt::format(
+          "image '{}' is not in the store at {} ({}); build it with 'mcp-sandbox image build' "
+          "or import one with 'mcp-sandbox image import FILE --name {}'",
+          name, store->state_dir(), error.message, name);
+      return Fail(std::move(error));
+    }
+    ResolvedImage resolved;
+    resolved.name = name;
+    resolved.rootfs = image->rootfs;
+    resolved.env = image->config.env;
+    resolved.workdir = image->config.working_dir;
+    resolved.docker_image = image->digest;
+    // Images built by `image build` keep their archive in the store's cache, for the Docker
+    // backend to load; imported images have none (the daemon must already have them).
+    rootfs::BuildOptions build;
+    build.name = name;
+    build.variant = name == rootfs::DefaultImageName(rootfs::ImageVariant::kSmall)
+                        ? rootfs::ImageVariant::kSmall
+                        : rootfs::ImageVariant::kDefault;
+    build.state_dir = store->state_dir();
+    if (auto cached = rootfs::FindCachedBuild(build);
+        cached && *cached && (*cached)->config_digest == image->digest) {
+      resolved.image_archive = (*cached)->archive_path;
+    }
+    return resolved;
+  };
+}
+
+}  // namespace sandbox::cli
