@@ -1,0 +1,68 @@
+#include "tests/runtime/behaviour/behaviour_fixture.h"
+
+#include <cstdlib>
+
+#include "rootfs/store.h"
+#include "runtime/session/backend_factory.h"
+#include "tests/support/test_support.h"
+#include "tools/cli/wiring.h"
+
+namespace sandbox::testing {
+
+namespace {
+std::string TestImage() {
+  const char* image = std::getenv("SANDBOX_TEST_IMAGE");
+  return image != nullptr && *image != '\0' ? image : "python";
+}
+}  // namespace
+
+BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backend) {
+  static TempDir state;  // session records of this test process; the image store is shared
+  config_.state_dir = state.path();
+  config_.default_image = TestImage();
+  config_.agent_dir = BinaryDir() + "/agent";
+  config_.exec_timeout_s = 60;
+  config_.max_sessions = 10;
+
+  auto store = std::make_shared<rootfs::ImageStore>(rootfs::ImageStore::DefaultStateDir());
+  if (!store->Find(config_.default_image)) {
+    SkipTest("image '" + config_.default_image + "' is not in the store at " + store->state_dir() +
+             " (tools/test builds it with 'mcp-sandbox image build')");
+  }
+  resolver_ = cli::MakeImageResolver(store);
+
+  BackendOptions options;
+  auto kind = ParseBackendKind(backend);
+  REQUIRE(kind);
+  options.kind = *kind;
+  options.state_dir = config_.state_dir;
+  options.agent_dir = config_.agent_dir;
+  auto made = MakeBackend(options);
+  if (!made) SkipTest(backend + " backend not available here: " + made.error().message);
+  backend_impl_ = made->backend;
+  manager_ = std::make_unique<SessionManager>(config_, backend_impl_, resolver_);
+}
+
+void BehaviourFixture::Reconfigure(const std::function<void(SessionConfig&)>& tweak) {
+  manager_.reset();
+  tweak(config_);
+  manager_ = std::make_unique<SessionManager>(config_, backend_impl_, resolver_);
+}
+
+std::string BehaviourFixture::NewSession(const SessionOptions& options) {
+  auto info = manager_->Create(options);
+  if (!info) FAIL("create session: " << info.error().message);
+  return info->id;
+}
+
+RunResult BehaviourFixture::Python(const std::string& session, const std::string& code,
+                                   double timeout_s) {
+  RunRequest request;
+  request.code = code;
+  request.timeout_s = timeout_s;
+  auto result = manager_->Run(session, request);
+  if (!result) FAIL("run: " << result.error().message);
+  return *result;
+}
+
+}  // namespace sandbox::testing

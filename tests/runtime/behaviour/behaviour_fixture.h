@@ -1,0 +1,53 @@
+// The behaviour suite: every test runs once per backend (namespace, Docker) through the same
+// SessionManager, so both backends are held to one standard. A backend that cannot run here
+// (no Docker daemon, no image) skips its half with the reason.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "runtime/session/session_manager.h"
+
+namespace sandbox::testing {
+
+// Builds a SessionManager on the named backend ("namespace" or "docker") over the store's
+// image (SANDBOX_TEST_IMAGE, default "python"), or skips the test with the reason.
+class BehaviourFixture {
+ public:
+  explicit BehaviourFixture(const std::string& backend);
+  SessionManager& manager() { return *manager_; }
+  // Replaces the manager with one whose config `tweak` changed (closes the old sessions).
+  void Reconfigure(const std::function<void(SessionConfig&)>& tweak);
+  // Creates a session or fails the test.
+  std::string NewSession(const SessionOptions& options = {});
+  // Runs Python in `session` and requires a transport-level success.
+  RunResult Python(const std::string& session, const std::string& code, double timeout_s = 30);
+
+ private:
+  std::string backend_;
+  SessionConfig config_;
+  std::shared_ptr<Backend> backend_impl_;
+  ImageResolver resolver_;
+  std::unique_ptr<SessionManager> manager_;
+};
+
+}  // namespace sandbox::testing
+
+// BEHAVIOUR_TEST("does x", "[tags]") { ... uses `fixture` ... } defines one test case per
+// backend: "namespace: does x" and "docker: does x".
+#define BEHAVIOUR_TEST_IMPL(fn, name, tags)                      \
+  static void fn(sandbox::testing::BehaviourFixture& fixture);   \
+  TEST_CASE("namespace: " name, "[behaviour][namespace]" tags) { \
+    sandbox::testing::BehaviourFixture fixture("namespace");     \
+    fn(fixture);                                                 \
+  }                                                              \
+  TEST_CASE("docker: " name, "[behaviour][docker]" tags) {       \
+    sandbox::testing::BehaviourFixture fixture("docker");        \
+    fn(fixture);                                                 \
+  }                                                              \
+  static void fn(sandbox::testing::BehaviourFixture& fixture)
+#define BEHAVIOUR_TEST(name, tags) \
+  BEHAVIOUR_TEST_IMPL(INTERNAL_CATCH_UNIQUE_NAME(behaviour_), name, tags)

@@ -1,0 +1,216 @@
+// Runtime behaviour users rely on, held against every backend (see behaviour_fixture.h).
+#include <chrono>
+#include <thread>
+
+#include "tests/runtime/behaviour/behaviour_fixture.h"
+
+using sandbox::ErrorCode;
+using sandbox::RunRequest;
+
+BEHAVIOUR_TEST("a session runs Python and keeps state between calls", "") {
+  auto id = fixture.NewSession();
+  auto first = fixture.Python(id, "x = 41\nprint('hello')");
+  CHECK(first.exit_code == 0);
+  CHECK(first.stdout_text == "hello\n");
+  auto second = fixture.Python(id, "x + 1");
+  CHECK(second.stdout_text.find("42") != std::string::npos);
+}
+
+BEHAVIOUR_TEST("an exception returns the traceback and the next cell still sees the state", "") {
+  auto id = fixture.NewSession();
+  fixture.Python(id, "data = [1, 2, 3]");
+  auto failing = fixture.Python(id, "1 / 0");
+  CHECK(failing.exit_code != 0);
+  CHECK(failing.stderr_text.find("ZeroDivisionError") != std::string::npos);
+  auto fixed = fixture.Python(id, "print(sum(data))");
+  CHECK(fixed.exit_code == 0);
+  CHECK(fixed.stdout_text == "6\n");
+}
+
+BEHAVIOUR_TEST("stdout and stderr are captured separately, including subprocess output", "") {
+  auto id = fixture.NewSession();
+  auto run = fixture.Python(id,
+                            "import sys, subprocess\nprint('out')\nprint('err', file=sys.stderr)\n"
+                            "subprocess.run(['sh', '-c', 'echo child'])");
+  CHECK(run.stdout_text.find("out\n") != std::string::npos);
+  CHECK(run.stdout_text.find("child\n") != std::string::npos);
+  CHECK(run.stderr_text == "err\n");
+}
+
+BEHAVIOUR_TEST("a timeout kills the run, reports lost state, and the session stays usable", "") {
+  auto id = fixture.NewSession();
+  fixture.Python(id, "keep = 1");
+  RunRequest request;
+  request.code =
+      "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)";
+  request.timeout_s = 1;
+  auto started = std::chrono::steady_clock::now();
+  auto run = fixture.manager().Run(id, request);
+  REQUIRE(run);
+  CHECK(run->timed_out);
+  CHECK(run->state_lost);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
+  auto after = fixture.Python(id, "print('alive')");
+  CHECK(after.stdout_text == "alive\n");
+  auto lost = fixture.Python(id, "print('keep' in globals())");
+  CHECK(lost.stdout_text == "False\n");
+}
+
+BEHAVIOUR_TEST("an interruptible timeout keeps the state", "") {
+  auto id = fixture.NewSession();
+  fixture.Python(id, "keep = 7");
+  RunRequest request;
+  request.code = "import time\ntime.sleep(60)";
+  request.timeout_s = 1;
+  auto run = fixture.manager().Run(id, request);
+  REQUIRE(run);
+  CHECK(run->timed_out);
+  CHECK_FALSE(run->state_lost);
+  CHECK(fixture.Python(id, "print(keep)").stdout_text == "7\n");
+}
+
+BEHAVIOUR_TEST("files go in and out of /mnt/data and new files are reported as artifacts", "") {
+  auto id = fixture.NewSession();
+  REQUIRE(fixture.manager().WriteFile(id, "data.csv", "a,b\n1,2\n3,4\n", false));
+  auto exists = fixture.manager().WriteFile(id, "data.csv", "x", false);
+  REQUIRE_FALSE(exists);
+  CHECK(exists.error().code == ErrorCode::kFileExists);
+  auto run = fixture.Python(id,
+                            "rows = open('/mnt/data/data.csv').read().splitlines()\n"
+                            "open('/mnt/data/out.txt', 'w').write(str(len(rows)))");
+  CHECK(run.exit_code == 0);
+  bool reported = false;
+  for (const auto& artifact : run.artifacts) reported |= artifact.path == "/mnt/data/out.txt";
+  CHECK(reported);
+  auto content = fixture.manager().ReadFile(id, "/mnt/data/out.txt", 1 << 20);
+  REQUIRE(content);
+  CHECK(*content == "3");
+  auto listing = fixture.manager().ListFiles(id, "/mnt/data", false);
+  REQUIRE(listing);
+  CHECK(listing->size() >= 2);
+}
+
+BEHAVIOUR_TEST("writes outside /mnt/data and /tmp are refused", "") {
+  auto id = fixture.NewSession();
+  auto refused = fixture.manager().WriteFile(id, "/etc/evil", "x", true);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::kInvalidPath);
+  auto escaped = fixture.manager().WriteFile(id, "../../etc/evil", "x", true);
+  REQUIRE_FALSE(escaped);
+  CHECK(escaped.error().code == ErrorCode::kInvalidPath);
+}
+
+BEHAVIOUR_TEST("a second call while one runs gets session_busy", "") {
+  auto id = fixture.NewSession();
+  std::thread slow([&] { fixture.Python(id, "import time; time.sleep(2)"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  RunRequest request;
+  request.code = "print(1)";
+  auto busy = fixture.manager().Run(id, request);
+  slow.join();
+  REQUIRE_FALSE(busy);
+  CHECK(busy.error().code == ErrorCode::kSessionBusy);
+}
+
+BEHAVIOUR_TEST("cancellation stops a run", "") {
+  auto id = fixture.NewSession();
+  sandbox::CancelToken cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    cancel.Cancel();
+  });
+  RunRequest request;
+  request.code = "import time\ntime.sleep(30)";
+  request.timeout_s = 30;
+  auto started = std::chrono::steady_clock::now();
+  auto run = fixture.manager().Run(id, request, {}, &cancel);
+  canceller.join();
+  REQUIRE(run);
+  CHECK(run->cancelled);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  CHECK(fixture.Python(id, "print(2)").stdout_text == "2\n");
+}
+
+BEHAVIOUR_TEST("allocating past the memory limit is reported as oom and the session recovers", "") {
+  sandbox::SessionOptions options;
+  options.memory_bytes = 128ull << 20;
+  auto id = fixture.NewSession(options);
+  auto run =
+      fixture.Python(id, "b = bytearray(400 * 1024 * 1024)\nb[::4096] = b'x' * len(b[::4096])");
+  CHECK(run.exit_code != 0);
+  CHECK((run.oom || run.worker_killed || run.stderr_text.find("MemoryError") != std::string::npos));
+  CHECK(fixture.Python(id, "print('ok')").stdout_text == "ok\n");
+}
+
+BEHAVIOUR_TEST("the session cap is enforced and closing frees a slot", "") {
+  fixture.Reconfigure([](sandbox::SessionConfig& config) { config.max_sessions = 2; });
+  auto a = fixture.NewSession();
+  fixture.NewSession();
+  auto third = fixture.manager().Create({});
+  REQUIRE_FALSE(third);
+  CHECK(third.error().code == ErrorCode::kMaxSessions);
+  REQUIRE(fixture.manager().Close(a));
+  auto gone = fixture.manager().Get(a);
+  REQUIRE_FALSE(gone);
+  CHECK(gone.error().code == ErrorCode::kSessionNotFound);
+  CHECK(fixture.manager().Create({}));
+}
+
+BEHAVIOUR_TEST("idle sessions expire after the TTL", "") {
+  fixture.Reconfigure([](sandbox::SessionConfig& config) { config.ttl = std::chrono::minutes(0); });
+  auto id = fixture.NewSession();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(fixture.manager().ExpireIdle() == 1);
+  CHECK_FALSE(fixture.manager().Get(id));
+}
+
+BEHAVIOUR_TEST("per-session limits above the configured maximum are refused", "") {
+  sandbox::SessionOptions options;
+  options.memory_bytes = fixture.manager().config().limits.memory_bytes * 2;
+  auto created = fixture.manager().Create(options);
+  REQUIRE_FALSE(created);
+  CHECK(created.error().code == ErrorCode::kInvalidArgument);
+}
+
+BEHAVIOUR_TEST("the limits in force are reported per session", "") {
+  auto id = fixture.NewSession();
+  auto info = fixture.manager().Get(id);
+  REQUIRE(info);
+  CHECK_FALSE(info->enforced.cgroup_mode.empty());
+  bool has_memory = false;
+  for (const auto& limit : info->enforced.limits) has_memory |= limit.name == "memory";
+  CHECK(has_memory);
+}
+
+BEHAVIOUR_TEST("shell commands run in the session with their exit code", "") {
+  auto id = fixture.NewSession();
+  RunRequest request;
+  request.kind = RunRequest::Kind::kShell;
+  request.code = "echo hi; id -u; exit 3";
+  auto run = fixture.manager().Run(id, request);
+  REQUIRE(run);
+  CHECK(run->exit_code == 3);
+  CHECK(run->stdout_text == "hi\n1000\n");
+}
+
+BEHAVIOUR_TEST("matplotlib figures come back as PNG and are saved as artifacts", "[image]") {
+  auto id = fixture.NewSession();
+  auto run = fixture.Python(id, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])");
+  REQUIRE(run.exit_code == 0);
+  REQUIRE(run.figures.size() == 1);
+  CHECK(run.figures[0].png.substr(1, 3) == "PNG");
+  bool saved = false;
+  for (const auto& artifact : run.artifacts) saved |= artifact.path == run.figures[0].path;
+  CHECK(saved);
+}
+
+BEHAVIOUR_TEST("pandas analyses an uploaded CSV", "[image]") {
+  auto id = fixture.NewSession();
+  REQUIRE(fixture.manager().WriteFile(id, "sales.csv",
+                                      "region,amount\nnorth,10\nsouth,32\nnorth,5\n", false));
+  auto run = fixture.Python(id,
+                            "import pandas as pd\ndf = pd.read_csv('/mnt/data/sales.csv')\n"
+                            "print(df.groupby('region').amount.sum().to_dict())");
+  CHECK(run.exit_code == 0);
+  CHECK(run.stdout_text == "{'north': 15, 'south': 32}\n");
+}
