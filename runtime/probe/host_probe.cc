@@ -270,13 +270,14 @@ UsernsProbe ProbeUserNamespaces() {
 
 SeccompProbe ProbeSeccomp() {
   SeccompProbe probe;
+  // "Seccomp:\t2" (mode) and "Seccomp_filters:\t1" (Linux >= 5.9) in /proc/self/status.
   if (auto status = ReadFile("/proc/self/status")) {
-    std::sscanf(status->c_str() + std::min(status->size(), status->find("Seccomp:")), "Seccomp: %d",
-                &probe.mode_now);
-    size_t filters = status->find("Seccomp_filters:");
-    if (filters != std::string::npos) {
-      std::sscanf(status->c_str() + filters, "Seccomp_filters: %d", &probe.filters_now);
-    }
+    auto field = [&](const char* name) {
+      size_t at = status->find(std::string("\n") + name + ":");
+      return at == std::string::npos ? 0 : std::atoi(status->c_str() + at + std::strlen(name) + 2);
+    };
+    probe.mode_now = field("Seccomp");
+    probe.filters_now = field("Seccomp_filters");
   }
   struct sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
