@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -124,6 +125,17 @@ class TreeRemover {
  private:
   std::string path_;
 };
+
+// Build dirs of this archive left by a build that was killed. Only called under the build
+// lock, so none of them belongs to a running build.
+void RemoveStaleBuildDirs(const std::string& base) {
+  std::filesystem::path prefix(base + ".build-");
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(prefix.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix.filename().string(), 0) == 0) (void)RemoveTree(entry.path().string());
+  }
+}
 
 Result<std::string> MakeTempDir(const std::string& pattern_prefix) {
   std::string pattern = pattern_prefix + "XXXXXX";
@@ -276,7 +288,8 @@ Result<BuildResult> BuildImage(const BuildOptions& options) {
     }
   }
 
-  SBX_ASSIGN_OR_RETURN(std::string build_dir, MakeTempDir(paths.archives_dir + "/.build-"));
+  RemoveStaleBuildDirs(paths.base);
+  SBX_ASSIGN_OR_RETURN(std::string build_dir, MakeTempDir(paths.base + ".build-"));
   TreeRemover remove_build_dir(build_dir);
 
   std::string stage = fmt::format("building the root filesystem with mmdebstrap ({}, {} packages)",

@@ -120,6 +120,8 @@ TEST_CASE("image build --variant small: a valid OCI and docker archive, imported
   TempDir state;
   ImageStore store(state.path());
   std::string copy = state.Join("copy.tar");
+  // The build dir of a build that was killed; the next build removes it.
+  REQUIRE(MakeDirs(state.path() + "/archives/python-small-small-trixie.build-Killed/x"));
   std::string out;
   auto started = std::chrono::steady_clock::now();
   REQUIRE(RunBuild({"--variant", "small", "--output", copy}, store, &out) == 0);
@@ -129,6 +131,13 @@ TEST_CASE("image build --variant small: a valid OCI and docker archive, imported
   CHECK(out.find("python-small") != std::string::npos);
 
   const std::string archive = state.path() + "/archives/python-small-small-trixie.tar";
+  // What a build leaves in the archive cache: the archive, its record, mmdebstrap's log and the
+  // lock file; no build directory.
+  std::string listing;
+  testing::RunShell("ls -A " + state.path() + "/archives", &listing);
+  CHECK(listing ==
+        "python-small-small-trixie.json\npython-small-small-trixie.lock\n"
+        "python-small-small-trixie.log\npython-small-small-trixie.tar\n");
   auto record =
       json::parse(ReadFile(state.path() + "/archives/python-small-small-trixie.json").value());
   CHECK(ReadFile(copy).value() == ReadFile(archive).value());
