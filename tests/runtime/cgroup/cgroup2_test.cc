@@ -1,6 +1,7 @@
 // cgroup v2 for real. On hosts whose controllers are on v1 (this kind of machine) these skip;
 // the ctest "cgroup2_tests: in a cgroup v2 VM" runs them inside ../shared/tools/run-in-vm,
-// once as root and once as uid 1000 through a delegated subtree (tests tagged [delegated]).
+// as root (from the root cgroup, and [service] from a service-like cgroup /svc) and as uid 1000
+// through a delegated subtree (tests tagged [delegated]).
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <sched.h>
@@ -49,12 +50,19 @@ class V2Fixture {
   std::unique_ptr<CgroupManager> manager_;
 };
 
-TEST_CASE("cgroup2: detect, as root or through a delegated subtree", "[cgroup2][delegated]") {
+TEST_CASE("cgroup2: detect, as root or through a delegated subtree",
+          "[cgroup2][delegated][service]") {
+  auto own_before = cgroup::V2PathOf(cgroup::ReadProcCgroup().value());
   V2Fixture fixture;
   const std::string reason = fixture.manager().reason();
   INFO(reason);
   if (::geteuid() == 0) {
     CHECK(reason.find("as root") != std::string::npos);
+    // Root uses the top of the hierarchy, wherever it runs (a service's cgroup, or "/"), and
+    // never moves itself.
+    std::string parent = fixture.manager().parent_dirs().front();
+    CHECK(parent.substr(0, parent.rfind('/')) == "/sys/fs/cgroup");
+    CHECK(cgroup::V2PathOf(cgroup::ReadProcCgroup().value()) == own_before);
   } else {
     CHECK(reason.find("delegated to uid " + std::to_string(::geteuid())) != std::string::npos);
     // We left our delegated cgroup for its leaf "server" so controllers could be enabled in it.
@@ -110,7 +118,8 @@ TEST_CASE("cgroup2: clone3 CLONE_INTO_CGROUP through DirFd", "[cgroup2][delegate
   CHECK(*procs == std::vector<pid_t>{static_cast<pid_t>(pid)});
 }
 
-TEST_CASE("cgroup2: memory past the limit is OOM-killed and counted", "[cgroup2][delegated]") {
+TEST_CASE("cgroup2: memory past the limit is OOM-killed and counted",
+          "[cgroup2][delegated][service]") {
   V2Fixture fixture;
   testing::CheckMemoryLimitKills(fixture.manager());
 }
@@ -120,7 +129,8 @@ TEST_CASE("cgroup2: fork past pids.max fails with EAGAIN", "[cgroup2][delegated]
   testing::CheckPidsLimit(fixture.manager());
 }
 
-TEST_CASE("cgroup2: cgroup.kill empties the group and Destroy removes it", "[cgroup2][delegated]") {
+TEST_CASE("cgroup2: cgroup.kill empties the group and Destroy removes it",
+          "[cgroup2][delegated][service]") {
   V2Fixture fixture;
   testing::CheckKillAllAndDestroy(fixture.manager());
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the [cgroup2] tests inside a throw-away VM with a pure cgroup v2 hierarchy
-# (../shared/tools/run-in-vm): first as root, then as uid 1000 through a delegated subtree
-# (/sys/fs/cgroup/deleg chowned to 1000, the way systemd delegates user@.service).
+# (../shared/tools/run-in-vm): as root from the root cgroup, as root from a service-like cgroup
+# (/svc), then as uid 1000 through a delegated subtree (/sys/fs/cgroup/deleg chowned to 1000,
+# the way systemd delegates user@.service).
 # usage: run_cgroup2_in_vm.sh CGROUP2_TESTS_BINARY RUN_IN_VM WORK_DIR
 # Exit: 0 both runs passed, 1 a run failed, 77 (skipped) when run-in-vm is not there.
 set -uo pipefail
@@ -23,6 +24,15 @@ echo "== [cgroup2] as root"
 "$bin" "[cgroup2]" --durations yes > root.log 2>&1
 rc=\$?; echo "root run: exit \$rc"; grep -E "^(test cases|All tests|\[cgroup)" root.log
 [ \$rc -eq 0 ] || { status=1; tail -n 60 root.log; }
+
+echo "== [service] as root from a service's cgroup (/svc), like a systemd unit"
+mkdir /sys/fs/cgroup/svc
+(
+  echo \$BASHPID > /sys/fs/cgroup/svc/cgroup.procs
+  exec "$bin" "[service]" --durations yes
+) > service.log 2>&1
+rc=\$?; echo "service run: exit \$rc"; grep -E "^(test cases|All tests|\[cgroup)" service.log
+[ \$rc -eq 0 ] || { status=1; tail -n 60 service.log; }
 
 echo "== [delegated] as uid 1000 in a delegated subtree"
 D=/sys/fs/cgroup/deleg
