@@ -90,7 +90,7 @@ import numpy as np, pandas as pd, matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt
 a = np.arange(12).reshape(3, 4)
-print('numpy', int(a.sum()), float(np.linalg.det(np.eye(3) * 2)))
+print('numpy', int(a.sum()), round(float(np.linalg.det(np.eye(3) * 2)), 6))
 df = pd.DataFrame({'k': ['a', 'b', 'a'], 'v': [1, 2, 3]})
 print('pandas', df.groupby('k')['v'].sum().to_dict())
 fig, ax = plt.subplots(); ax.plot([1, 2, 3]); fig.savefig('/mnt/data/plot.png'); plt.close(fig)
