@@ -82,9 +82,11 @@ bool Accepts(const std::string& accept, const std::string& type) {
 class PostReply : public Reply {
  public:
   void Send(const Json& message) override {
+    std::string line = Serialize(message);
     std::lock_guard<std::mutex> lock(mutex_);
     if (detached_) return;
-    queue_.push_back(Serialize(message));
+    if (queue_.empty() && !notified_) notified_ = message.is_object() && message.contains("method");
+    queue_.push_back(std::move(line));
     changed_.notify_all();
   }
   void Close() override {
@@ -95,6 +97,16 @@ class PostReply : public Reply {
   bool closed() {
     std::lock_guard<std::mutex> lock(mutex_);
     return closed_;
+  }
+  // Waits until the answer is complete (true: it can go out as one JSON body) or a
+  // notification comes first (false: it needs an SSE stream). Gives up (false) on `stop`.
+  bool WaitWhole(const std::atomic<bool>& stop) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (closed_) return true;
+      if (notified_ || stop) return false;
+      changed_.wait_for(lock, std::chrono::milliseconds(250));
+    }
   }
   std::deque<std::string> TakeAll() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -125,6 +137,7 @@ class PostReply : public Reply {
   std::deque<std::string> queue_;
   bool closed_ = false;
   bool detached_ = false;
+  bool notified_ = false;  // the first message was a notification
 };
 
 std::string SseEvent(const std::string& data) { return "event: message\ndata: " + data + "\n\n"; }
@@ -401,6 +414,7 @@ void HttpTransport::HandlePost(const httplib::Request& request, httplib::Respons
     }
   } else if (initialize) {
     connection = server_.NewConnection();
+    connection->set_run_inline(true);  // this handler thread waits for the answer anyway
     new_session = true;
   } else {
     return SetJsonError(response, 400, -32000,
@@ -430,7 +444,9 @@ void HttpTransport::HandlePost(const httplib::Request& request, httplib::Respons
   auto reply = std::make_shared<PostReply>();
   connection->Handle(value, reply);
 
-  if (reply->closed()) {  // answered at once (everything but tool calls and resource reads)
+  // A plain JSON body when the answer comes whole (most calls: no progress token, no log
+  // message); an SSE stream as soon as a notification has to go out before the response.
+  if (reply->WaitWhole(stopping_)) {
     auto messages = reply->TakeAll();
     if (new_session) {
       auto parsed = messages.size() == 1 ? ParseJson(messages.front()) : std::nullopt;
@@ -456,7 +472,7 @@ void HttpTransport::HandlePost(const httplib::Request& request, httplib::Respons
     return;
   }
 
-  // Still working: stream notifications, then the response, as SSE.
+  // Notifications first: stream them, then the response, as SSE.
   response.set_header("Cache-Control", "no-cache");
   response.set_chunked_content_provider(
       "text/event-stream",

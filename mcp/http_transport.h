@@ -1,6 +1,6 @@
 // The Streamable HTTP transport (MCP basic/transports, 2025-03-26 to 2025-11-25) on
-// cpp-httplib: POST /mcp answers with JSON, or with an SSE stream when the request is still
-// working (tool calls: progress and log notifications, then the response); GET /mcp is 405
+// cpp-httplib: POST /mcp answers with one JSON body, or with an SSE stream when notifications
+// (progress, log messages) must go out before the response; GET /mcp is 405
 // (this server sends nothing unprompted); DELETE /mcp ends a session. Also GET /healthz and
 // artifact downloads at GET /files/{session_id}/{path}?token=... .
 // Guards: Host and Origin against DNS rebinding (403), bearer token (401), Accept (406),

@@ -417,7 +417,8 @@ void Connection::HandleRequest(const Message& message, const std::shared_ptr<Rep
 }
 
 void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& reply,
-                          std::function<Json(const std::shared_ptr<InFlight>&)> work) {
+                          std::function<Json(const std::shared_ptr<InFlight>&)> work,
+                          bool streams) {
   auto flight = std::make_shared<InFlight>();
   std::string key = IdKey(message.id);
   {
@@ -431,7 +432,7 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
   }
   auto self = shared_from_this();
   Json id = message.id;
-  bool queued = server_.Submit([self, flight, key, id, reply, work = std::move(work)] {
+  auto task = [self, flight, key, id, reply, work = std::move(work)] {
     Json response;
     try {
       response = work(flight);
@@ -451,8 +452,10 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
     }
     if (send) reply->Send(response);
     reply->Close();
-  });
-  if (!queued) {
+  };
+  if (run_inline_ && !streams) {
+    task();
+  } else if (!server_.Submit(std::move(task))) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       in_flight_.erase(key);
@@ -488,29 +491,31 @@ void Connection::StartToolCall(const Message& message, const std::shared_ptr<Rep
   }
   auto self = shared_from_this();
   Json id = message.id;
-  RunAsync(message, reply,
-           [self, tool, arguments = std::move(arguments), progress_token, reply,
-            id](const std::shared_ptr<InFlight>& flight) {
-             Call call(self, flight, reply, progress_token);
-             auto start = std::chrono::steady_clock::now();
-             Json result;
-             if (auto problem = CheckAgainstSchema(tool->input_schema, arguments)) {
-               result = ToolError(ErrorCode::kInvalidArgument, *problem);
-             } else {
-               try {
-                 result = tool->handler(call, arguments);
-               } catch (const std::exception& ex) {
-                 spdlog::error("tool {} threw: {}", tool->name, ex.what());
-                 result = ToolError(ErrorCode::kInternal,
-                                    "the server failed while handling this call; see its log");
-               }
-             }
-             double ms =
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count();
-             LogToolCall(tool->name, arguments, result, ms, call.cancelled());
-             return MakeResponse(id, std::move(result));
-           });
+  RunAsync(
+      message, reply,
+      [self, tool, arguments = std::move(arguments), progress_token, reply,
+       id](const std::shared_ptr<InFlight>& flight) {
+        Call call(self, flight, reply, progress_token);
+        auto start = std::chrono::steady_clock::now();
+        Json result;
+        if (auto problem = CheckAgainstSchema(tool->input_schema, arguments)) {
+          result = ToolError(ErrorCode::kInvalidArgument, *problem);
+        } else {
+          try {
+            result = tool->handler(call, arguments);
+          } catch (const std::exception& ex) {
+            spdlog::error("tool {} threw: {}", tool->name, ex.what());
+            result = ToolError(ErrorCode::kInternal,
+                               "the server failed while handling this call; see its log");
+          }
+        }
+        double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        LogToolCall(tool->name, arguments, result, ms, call.cancelled());
+        return MakeResponse(id, std::move(result));
+      },
+      /*streams=*/!progress_token.is_null());
 }
 
 void Connection::StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply) {

@@ -86,8 +86,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   explicit Connection(Server& server) : server_(server) {}
 
   // Handles one JSON value from the client: a message, or (2025-03-26 only) a batch array.
-  // Fast methods reply before returning; tool calls reply later from a worker thread.
+  // Fast methods reply before returning; tool calls reply later from a worker thread (or
+  // before returning, with set_run_inline).
   void Handle(const Json& value, std::shared_ptr<Reply> reply);
+
+  // Run tool calls on the calling thread instead of the worker pool: for transports that
+  // give each request a thread of its own (HTTP), which saves two thread hand-offs per call.
+  // Calls with a progressToken still go to the pool, so progress streams while they run. The
+  // stdio reader must stay free for ping and cancellation, so it keeps the pool.
+  void set_run_inline(bool run_inline) { run_inline_ = run_inline; }
 
   // Cancels every request in flight; none of them will be answered. For a closing client.
   void CancelAll();
@@ -112,9 +119,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Json Initialize(const Json& params);
   void StartToolCall(const Message& message, const std::shared_ptr<Reply>& reply);
   void StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply);
-  // Registers a request in flight and runs `work` on the pool; work returns the response.
+  // Registers a request in flight and runs `work` on the pool (or inline, see
+  // set_run_inline, unless it `streams` progress that must reach the client while it runs);
+  // work returns the response.
   void RunAsync(const Message& message, const std::shared_ptr<Reply>& reply,
-                std::function<Json(const std::shared_ptr<InFlight>&)> work);
+                std::function<Json(const std::shared_ptr<InFlight>&)> work, bool streams = false);
 
   Server& server_;
   mutable std::mutex mutex_;
@@ -122,6 +131,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   DownloadLinker download_linker_;
   std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
   std::atomic<int> log_level_{1};  // LogLevel::kInfo until logging/setLevel
+  bool run_inline_ = false;
 };
 
 }  // namespace sandbox::mcp

@@ -23,12 +23,12 @@ std::vector<Tool> Tools() {
             "Echo",
             "Returns its text, logging first.",
             {{"type", "object"},
-             {"properties", {{"text", {{"type", "string"}}}}},
+             {"properties", {{"text", {{"type", "string"}}}, {"log", {{"type", "boolean"}}}}},
              {"additionalProperties", false}},
             nullptr,
             nullptr,
             [](ToolCall& call, const Json& args) {
-              call.Log(LogLevel::kWarning, "about to echo");
+              if (args.value("log", false)) call.Log(LogLevel::kWarning, "about to echo");
               ToolResultBuilder result(1 << 20);
               std::string text = args.value("text", "");
               result.AddText(text);
@@ -182,11 +182,25 @@ TEST_CASE("http: GET /mcp is 405; /healthz answers", "[unit]") {
   CHECK(Json::parse(health->body)["status"] == "ok");
 }
 
+TEST_CASE("http: a tool call without notifications is answered with JSON", "[unit]") {
+  HttpFixture f;
+  std::string id = f.Initialize();
+  auto res = f.Post(
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})",
+      f.Headers(id));
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(res->get_header_value("Content-Type").rfind("application/json", 0) == 0);
+  Json body = Json::parse(res->body);
+  CHECK(body["id"] == 7);
+  CHECK(body["result"]["content"][0]["text"] == "hi");
+}
+
 TEST_CASE("http: a tool call streams its notifications and response as SSE", "[unit]") {
   HttpFixture f;
   std::string id = f.Initialize();
   auto res = f.Post(
-      R"({"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"}}})",
+      R"({"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"echo","arguments":{"text":"hello","log":true}}})",
       f.Headers(id));
   REQUIRE(res);
   CHECK(res->status == 200);

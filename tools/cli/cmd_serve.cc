@@ -1,0 +1,252 @@
+// `mcp-sandbox serve [--stdio | --http HOST:PORT] [flags]`: the MCP server. Wires the
+// configuration (mcp/config.h) into a SessionManager over the chosen backend and the image
+// store, and serves it over stdio or Streamable HTTP until the client leaves or a signal comes.
+#include <unistd.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "mcp/config.h"
+#include "mcp/http_transport.h"
+#include "mcp/server.h"
+#include "mcp/shutdown_signals.h"
+#include "mcp/stdio_transport.h"
+#include "mcp/tools/conformance_fixtures.h"
+#include "mcp/tools/sandbox_tools.h"
+#include "rootfs/store.h"
+#include "runtime/base/files.h"
+#include "runtime/base/logging.h"
+#include "runtime/session/backend_factory.h"
+#include "runtime/session/session_manager.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/wiring.h"
+
+namespace sandbox::cli {
+namespace {
+
+void PrintServeUsage(std::ostream& out) {
+  out << "usage: mcp-sandbox serve [--stdio | --http [HOST:PORT]] [flags]\n\n"
+         "Runs the MCP server: over stdio (the default; one JSON-RPC message per line), or over\n"
+         "Streamable HTTP at http://HOST:PORT/mcp (default 127.0.0.1:8080).\n\n"
+         "flags (each also an environment variable; flags win):\n";
+  for (const auto& variable : mcp::ConfigVariables()) {
+    out << fmt::format("  {:<22} {}\n", variable.flag, variable.env);
+    out << fmt::format("  {:<22} {}{}\n", "", variable.meaning,
+                       variable.default_value[0] != '\0'
+                           ? fmt::format(" (default {})", variable.default_value)
+                           : "");
+  }
+  out << "\nexamples:\n"
+         "  mcp-sandbox serve                                  # stdio, for Claude Code / Desktop\n"
+         "  SANDBOX_AUTH_TOKEN=$(openssl rand -hex 24) mcp-sandbox serve --http 127.0.0.1:8080\n"
+         "  claude mcp add sandbox -- mcp-sandbox serve --memory-limit 1g\n";
+}
+
+// Shown on a terminal, where nobody speaks JSON-RPC: how to hook a client up instead.
+void PrintConnectHint() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string path = n > 0 ? std::string(self, static_cast<size_t>(n)) : "mcp-sandbox";
+  std::cerr << fmt::format(
+      "mcp-sandbox serve: speaking MCP over stdio and waiting for a client (Ctrl-C to quit).\n"
+      "This is meant to be started by an MCP client. For example:\n"
+      "  Claude Code:     claude mcp add sandbox -- {0} serve\n"
+      "  Claude Desktop (claude_desktop_config.json) or Cursor (.cursor/mcp.json):\n"
+      "    {{\"mcpServers\": {{\"sandbox\": {{\"command\": \"{0}\", \"args\": [\"serve\"]}}}}}}\n"
+      "  Over HTTP:       {0} serve --http 127.0.0.1:8080  ->  http://127.0.0.1:8080/mcp\n",
+      path);
+}
+
+// A backend for hosts where none works: the server still starts and answers, and every
+// session start fails with the reason (better for an MCP client than a server that dies).
+class UnavailableBackend : public Backend {
+ public:
+  explicit UnavailableBackend(std::string reason) : reason_(std::move(reason)) {}
+  std::string name() const override { return "none"; }
+  Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec&) override {
+    return Fail(ErrorCode::kSandboxUnavailable, "{}", reason_);
+  }
+  EnforcedLimits PlanLimits(const Limits&) const override { return {}; }
+  Result<int> SweepOrphans() override { return 0; }
+
+ private:
+  std::string reason_;
+};
+
+// `--http` may come without an address (then SANDBOX_HTTP_HOST/PORT apply).
+Argv NormalizeHttpFlag(const Argv& args) {
+  Argv out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--http" && (i + 1 >= args.size() || args[i + 1].rfind("--", 0) == 0)) {
+      out.push_back("--http=");
+    } else {
+      out.push_back(args[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int ServeCommand(const Argv& raw_args) {
+  std::set<std::string> value_flags = {"--http"};
+  for (const auto& variable : mcp::ConfigVariables()) value_flags.insert(variable.flag);
+  Args args("serve", value_flags, {"--stdio", "--conformance-fixtures"});
+  if (!args.Parse(NormalizeHttpFlag(raw_args))) return kExitUsage;
+  if (args.Has("--help")) {
+    PrintServeUsage(std::cout);
+    return kExitOk;
+  }
+  if (!args.positional().empty())
+    return args.UsageError("unexpected argument " + args.positional()[0]);
+  bool http = args.Has("--http");
+  if (http && args.Has("--stdio")) return args.UsageError("choose --stdio or --http, not both");
+
+  std::map<std::string, std::string> flags;
+  for (const auto& variable : mcp::ConfigVariables()) {
+    if (auto value = args.Get(variable.flag)) flags[variable.flag] = *value;
+  }
+  auto loaded = mcp::LoadServeConfig(mcp::ProcessEnv, flags);
+  if (!loaded) return args.UsageError(loaded.error().message);
+  mcp::ServeConfig config = std::move(*loaded);
+  if (http) {
+    if (auto applied = mcp::ApplyHttpAddress(config, *args.Get("--http")); !applied) {
+      return args.UsageError(
+          fmt::format("--http '{}': {}", *args.Get("--http"), applied.error().message));
+    }
+  }
+  if (auto logging = InitLogging({config.log_level, config.log_file, config.log_format});
+      !logging) {
+    return args.UsageError(
+        fmt::format("SANDBOX_LOG_FILE / SANDBOX_LOG_LEVEL: {}", logging.error().message));
+  }
+  if (!config.wheelhouse.empty() && access(config.wheelhouse.c_str(), R_OK | X_OK) != 0) {
+    return args.UsageError(
+        fmt::format("SANDBOX_WHEELHOUSE='{}': not a readable directory", config.wheelhouse));
+  }
+  if (!http && isatty(STDIN_FILENO)) PrintConnectHint();
+
+  // --- The runtime.
+  SessionConfig session_config;
+  session_config.state_dir =
+      config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
+  session_config.default_image = config.image;
+  session_config.wheelhouse = config.wheelhouse;
+  session_config.limits.memory_bytes = config.memory_bytes;
+  session_config.limits.cpus = config.cpus;
+  session_config.limits.pids = config.pids;
+  session_config.limits.disk_bytes = config.disk_bytes;
+  session_config.exec_timeout_s = config.exec_timeout_s;
+  session_config.ttl = std::chrono::minutes(config.session_ttl_m);
+  session_config.max_sessions = config.max_sessions;
+  session_config.max_output_bytes = config.max_output_bytes;
+  session_config.max_code_bytes = config.max_code_bytes;
+  session_config.max_upload_bytes = config.max_upload_bytes;
+
+  session_config.agent_dir = DefaultAgentDir();
+  if (auto made = MakeDirs(session_config.state_dir, 0700); !made) {
+    spdlog::warn("state dir {}: {}", session_config.state_dir, made.error().message);
+  }
+  BackendOptions backend_options;
+  backend_options.kind = *ParseBackendKind(config.backend);  // validated by the config
+  backend_options.state_dir = session_config.state_dir;
+  backend_options.agent_dir = session_config.agent_dir;
+  std::shared_ptr<Backend> backend;
+  if (auto selected = MakeBackend(backend_options); selected) {  // logs its choice
+    backend = selected->backend;
+  } else {
+    spdlog::error("{}", selected.error().message);
+    backend = std::make_shared<UnavailableBackend>(selected.error().message);
+  }
+  SessionManager sessions(
+      session_config, backend,
+      MakeImageResolver(std::make_shared<rootfs::ImageStore>(session_config.state_dir)));
+
+  // --- The MCP server.
+  mcp::ToolSettings settings;
+  settings.exec_timeout_s = config.exec_timeout_s;
+  settings.max_upload_bytes = config.max_upload_bytes;
+  settings.max_code_bytes = config.max_code_bytes;
+  settings.max_output_bytes = config.max_output_bytes;
+  settings.max_result_bytes = config.max_result_bytes;
+  settings.wheelhouse = !config.wheelhouse.empty();
+  mcp::ServerOptions options;
+  options.version = SANDBOX_VERSION;
+  options.instructions = mcp::SandboxInstructions(settings);
+  options.worker_threads = static_cast<size_t>(config.max_sessions) + 8;
+  options.read_resource = mcp::SandboxResourceReader(sessions, settings);
+  options.resource_templates = mcp::SandboxResourceTemplates();
+  auto tools = mcp::SandboxTools(sessions, settings);
+  if (args.Has("--conformance-fixtures")) {
+    for (auto& fixture : mcp::ConformanceFixtureTools()) tools.push_back(std::move(fixture));
+  }
+  mcp::Server server(options, std::move(tools));
+
+  if (!http) {
+    mcp::StdioOptions stdio;
+    stdio.max_line_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
+    auto served = mcp::ServeStdio(server, stdio, [&sessions] { sessions.CloseAll(); });
+    server.Shutdown();
+    if (!served) {
+      spdlog::error("stdio: {}", served.error().message);
+      return kExitFailure;
+    }
+    spdlog::info("stopped");
+    return kExitOk;
+  }
+
+  mcp::HttpOptions http_options;
+  http_options.host = config.http_host;
+  http_options.port = config.http_port;
+  http_options.auth_token = config.auth_token;
+  http_options.allowed_origins = config.allowed_origins;
+  http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
+  // Each keep-alive connection holds a thread: room for several per session.
+  http_options.threads = std::max<size_t>(64, static_cast<size_t>(config.max_sessions) * 4 + 32);
+  http_options.session_idle_ttl = std::chrono::minutes(config.session_ttl_m);
+  http_options.read_file = mcp::SandboxFileReader(sessions);
+  mcp::HttpTransport transport(server, http_options);
+  if (auto bound = transport.Bind(); !bound) {
+    spdlog::error("{}", bound.error().message);
+    std::cerr << "mcp-sandbox serve: " << bound.error().message << "\n";
+    return kExitFailure;
+  }
+  mcp::ShutdownSignals signals;
+  if (auto installed = signals.Install(); !installed) {
+    spdlog::error("{}", installed.error().message);
+    return kExitFailure;
+  }
+  std::string host = config.http_host.find(':') != std::string::npos ? "[" + config.http_host + "]"
+                                                                     : config.http_host;
+  spdlog::info("listening on http://{}:{}/mcp{}", host, transport.port(),
+               config.auth_token.empty()
+                   ? " (no SANDBOX_AUTH_TOKEN: anyone who can connect may use it)"
+                   : "");
+  Status served;
+  std::thread serving([&] {
+    served = transport.Serve();
+    signals.Wake();
+  });
+  std::string why = signals.Wait();
+  spdlog::info("{}; shutting down", why.empty() ? "the HTTP server stopped" : why);
+  transport.Stop();
+  serving.join();
+  sessions.CloseAll();
+  server.Shutdown();
+  if (!served) {
+    spdlog::error("{}", served.error().message);
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace sandbox::cli
