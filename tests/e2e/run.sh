@@ -45,25 +45,48 @@ mkdir -p "$results"
 passed=0 failed=0 skipped=0
 failures=()
 pass() { passed=$((passed + 1)); log "  ok    $1"; }
-fail() { failed=$((failed + 1)); failures+=("$1"); log "  FAIL  $1"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); log "  FAIL  $1"; echo "FAIL $1"; }
 
-# --- 1. The SDK behaviour suite.
+# --- 1. The SDK behaviour suite (a readable report on stderr, JUnit for the counts).
 log "== e2e: SDK client over stdio and HTTP (node --test)"
-"$NODE" --test --test-reporter=tap --test-concurrency=1 --test-timeout=600000 \
-  stdio.test.mjs http.test.mjs >"$results/sdk.tap" 2>"$results/sdk.stderr"
+"$NODE" --test --test-concurrency=1 --test-timeout=600000 \
+  --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
+  --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
+  stdio.test.mjs http.test.mjs 2>"$results/sdk.stderr"
 sdk_status=$?
-grep -E '^# (Subtest|SKIP)|^not ok|^ok|# SKIP|^# runtime' "$results/sdk.tap" | sed 's/^/  /' >&2 || true
-count() { sed -n "s/^# $1 \([0-9]*\)$/\1/p" "$results/sdk.tap" | tail -1; }
-sdk_pass=$(count pass) sdk_fail=$(count fail) sdk_cancelled=$(count cancelled) sdk_skipped=$(count skipped)
-passed=$((passed + ${sdk_pass:-0}))
-failed=$((failed + ${sdk_fail:-0} + ${sdk_cancelled:-0}))
-skipped=$((skipped + ${sdk_skipped:-0}))
-if [ "$sdk_status" -ne 0 ] && [ "${sdk_fail:-0}" -eq 0 ] && [ "${sdk_cancelled:-0}" -eq 0 ]; then
-  fail "node --test exited with $sdk_status (see $results/sdk.stderr)"
-fi
-if [ "${sdk_fail:-0}" -gt 0 ] || [ "${sdk_cancelled:-0}" -gt 0 ]; then
-  failures+=("SDK suite: see $results/sdk.tap")
-  grep -B2 -A25 '^not ok' "$results/sdk.tap" | head -150 >&2
+sed 's/^/  /' "$results/sdk.txt" >&2
+# One line per test outcome: "pass NAME", "fail NAME", "skip NAME: REASON".
+python3 - "$results/sdk.xml" >"$results/sdk.outcomes" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError) as err:
+    print(f"fail SDK suite: no JUnit report ({err})")
+    sys.exit()
+def walk(node, prefix):
+    for child in node:
+        if child.tag == "testsuite":
+            walk(child, f"{prefix}{child.get('name')} > ")
+        elif child.tag == "testcase":
+            name = prefix + child.get("name", "?")
+            skipped = child.find("skipped")
+            if child.find("failure") is not None or child.find("error") is not None:
+                print(f"fail {name}")
+            elif skipped is not None:
+                print(f"skip {name}: {skipped.get('message', 'skipped')}")
+            else:
+                print(f"pass {name}")
+walk(root, "")
+PY
+while IFS= read -r outcome; do
+  case $outcome in
+    pass\ *) passed=$((passed + 1)) ;;
+    fail\ *) fail "SDK ${outcome#fail }" ;;
+    skip\ *) skipped=$((skipped + 1)); echo "skipped: SDK ${outcome#skip }" ;;
+  esac
+done <"$results/sdk.outcomes"
+if [ "$sdk_status" -ne 0 ] && ! grep -q '^fail ' "$results/sdk.outcomes"; then
+  fail "SDK suite: node --test exited with $sdk_status (see $results/sdk.stderr)"
 fi
 
 # --- 2. Conformance against the HTTP transport.
