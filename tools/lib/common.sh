@@ -13,8 +13,15 @@ IMAGE_PACKAGES=(mmdebstrap)
 # What the tests use besides the build: skopeo and umoci make real image archives, python3's
 # data stack runs the agent on the host, docker.io is the fallback backend's daemon, procps
 # serves Docker's /top, nodejs/npm run the MCP SDK end-to-end tests, util-linux gives setpriv.
-TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas docker.io procps curl nodejs npm
+TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas docker.io procps curl
   util-linux qemu-system-x86 busybox-static)
+
+# Node.js and npm for the e2e tests: Debian's packages unless a Node.js with npm is already
+# installed (a vendor's nodejs package ships npm itself and conflicts with Debian's npm).
+ensure_node() {
+  command -v node >/dev/null && command -v npm >/dev/null && return 0
+  ensure_packages nodejs npm
+}
 
 log() { printf '%s\n' "$*" >&2; }
 
