@@ -94,6 +94,10 @@ Result<Compression> SniffCompression(const FileSection& section) {
 
 // ---- LayerReader -------------------------------------------------------------------------
 
+namespace {
+constexpr size_t kQueuedChunks = 4;  // how far (in kBufferBytes) the reading thread runs ahead
+}  // namespace
+
 Result<std::unique_ptr<LayerReader>> LayerReader::Open(const FileSection& section,
                                                        uint64_t max_uncompressed_bytes) {
   std::unique_ptr<LayerReader> reader(new LayerReader());
@@ -104,97 +108,193 @@ Result<std::unique_ptr<LayerReader>> LayerReader::Open(const FileSection& sectio
     return Fail(ErrorCode::kInvalidArgument, "layer of {} bytes exceeds the cap of {} bytes",
                 section.size, max_uncompressed_bytes);
   }
-  SBX_TRY(reader->OpenArchives());
+  if (reader->compression_ != Compression::kNone) SBX_TRY(reader->OpenDecompressor());
+  for (size_t i = 0; i < kQueuedChunks; ++i) reader->spare_.emplace_back(kBufferBytes);
+  reader->producer_ = std::thread([r = reader.get()] { r->Produce(); });
+  SBX_TRY(reader->OpenTar());
   return reader;
 }
 
-LayerReader::~LayerReader() = default;
-
-Status LayerReader::OpenArchives() {
-  stored_buffer_.resize(kBufferBytes);
-  bool compressed = compression_ != Compression::kNone;
-  if (compressed) {
-    // The "raw" format is a pass-through with no parser: it only lets the filter run.
-    decompressor_.reset(archive_read_new());
-    if (!decompressor_) return Fail(ErrorCode::kInternal, "archive_read_new failed");
-    SBX_TRY(EnableFilter(decompressor_.get(), compression_));
-    archive_read_support_format_raw(decompressor_.get());
-    if (archive_read_open(decompressor_.get(), this, nullptr, &LayerReader::ReadStored, nullptr) !=
-        ARCHIVE_OK) {
-      return Fail(ArchiveError(decompressor_.get(), "open compressed layer"));
+LayerReader::~LayerReader() {
+  if (producer_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
     }
-    archive_entry* entry = nullptr;
-    if (archive_read_next_header(decompressor_.get(), &entry) != ARCHIVE_OK) {
-      return Fail(ArchiveError(decompressor_.get(), "open compressed layer"));
-    }
-    uncompressed_buffer_.resize(kBufferBytes);
+    changed_.notify_all();
+    producer_.join();
   }
-  tar_.reset(archive_read_new());
-  if (!tar_) return Fail(ErrorCode::kInternal, "archive_read_new failed");
-  archive_read_support_format_tar(tar_.get());
-  archive_read_support_filter_none(tar_.get());
-  auto* read = compressed ? &LayerReader::ReadUncompressed : &LayerReader::ReadStored;
-  if (archive_read_open(tar_.get(), this, nullptr, read, nullptr) != ARCHIVE_OK) {
-    return Fail(ArchiveError(tar_.get(), "open layer tar"));
+}
+
+Status LayerReader::OpenDecompressor() {
+  // The "raw" format is a pass-through with no parser: it only lets the filter run.
+  stored_buffer_.resize(kBufferBytes);
+  decompressor_.reset(archive_read_new());
+  if (!decompressor_) return Fail(ErrorCode::kInternal, "archive_read_new failed");
+  SBX_TRY(EnableFilter(decompressor_.get(), compression_));
+  archive_read_support_format_raw(decompressor_.get());
+  archive_entry* entry = nullptr;
+  if (archive_read_open(decompressor_.get(), this, nullptr, &LayerReader::ReadStored, nullptr) !=
+          ARCHIVE_OK ||
+      archive_read_next_header(decompressor_.get(), &entry) != ARCHIVE_OK) {
+    return Fail(ErrorCode::kInvalidArgument, "open compressed layer: {}",
+                ArchiveMessage(decompressor_.get()));
   }
   return {};
 }
 
-la_ssize_t LayerReader::ReadStored(archive*, void* self, const void** buffer) {
-  return static_cast<LayerReader*>(self)->ReadStoredImpl(buffer);
-}
-
-la_ssize_t LayerReader::ReadUncompressed(archive*, void* self, const void** buffer) {
-  return static_cast<LayerReader*>(self)->ReadUncompressedImpl(buffer);
-}
-
-la_ssize_t LayerReader::ReadStoredImpl(const void** buffer) {
-  uint64_t remaining = section_.size - stored_read_;
-  if (remaining == 0) return 0;
-  size_t want = static_cast<size_t>(std::min<uint64_t>(stored_buffer_.size(), remaining));
-  ssize_t n = PreadSome(section_.fd, stored_buffer_.data(), want, section_.offset + stored_read_);
-  if (n < 0) {
-    callback_error_ = SysError("pread", "layer");
-    return -1;
+Status LayerReader::OpenTar() {
+  tar_.reset(archive_read_new());
+  if (!tar_) return Fail(ErrorCode::kInternal, "archive_read_new failed");
+  archive_read_support_format_tar(tar_.get());
+  archive_read_support_filter_none(tar_.get());
+  if (archive_read_open(tar_.get(), this, nullptr, &LayerReader::ReadChunk, nullptr) !=
+      ARCHIVE_OK) {
+    return Fail(TarError("open layer tar"));
   }
-  if (n == 0) {
-    callback_error_ =
-        MakeError(ErrorCode::kInvalidArgument, "layer truncated: {} of {} bytes present",
-                  stored_read_, section_.size);
-    return -1;
-  }
-  auto got = static_cast<size_t>(n);
-  stored_hash_.Update(stored_buffer_.data(), got);
-  stored_read_ += got;
-  if (compression_ == Compression::kNone) uncompressed_read_ += got;
-  if (progress_) progress_(stored_read_);
-  *buffer = stored_buffer_.data();
-  return static_cast<la_ssize_t>(got);
+  return {};
 }
 
-la_ssize_t LayerReader::ReadUncompressedImpl(const void** buffer) {
-  la_ssize_t n = archive_read_data(decompressor_.get(), uncompressed_buffer_.data(),
-                                   uncompressed_buffer_.size());
+void LayerReader::Produce() {
+  std::optional<Error> error;
+  for (;;) {
+    Chunk chunk;
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return stop_ || !spare_.empty(); });
+      if (stop_) return;
+      chunk = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    auto produced = ProduceChunk(chunk);
+    if (!produced) {
+      error = std::move(produced.error());
+      break;
+    }
+    if (*produced == 0) break;
+    chunk.resize(*produced);
+    {
+      std::lock_guard lock(mutex_);
+      ready_.push_back(std::move(chunk));
+      stored_progress_ = stored_read_;
+    }
+    changed_.notify_all();
+  }
+  if (!error && compression_ != Compression::kNone) {
+    // Whatever follows the compressed stream is part of the blob, so of its digest.
+    for (;;) {
+      la_ssize_t n = ReadStoredInto(stored_buffer_.data(), stored_buffer_.size());
+      if (n < 0) {
+        error = *stored_error_;
+        break;
+      }
+      if (n == 0) break;
+    }
+  }
+  LayerDigests digests;
+  if (!error) {
+    digests.blob_hex = stored_hash_.FinishHex();
+    digests.diff_id_hex =
+        compression_ == Compression::kNone ? digests.blob_hex : uncompressed_hash_.FinishHex();
+    digests.compressed_bytes = stored_read_;
+    digests.uncompressed_bytes = uncompressed_read_;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    producer_error_ = std::move(error);
+    digests_ = std::move(digests);
+    stored_progress_ = stored_read_;
+    produced_all_ = true;
+  }
+  changed_.notify_all();
+}
+
+Result<size_t> LayerReader::ProduceChunk(Chunk& chunk) {
+  chunk.resize(kBufferBytes);
+  if (compression_ == Compression::kNone) {
+    la_ssize_t n = ReadStoredInto(chunk.data(), chunk.size());
+    if (n < 0) return Fail(*stored_error_);
+    uncompressed_read_ += static_cast<uint64_t>(n);
+    return static_cast<size_t>(n);
+  }
+  la_ssize_t n = archive_read_data(decompressor_.get(), chunk.data(), chunk.size());
   if (n < 0) {
-    if (!callback_error_) callback_error_ = ArchiveError(decompressor_.get(), "decompress layer");
-    return -1;
+    return Fail(ErrorCode::kInvalidArgument, "decompress layer: {}",
+                ArchiveMessage(decompressor_.get()));
   }
   auto got = static_cast<uint64_t>(n);
   if (uncompressed_read_ + got > max_uncompressed_) {
-    callback_error_ = MakeError(ErrorCode::kInvalidArgument,
-                                "layer expands beyond the cap of {} bytes (compression bomb?)",
-                                max_uncompressed_);
-    return -1;
+    return Fail(ErrorCode::kInvalidArgument,
+                "layer expands beyond the cap of {} bytes (compression bomb?)", max_uncompressed_);
   }
   uncompressed_read_ += got;
-  uncompressed_hash_.Update(uncompressed_buffer_.data(), static_cast<size_t>(got));
-  *buffer = uncompressed_buffer_.data();
+  uncompressed_hash_.Update(chunk.data(), static_cast<size_t>(got));
+  return static_cast<size_t>(got);
+}
+
+la_ssize_t LayerReader::ReadStored(archive* a, void* self, const void** buffer) {
+  auto* reader = static_cast<LayerReader*>(self);
+  la_ssize_t n =
+      reader->ReadStoredInto(reader->stored_buffer_.data(), reader->stored_buffer_.size());
+  if (n < 0) archive_set_error(a, EIO, "%s", reader->stored_error_->message.c_str());
+  *buffer = reader->stored_buffer_.data();
   return n;
 }
 
-Error LayerReader::ArchiveError(archive* a, std::string_view what) const {
+la_ssize_t LayerReader::ReadStoredInto(char* buffer, size_t size) {
+  uint64_t remaining = section_.size - stored_read_;
+  if (remaining == 0) return 0;
+  size_t want = static_cast<size_t>(std::min<uint64_t>(size, remaining));
+  ssize_t n = PreadSome(section_.fd, buffer, want, section_.offset + stored_read_);
+  if (n < 0) {
+    stored_error_ = SysError("pread", "layer");
+    return -1;
+  }
+  if (n == 0) {  // the file got shorter than its size said
+    stored_error_ = MakeError(ErrorCode::kInvalidArgument, "layer truncated: {} of {} bytes",
+                              stored_read_, section_.size);
+    return -1;
+  }
+  auto got = static_cast<size_t>(n);
+  stored_hash_.Update(buffer, got);
+  stored_read_ += got;
+  return static_cast<la_ssize_t>(got);
+}
+
+la_ssize_t LayerReader::ReadChunk(archive*, void* self, const void** buffer) {
+  return static_cast<LayerReader*>(self)->NextChunk(buffer);
+}
+
+la_ssize_t LayerReader::NextChunk(const void** buffer) {
+  uint64_t progress = 0;
+  {
+    std::unique_lock lock(mutex_);
+    // The chunk libarchive had is done with: the reading thread may refill it.
+    if (!current_.empty()) {
+      spare_.push_back(std::move(current_));
+      current_ = Chunk();
+      changed_.notify_all();
+    }
+    changed_.wait(lock, [this] { return !ready_.empty() || produced_all_; });
+    if (ready_.empty()) {
+      if (producer_error_) {
+        callback_error_ = producer_error_;
+        return -1;
+      }
+      return 0;
+    }
+    current_ = std::move(ready_.front());
+    ready_.pop_front();
+    progress = stored_progress_;
+  }
+  if (progress_) progress_(progress);
+  *buffer = current_.data();
+  return static_cast<la_ssize_t>(current_.size());
+}
+
+Error LayerReader::TarError(std::string_view what) {
   if (callback_error_) return Error(*callback_error_).Context(what);
-  return MakeError(ErrorCode::kInvalidArgument, "{}: {}", what, ArchiveMessage(a));
+  return MakeError(ErrorCode::kInvalidArgument, "{}: {}", what, ArchiveMessage(tar_.get()));
 }
 
 Result<archive_entry*> LayerReader::NextEntry() {
@@ -206,7 +306,7 @@ Result<archive_entry*> LayerReader::NextEntry() {
     spdlog::debug("layer entry: {}", ArchiveMessage(tar_.get()));
     return entry;
   }
-  if (r != ARCHIVE_OK) return Fail(ArchiveError(tar_.get(), "read layer entry"));
+  if (r != ARCHIVE_OK) return Fail(TarError("read layer entry"));
   return entry;
 }
 
@@ -215,36 +315,24 @@ Result<LayerReader::Block> LayerReader::NextDataBlock() {
   la_int64_t offset = 0;
   int r = archive_read_data_block(tar_.get(), &block.data, &block.size, &offset);
   if (r == ARCHIVE_EOF) return Block{};
-  if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-    return Fail(ArchiveError(tar_.get(), "read layer data"));
-  }
+  if (r != ARCHIVE_OK && r != ARCHIVE_WARN) return Fail(TarError("read layer data"));
   block.offset = offset;
   return block;
 }
 
 Result<LayerDigests> LayerReader::Finish() {
-  const void* ignored = nullptr;
-  bool compressed = compression_ != Compression::kNone;
   // What follows the end-of-archive blocks is part of the uncompressed stream and so of the
-  // diff_id; what follows the compressed stream is part of the blob and so of its digest.
+  // diff_id: take every remaining chunk.
+  const void* ignored = nullptr;
   for (;;) {
-    la_ssize_t n = compressed ? ReadUncompressedImpl(&ignored) : ReadStoredImpl(&ignored);
-    if (n < 0) return Fail(ArchiveError(tar_.get(), "read layer"));
+    la_ssize_t n = NextChunk(&ignored);
+    if (n < 0) return Fail(TarError("read layer"));
     if (n == 0) break;
   }
-  if (compressed) {
-    for (;;) {
-      la_ssize_t n = ReadStoredImpl(&ignored);
-      if (n < 0) return Fail(ArchiveError(decompressor_.get(), "read layer"));
-      if (n == 0) break;
-    }
-  }
-  LayerDigests digests;
-  digests.blob_hex = stored_hash_.FinishHex();
-  digests.diff_id_hex = compressed ? uncompressed_hash_.FinishHex() : digests.blob_hex;
-  digests.compressed_bytes = stored_read_;
-  digests.uncompressed_bytes = uncompressed_read_;
-  return digests;
+  producer_.join();
+  std::lock_guard lock(mutex_);
+  if (producer_error_) return Fail(Error(*producer_error_).Context("read layer"));
+  return digests_;
 }
 
 // ---- outer archives ----------------------------------------------------------------------

@@ -7,12 +7,16 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "rootfs/digest.h"
@@ -43,14 +47,16 @@ struct LayerDigests {
 };
 
 // One layer as a stream of tar entries, hashing both the stored and the uncompressed bytes
-// while they pass, so every byte is hashed exactly once and nothing is read twice.
+// while they pass, so every byte is read and hashed exactly once. Reading, hashing and
+// decompressing run in a thread of their own, a few MiB ahead of the entries being written
+// (as `gzip -d | tar -x` would); entries and data are consumed on the caller's thread.
 class LayerReader {
  public:
   // Fails as soon as the uncompressed stream exceeds `max_uncompressed_bytes` (a gzip bomb
   // stops there, not when the disk is full).
   static Result<std::unique_ptr<LayerReader>> Open(const FileSection& section,
                                                    uint64_t max_uncompressed_bytes);
-  ~LayerReader();
+  ~LayerReader();  // stops the reading thread
   LayerReader(const LayerReader&) = delete;
   LayerReader& operator=(const LayerReader&) = delete;
 
@@ -70,36 +76,59 @@ class LayerReader {
   Result<LayerDigests> Finish();
 
   Compression compression() const { return compression_; }
-  // Stored bytes read so far; `progress` is called with it after each read.
-  uint64_t stored_bytes_read() const { return stored_read_; }
+  // Called on the caller's thread with the stored bytes read so far, about once per MiB.
   void set_progress(std::function<void(uint64_t)> progress) { progress_ = std::move(progress); }
 
  private:
-  LayerReader() = default;
-  Status OpenArchives();
-  // libarchive client callbacks: the stored bytes (pread), and the uncompressed bytes.
-  static la_ssize_t ReadStored(archive* a, void* self, const void** buffer);
-  static la_ssize_t ReadUncompressed(archive* a, void* self, const void** buffer);
-  la_ssize_t ReadStoredImpl(const void** buffer);
-  la_ssize_t ReadUncompressedImpl(const void** buffer);
-  Error ArchiveError(archive* a, std::string_view what) const;
-
+  using Chunk = std::vector<char>;
   struct ArchiveDeleter {
     void operator()(archive* a) const { archive_read_free(a); }
   };
+
+  LayerReader() = default;
+  Status OpenDecompressor();
+  Status OpenTar();
+
+  // The reading thread: fills chunks of the uncompressed stream until its end or an error.
+  void Produce();
+  Result<size_t> ProduceChunk(Chunk& chunk);
+  // pread of the stored bytes, hashed; the decompressor's libarchive callback.
+  static la_ssize_t ReadStored(archive* a, void* self, const void** buffer);
+  la_ssize_t ReadStoredInto(char* buffer, size_t size);
+  // The tar reader's libarchive callback: the next chunk from the reading thread.
+  static la_ssize_t ReadChunk(archive* a, void* self, const void** buffer);
+  la_ssize_t NextChunk(const void** buffer);
+  Error TarError(std::string_view what);
 
   FileSection section_;
   Compression compression_ = Compression::kNone;
   uint64_t max_uncompressed_ = 0;
   std::unique_ptr<archive, ArchiveDeleter> decompressor_;  // raw "format" + one filter
   std::unique_ptr<archive, ArchiveDeleter> tar_;
-  std::vector<char> stored_buffer_;
-  std::vector<char> uncompressed_buffer_;
+
+  // Owned by the reading thread until it is done.
+  Chunk stored_buffer_;
+  std::optional<Error> stored_error_;  // why ReadStoredInto failed
   uint64_t stored_read_ = 0;
   uint64_t uncompressed_read_ = 0;
   Sha256 stored_hash_;
   Sha256 uncompressed_hash_;
-  std::optional<Error> callback_error_;  // the real cause when a callback made libarchive fail
+  std::thread producer_;
+
+  // Shared, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Chunk> ready_;  // filled, in stream order
+  std::vector<Chunk> spare_;
+  bool produced_all_ = false;
+  bool stop_ = false;
+  std::optional<Error> producer_error_;
+  uint64_t stored_progress_ = 0;
+  LayerDigests digests_;  // set when produced_all_
+
+  // The caller's thread.
+  Chunk current_;  // the chunk libarchive's tar reader is parsing
+  std::optional<Error> callback_error_;
   std::function<void(uint64_t)> progress_;
 };
 

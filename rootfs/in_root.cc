@@ -37,7 +37,7 @@ struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
 
-Status RemoveChildren(int dir_fd) {
+Status RemoveChildren(int dir_fd, uint64_t* freed_bytes) {
   int dup_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
   if (dup_fd < 0) return FailSys("fcntl(F_DUPFD_CLOEXEC)");
   std::unique_ptr<DIR, DirCloser> dir(::fdopendir(dup_fd));
@@ -55,21 +55,25 @@ Status RemoveChildren(int dir_fd) {
     if (name != "." && name != "..") names.emplace_back(name);
   }
   if (errno != 0) return FailSys("readdir");
-  for (const auto& name : names) SBX_TRY(RemoveTreeAt(dir_fd, name));
+  for (const auto& name : names) SBX_TRY(RemoveTreeAt(dir_fd, name, freed_bytes));
   return {};
 }
 
 }  // namespace
 
-Status RemoveTreeAt(int dir_fd, const std::string& name) {
+Status RemoveTreeAt(int dir_fd, const std::string& name, uint64_t* freed_bytes) {
   struct stat st {};
   if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return {};
     return FailSys("fstatat", name);
   }
   if (!S_ISDIR(st.st_mode)) {
-    if (::unlinkat(dir_fd, name.c_str(), 0) != 0 && errno != ENOENT) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) != 0) {
+      if (errno == ENOENT) return {};
       return FailSys("unlinkat", name);
+    }
+    if (freed_bytes != nullptr && S_ISREG(st.st_mode) && st.st_nlink == 1) {
+      *freed_bytes += static_cast<uint64_t>(st.st_size);
     }
     return {};
   }
@@ -87,7 +91,7 @@ Status RemoveTreeAt(int dir_fd, const std::string& name) {
     if ((st.st_mode & S_IRWXU) != S_IRWXU && ::fchmod(child.get(), 0700) != 0) {
       return FailSys("fchmod", name);
     }
-    if (auto status = RemoveChildren(child.get()); !status) {
+    if (auto status = RemoveChildren(child.get(), freed_bytes); !status) {
       return Fail(std::move(status.error()).Context(name));
     }
   }

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 #include "runtime/base/fd.h"
@@ -24,8 +25,9 @@ Result<Fd> OpenInRoot(int root_fd, const std::string& path, int flags, mode_t mo
                       Confinement confinement = Confinement::kTree);
 
 // rm -rf of `name` inside `dir_fd`: never follows symlinks, handles read-only directories.
-// A missing entry is not an error.
-Status RemoveTreeAt(int dir_fd, const std::string& name);
+// A missing entry is not an error. Adds to `*freed_bytes` (if given) the size of the regular
+// files whose last link went.
+Status RemoveTreeAt(int dir_fd, const std::string& name, uint64_t* freed_bytes = nullptr);
 
 // The path of an open directory as the kernel names it (readlink of /proc/self/fd/N).
 Result<std::string> FdPath(int fd);

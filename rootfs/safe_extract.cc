@@ -214,7 +214,10 @@ Result<bool> LayerApplier::RemoveExisting(const Parent& parent, const std::strin
   std::unique_ptr<Parent> keep_alive;
   if (cached_parent_.get() == &parent) keep_alive = std::move(cached_parent_);
   cached_parent_.reset();
-  SBX_TRY(RemoveTreeAt(parent.fd.get(), name));
+  uint64_t freed = 0;
+  auto status = RemoveTreeAt(parent.fd.get(), name, &freed);
+  stats_.tree_bytes -= std::min(stats_.tree_bytes, freed);
+  SBX_TRY(status);
   if (keep_alive) cached_parent_ = std::move(keep_alive);
   return false;
 }
@@ -237,7 +240,10 @@ Status LayerApplier::ApplyOpaque(const EntryPath& path) {
   cached_parent_.reset();
   if (path.parts.size() == 1) {
     SBX_ASSIGN_OR_RETURN(Fd root, OpenInRoot(root_.get(), "", O_RDONLY | O_DIRECTORY));
-    return ClearLowerEntries(root.get(), "", keep);
+    uint64_t freed = 0;
+    auto status = ClearLowerEntries(root.get(), "", keep, &freed);
+    stats_.tree_bytes -= std::min(stats_.tree_bytes, freed);
+    return status;
   }
   // The opaque directory is the marker's parent.
   EntryPath dir_path{{path.parts.begin(), path.parts.end() - 1}};
@@ -249,7 +255,9 @@ Status LayerApplier::ApplyOpaque(const EntryPath& path) {
   if (!dir) return {};
   std::string canonical = Key(parent->canonical, dir_path.Base());
   cached_parent_.reset();
-  auto status = ClearLowerEntries(dir.get(), canonical, keep);
+  uint64_t freed = 0;
+  auto status = ClearLowerEntries(dir.get(), canonical, keep, &freed);
+  stats_.tree_bytes -= std::min(stats_.tree_bytes, freed);
   if (!status) return Fail(EntryError(std::move(status.error()), path.Joined()));
   return {};
 }
@@ -340,6 +348,7 @@ Status LayerApplier::CreateFile(LayerReader& layer, const Parent& parent, const 
   timespec times[2] = {EntryMtime(entry), EntryMtime(entry)};
   if (::futimens(fd.get(), times) != 0) return FailSys("futimens", name);
   ++stats_.files;
+  stats_.tree_bytes += size;
   return {};
 }
 
@@ -416,7 +425,9 @@ Status LayerApplier::EnsureDirectory(const std::string& path) {
     if (!is_dir) {
       // Missing, or a file or symlink ("tmp -> var/tmp"): a mount point must be a real
       // directory, or the mount would land wherever the symlink points.
-      SBX_TRY(RemoveTreeAt(dir_fd, part));
+      uint64_t freed = 0;
+      SBX_TRY(RemoveTreeAt(dir_fd, part, &freed));
+      stats_.tree_bytes -= std::min(stats_.tree_bytes, freed);
       if (::mkdirat(dir_fd, part.c_str(), 0755) != 0) return FailSys("mkdirat", child);
       dir_attrs_[child] = DirAttrs{};
     }

@@ -43,7 +43,8 @@ struct ExtractStats {
   uint64_t symlinks = 0;
   uint64_t hardlinks = 0;
   uint64_t whiteouts = 0;
-  uint64_t file_bytes = 0;
+  uint64_t file_bytes = 0;       // data written
+  uint64_t tree_bytes = 0;       // size of the regular files in the tree (hardlinks once)
   uint64_t skipped_special = 0;  // devices, fifos, sockets
   uint64_t skipped_links = 0;    // hardlinks to nothing or to non-regular files
   uint64_t stripped_setid = 0;

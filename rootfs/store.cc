@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -98,32 +97,6 @@ Result<std::vector<std::string>> ListDirNames(const std::string& path) {
   }
   ::closedir(dir);
   return names;
-}
-
-// The apparent size of a tree (regular files and symlinks, hardlinks counted once).
-uint64_t TreeSize(int dir_fd, std::unordered_set<ino_t>& seen) {
-  uint64_t total = 0;
-  int dup_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-  if (dup_fd < 0) return 0;
-  DIR* dir = ::fdopendir(dup_fd);
-  if (dir == nullptr) {
-    ::close(dup_fd);
-    return 0;
-  }
-  while (dirent* entry = ::readdir(dir)) {
-    std::string_view name = entry->d_name;
-    if (name == "." || name == "..") continue;
-    struct stat st {};
-    if (::fstatat(dir_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
-      Fd child(::openat(dir_fd, entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (child) total += TreeSize(child.get(), seen);
-    } else if (S_ISLNK(st.st_mode) || st.st_nlink == 1 || seen.insert(st.st_ino).second) {
-      total += static_cast<uint64_t>(st.st_size);
-    }
-  }
-  ::closedir(dir);
-  return total;
 }
 
 }  // namespace
@@ -273,14 +246,8 @@ Status Unpack(const StorePaths& paths, const ResolvedImage& image, const std::st
   }
   SBX_TRY(applier->Finish());
 
-  uint64_t size_bytes = 0;
-  {
-    Fd root(::open(rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!root) return FailSys("open", rootfs);
-    std::unordered_set<ino_t> seen;
-    size_bytes = TreeSize(root.get(), seen);
-  }
   const ExtractStats& stats = applier->stats();
+  const uint64_t size_bytes = stats.tree_bytes;  // counted while unpacking: no second walk
   Json meta = {
       {"digest", Sha256Digest(image.config_hex)},
       {"created", image.config.created.empty() ? NowRfc3339() : image.config.created},

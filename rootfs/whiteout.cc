@@ -72,7 +72,8 @@ Result<WhiteoutName> ClassifyWhiteout(const EntryPath& path) {
 }
 
 Status ClearLowerEntries(int dir_fd, const std::string& dir_path,
-                         const std::function<bool(const std::string&)>& keep) {
+                         const std::function<bool(const std::string&)>& keep,
+                         uint64_t* freed_bytes) {
   SBX_ASSIGN_OR_RETURN(auto names, ListDir(dir_fd));
   for (const auto& name : names) {
     std::string path = dir_path.empty() ? name : dir_path + "/" + name;
@@ -82,7 +83,10 @@ Status ClearLowerEntries(int dir_fd, const std::string& dir_path,
       return FailSys("fstatat", path);
     }
     if (!S_ISDIR(st.st_mode)) {
-      if (!kept && ::unlinkat(dir_fd, name.c_str(), 0) != 0) return FailSys("unlinkat", path);
+      if (kept) continue;
+      if (::unlinkat(dir_fd, name.c_str(), 0) != 0) return FailSys("unlinkat", path);
+      if (S_ISREG(st.st_mode) && st.st_nlink == 1)
+        *freed_bytes += static_cast<uint64_t>(st.st_size);
       continue;
     }
     // A directory: drop its lower entries; it stays if this layer made it or still has
@@ -91,7 +95,7 @@ Status ClearLowerEntries(int dir_fd, const std::string& dir_path,
     {
       Fd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!child) return FailSys("openat", path);
-      SBX_TRY(ClearLowerEntries(child.get(), path, keep));
+      SBX_TRY(ClearLowerEntries(child.get(), path, keep, freed_bytes));
       SBX_ASSIGN_OR_RETURN(auto left, ListDir(child.get()));
       empty = left.empty();
     }

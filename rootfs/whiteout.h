@@ -4,6 +4,7 @@
 // and the deletions they cause.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -33,8 +34,10 @@ Result<WhiteoutName> ClassifyWhiteout(const EntryPath& path);
 // is asked for each entry (path relative to the image root, like "usr/share/x") and is true
 // for entries the current layer made: those stay, and so do directories that still hold such
 // entries. Directories the layer made are emptied of lower entries too (they replaced the
-// lower directory). Never follows symlinks.
+// lower directory). Never follows symlinks. Adds the size of the regular files whose last link
+// went to `*freed_bytes`.
 Status ClearLowerEntries(int dir_fd, const std::string& dir_path,
-                         const std::function<bool(const std::string&)>& keep);
+                         const std::function<bool(const std::string&)>& keep,
+                         uint64_t* freed_bytes);
 
 }  // namespace sandbox::rootfs

@@ -3,6 +3,9 @@
 // archives written by umoci and skopeo.
 #include <sys/stat.h>
 
+#include <filesystem>
+#include <set>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -131,10 +134,28 @@ rootfs::StoredImage ImportInto(const std::string& state_dir, const std::string& 
   return *image;
 }
 
+// The apparent size of the regular files, each inode once.
+uint64_t FileBytes(const std::string& root) {
+  uint64_t total = 0;
+  std::set<ino_t> seen;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::end(it); it.increment(ec)) {
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        seen.insert(st.st_ino).second) {
+      total += static_cast<uint64_t>(st.st_size);
+    }
+  }
+  return total;
+}
+
 void CheckTree(const rootfs::StoredImage& image, const Tree& expected) {
   Tree actual = Snapshot(image.rootfs, MountPointPaths());
   INFO(DiffTrees(expected, actual));
   CHECK(actual == expected);
+  // The size the store reports is counted while unpacking, deletions and hardlinks included.
+  CHECK(image.size_bytes == FileBytes(image.rootfs));
 }
 
 bool HaveTool(const char* tool) {
