@@ -15,14 +15,14 @@ namespace sandbox {
 
 // Everything a backend needs to start one sandbox. Plain data.
 struct SandboxSpec {
-  std::string session_id;         // "sess_" + 12 hex; names cgroups, containers, labels
-  std::string image_name;         // the store name or digest it came from (labels, Docker image)
-  std::string rootfs;             // host path of the unpacked image rootfs (namespace backend)
-  std::vector<std::string> env;   // KEY=VALUE from the image config, plus ours
+  std::string session_id;        // "sess_" + 12 hex; names cgroups, containers, labels
+  std::string image_name;        // the store name or digest it came from (labels, Docker image)
+  std::string rootfs;            // host path of the unpacked image rootfs (namespace backend)
+  std::vector<std::string> env;  // KEY=VALUE from the image config, plus ours
   std::string workdir = "/mnt/data";
   Limits limits;
-  std::string agent_dir;          // host dir holding sandbox-init and worker.py, seen at /.sandbox
-  std::string wheelhouse;         // optional host dir, mounted read-only at /mnt/wheelhouse
+  std::string agent_dir;   // host dir holding sandbox-init and worker.py, seen at /.sandbox
+  std::string wheelhouse;  // optional host dir, mounted read-only at /mnt/wheelhouse
   // Docker backend only: the image reference in the daemon ("" = image_name), and the
   // docker-save / OCI archive (`image build` output) to POST /images/load when the daemon
   // lacks that image ("" = none: a missing image is an error).
@@ -35,7 +35,7 @@ struct SandboxUsage {
   uint64_t memory_bytes = 0;
   uint64_t memory_peak_bytes = 0;
   uint32_t pids = 0;
-  uint64_t oom_kills = 0;   // processes killed for hitting the memory limit, since start
+  uint64_t oom_kills = 0;  // processes killed for hitting the memory limit, since start
   double cpu_seconds = 0;
 };
 

@@ -9,13 +9,13 @@
 namespace sandbox {
 
 struct Limits {
-  uint64_t memory_bytes = 512ull << 20;  // SANDBOX_MEMORY_LIMIT
-  double cpus = 1.0;                     // SANDBOX_CPU_LIMIT (CPU time per wall second)
-  uint32_t pids = 256;                   // SANDBOX_PIDS_LIMIT
-  uint64_t disk_bytes = 1ull << 30;      // SANDBOX_DISK_LIMIT: size of the /mnt/data tmpfs
-  uint64_t tmp_bytes = 256ull << 20;     // size of the /tmp tmpfs
-  uint32_t open_files = 1024;            // RLIMIT_NOFILE
-  uint64_t file_size_bytes = 1ull << 30; // RLIMIT_FSIZE
+  uint64_t memory_bytes = 512ull << 20;   // SANDBOX_MEMORY_LIMIT
+  double cpus = 1.0;                      // SANDBOX_CPU_LIMIT (CPU time per wall second)
+  uint32_t pids = 256;                    // SANDBOX_PIDS_LIMIT
+  uint64_t disk_bytes = 1ull << 30;       // SANDBOX_DISK_LIMIT: size of the /mnt/data tmpfs
+  uint64_t tmp_bytes = 256ull << 20;      // size of the /tmp tmpfs
+  uint32_t open_files = 1024;             // RLIMIT_NOFILE
+  uint64_t file_size_bytes = 1ull << 30;  // RLIMIT_FSIZE
 };
 
 // How a limit is enforced for one sandbox.

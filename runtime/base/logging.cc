@@ -37,8 +37,7 @@ Status InitLogging(const LogOptions& options) {
     }
   }
   if (options.format == "json") {
-    logger->set_pattern(
-        R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","pid":%P,"msg":"%v"})");
+    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","pid":%P,"msg":"%v"})");
   } else {
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   }

@@ -9,9 +9,9 @@
 namespace sandbox {
 
 struct LogOptions {
-  std::string level = "info";     // trace|debug|info|warn|error|critical|off
-  std::string file;               // empty: stderr
-  std::string format = "console"; // console|json
+  std::string level = "info";      // trace|debug|info|warn|error|critical|off
+  std::string file;                // empty: stderr
+  std::string format = "console";  // console|json
 };
 
 // Validates the options and installs the default spdlog logger. Safe to call again.

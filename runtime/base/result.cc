@@ -4,24 +4,42 @@ namespace sandbox {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInternal: return "internal";
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kInvalidSessionId: return "invalid_session_id";
-    case ErrorCode::kSessionNotFound: return "session_not_found";
-    case ErrorCode::kSessionBusy: return "session_busy";
-    case ErrorCode::kMaxSessions: return "max_sessions";
-    case ErrorCode::kCodeTooLarge: return "code_too_large";
-    case ErrorCode::kUploadTooLarge: return "upload_too_large";
-    case ErrorCode::kInvalidPath: return "invalid_path";
-    case ErrorCode::kInvalidFilename: return "invalid_filename";
-    case ErrorCode::kFileExists: return "file_exists";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kArtifactTooLarge: return "artifact_too_large";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kOom: return "oom";
-    case ErrorCode::kCancelled: return "cancelled";
-    case ErrorCode::kSandboxUnavailable: return "sandbox_unavailable";
-    case ErrorCode::kInstallFailed: return "install_failed";
+    case ErrorCode::kInternal:
+      return "internal";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kInvalidSessionId:
+      return "invalid_session_id";
+    case ErrorCode::kSessionNotFound:
+      return "session_not_found";
+    case ErrorCode::kSessionBusy:
+      return "session_busy";
+    case ErrorCode::kMaxSessions:
+      return "max_sessions";
+    case ErrorCode::kCodeTooLarge:
+      return "code_too_large";
+    case ErrorCode::kUploadTooLarge:
+      return "upload_too_large";
+    case ErrorCode::kInvalidPath:
+      return "invalid_path";
+    case ErrorCode::kInvalidFilename:
+      return "invalid_filename";
+    case ErrorCode::kFileExists:
+      return "file_exists";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kArtifactTooLarge:
+      return "artifact_too_large";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kOom:
+      return "oom";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kSandboxUnavailable:
+      return "sandbox_unavailable";
+    case ErrorCode::kInstallFailed:
+      return "install_failed";
   }
   return "internal";
 }

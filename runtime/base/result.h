@@ -44,7 +44,8 @@ struct Error {
   std::string message;
   int sys_errno = 0;  // errno at the failing call; 0 when the failure was not a system call
 
-  // Prefixes context: Error{"open(x): ENOENT"}.Context("load image") -> "load image: open(x): ENOENT".
+  // Prefixes context: Error{"open(x): ENOENT"}.Context("load image") -> "load image: open(x):
+  // ENOENT".
   Error Context(std::string_view what) && {
     message = fmt::format("{}: {}", what, message);
     return std::move(*this);
@@ -83,17 +84,18 @@ inline tl::unexpected<Error> FailSys(std::string_view call, std::string_view arg
 }
 
 // Propagates an error out of the enclosing function returning Result<...>/Status.
-#define SBX_TRY(expr)                                                         \
-  do {                                                                        \
-    auto&& sbx_try_result_ = (expr);                                          \
+#define SBX_TRY(expr)                                                                \
+  do {                                                                               \
+    auto&& sbx_try_result_ = (expr);                                                 \
     if (!sbx_try_result_) return tl::unexpected(std::move(sbx_try_result_).error()); \
   } while (0)
 
 // Assigns the value of a Result to `lhs`, or propagates its error.
-#define SBX_ASSIGN_OR_RETURN(lhs, expr) SBX_ASSIGN_OR_RETURN_IMPL(SBX_CONCAT(sbx_r_, __LINE__), lhs, expr)
-#define SBX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)                 \
-  auto tmp = (expr);                                              \
-  if (!tmp) return tl::unexpected(std::move(tmp).error());        \
+#define SBX_ASSIGN_OR_RETURN(lhs, expr) \
+  SBX_ASSIGN_OR_RETURN_IMPL(SBX_CONCAT(sbx_r_, __LINE__), lhs, expr)
+#define SBX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)          \
+  auto tmp = (expr);                                       \
+  if (!tmp) return tl::unexpected(std::move(tmp).error()); \
   lhs = std::move(*tmp)
 #define SBX_CONCAT(a, b) SBX_CONCAT_IMPL(a, b)
 #define SBX_CONCAT_IMPL(a, b) a##b

@@ -19,15 +19,26 @@ Result<uint64_t> ParseBytes(std::string_view text) {
     return Fail(ErrorCode::kInvalidArgument, "'{}' is not a size (e.g. 512m, 1g, 4096)", text);
   }
   std::string suffix;
-  for (char c : digits.substr(end)) suffix += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : digits.substr(end))
+    suffix += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   unsigned shift = 0;
   if (!suffix.empty()) {
     switch (suffix[0]) {
-      case 'k': shift = 10; break;
-      case 'm': shift = 20; break;
-      case 'g': shift = 30; break;
-      case 't': shift = 40; break;
-      case 'b': shift = 0; break;
+      case 'k':
+        shift = 10;
+        break;
+      case 'm':
+        shift = 20;
+        break;
+      case 'g':
+        shift = 30;
+        break;
+      case 't':
+        shift = 40;
+        break;
+      case 'b':
+        shift = 0;
+        break;
       default:
         return Fail(ErrorCode::kInvalidArgument, "'{}' has an unknown size suffix (use k, m, g)",
                     text);

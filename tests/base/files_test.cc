@@ -1,8 +1,9 @@
+#include "runtime/base/files.h"
+
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
-#include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
 using sandbox::testing::TempDir;

@@ -1,8 +1,8 @@
+#include "runtime/base/result.h"
+
 #include <fcntl.h>
 
 #include <catch2/catch.hpp>
-
-#include "runtime/base/result.h"
 
 using sandbox::ErrorCode;
 

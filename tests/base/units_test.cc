@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "runtime/base/units.h"
+
+#include <catch2/catch.hpp>
 
 TEST_CASE("sizes parse with binary suffixes", "[unit]") {
   CHECK(*sandbox::ParseBytes("4096") == 4096);
@@ -13,7 +13,8 @@ TEST_CASE("sizes parse with binary suffixes", "[unit]") {
 }
 
 TEST_CASE("bad sizes are refused with the text in the message", "[unit]") {
-  for (const char* bad : {"", "m", "-1", "1x", "1mm", "1.5g", "99999999999999999999", "20000000000t"}) {
+  for (const char* bad :
+       {"", "m", "-1", "1x", "1mm", "1.5g", "99999999999999999999", "20000000000t"}) {
     auto parsed = sandbox::ParseBytes(bad);
     INFO(bad);
     REQUIRE_FALSE(parsed);

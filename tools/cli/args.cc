@@ -4,8 +4,7 @@
 
 namespace sandbox::cli {
 
-Args::Args(std::string command, std::set<std::string> value_flags,
-           std::set<std::string> bool_flags)
+Args::Args(std::string command, std::set<std::string> value_flags, std::set<std::string> bool_flags)
     : command_(std::move(command)),
       value_flags_(std::move(value_flags)),
       bool_flags_(std::move(bool_flags)) {

@@ -1,8 +1,8 @@
+#include "runtime/session/session_id.h"
+
 #include <set>
 
 #include <catch2/catch.hpp>
-
-#include "runtime/session/session_id.h"
 
 TEST_CASE("session ids are sess_ and 12 lowercase hex digits, and differ", "[unit]") {
   std::set<std::string> seen;
