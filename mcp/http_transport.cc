@@ -401,8 +401,8 @@ void HttpTransport::HandlePost(const httplib::Request& request, httplib::Respons
   if (!body) return SetJsonError(response, 400, kParseError, "Parse error: the body is not JSON");
   const Json& value = *body;
 
-  bool initialize = value.is_object() && value.contains("id") &&
-                    value.value("method", std::string()) == "initialize";
+  bool initialize = value.is_object() && value.contains("id") && value.contains("method") &&
+                    value["method"] == "initialize";
   std::string session_id = request.get_header_value(kSessionHeader);
   std::shared_ptr<Connection> connection;
   bool new_session = false;
@@ -577,7 +577,7 @@ void HttpTransport::HandleFile(const httplib::Request& request, httplib::Respons
         response.set_content("invalid path\n", "text/plain");
         return;
       default:
-        spdlog::warn("download {} of {}: {}", ValidUtf8(relative), session_id,
+        spdlog::warn("download {} of {}: {}", LogSafe(relative, 200), LogSafe(session_id),
                      file.error().message);
         response.status = 500;
         response.set_content("the file could not be read\n", "text/plain");

@@ -289,17 +289,27 @@ void Connection::HandleMessage(const Json& value, const std::shared_ptr<Reply>& 
     reply->Close();
     return;
   }
-  switch (message->kind) {
-    case Message::Kind::kResponse:  // we send no requests: nothing to match it with
-      reply->Close();
-      return;
-    case Message::Kind::kNotification:
-      HandleNotification(*message);
-      reply->Close();
-      return;
-    case Message::Kind::kRequest:
-      HandleRequest(*message, reply, in_batch);
-      return;
+  // Nothing a client sends may take the server down: a handler that throws (a JSON type
+  // surprise) answers -32603. Handlers throw, if at all, before they answer.
+  try {
+    switch (message->kind) {
+      case Message::Kind::kResponse:  // we send no requests: nothing to match it with
+        reply->Close();
+        return;
+      case Message::Kind::kNotification:
+        HandleNotification(*message);
+        reply->Close();
+        return;
+      case Message::Kind::kRequest:
+        HandleRequest(*message, reply, in_batch);
+        return;
+    }
+  } catch (const std::exception& ex) {
+    spdlog::error("{} failed: {}", LogSafe(message->method), LogSafe(ex.what(), 200));
+    if (message->kind == Message::Kind::kRequest) {
+      reply->Send(MakeErrorResponse(message->id, kInternalError, "Internal error"));
+    }
+    reply->Close();
   }
 }
 
@@ -315,7 +325,7 @@ void Connection::HandleNotification(const Message& message) {
     }
     // Unknown or finished ids are ignored (the race is allowed by the spec).
     if (flight) {
-      spdlog::debug("request {} cancelled by the client", params["requestId"].dump());
+      spdlog::debug("request {} cancelled by the client", LogSafe(params["requestId"].dump()));
       flight->Cancel();
     }
   }
@@ -336,9 +346,12 @@ Json Connection::Initialize(const Json& params) {
     protocol_version_ = version;
   }
   if (params.is_object() && params.contains("clientInfo") && params["clientInfo"].is_object()) {
-    spdlog::info("client {} {} connected (protocol {})",
-                 ValidUtf8(params["clientInfo"].value("name", "?")),
-                 ValidUtf8(params["clientInfo"].value("version", "?")), version);
+    const Json& client = params["clientInfo"];
+    auto field = [&client](const char* key) {
+      auto it = client.find(key);
+      return it != client.end() && it->is_string() ? LogSafe(it->get<std::string>()) : "?";
+    };
+    spdlog::info("client {} {} connected (protocol {})", field("name"), field("version"), version);
   }
   const ServerOptions& options = server_.options();
   Json capabilities = {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}};
@@ -437,7 +450,7 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
     try {
       response = work(flight);
     } catch (const std::exception& ex) {
-      spdlog::error("request {} failed: {}", id.dump(), ex.what());
+      spdlog::error("request {} failed: {}", LogSafe(id.dump()), LogSafe(ex.what(), 200));
       response = MakeErrorResponse(id, kInternalError, "Internal error");
     }
     bool send = false;
@@ -504,7 +517,7 @@ void Connection::StartToolCall(const Message& message, const std::shared_ptr<Rep
           try {
             result = tool->handler(call, arguments);
           } catch (const std::exception& ex) {
-            spdlog::error("tool {} threw: {}", tool->name, ex.what());
+            spdlog::error("tool {} threw: {}", tool->name, LogSafe(ex.what(), 200));
             result = ToolError(ErrorCode::kInternal,
                                "the server failed while handling this call; see its log");
           }

@@ -103,8 +103,8 @@ Tool MakeCreateSessionTool(const ContextPtr& context) {
         Property("string", "Memory limit, e.g. \"256m\" (or bytes); at most the server's.")},
        {"cpu_limit",
         Property("number", "CPUs, e.g. 0.5; at most the server's.", {{"exclusiveMinimum", 0}})},
-       {"pids_limit",
-        Property("integer", "Processes and threads; at most the server's.", {{"minimum", 8}})},
+       {"pids_limit", Property("integer", "Processes and threads; at most the server's.",
+                               {{"minimum", 8}, {"maximum", 4194304}})},
        {"disk_limit",
         Property("string", "Size of /mnt/data, e.g. \"100m\" (or bytes); at most the server's.")}});
   tool.output_schema = OutputSchema({{"session_id", {{"type", "string"}}},

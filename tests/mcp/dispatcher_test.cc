@@ -451,3 +451,28 @@ TEST_CASE("2025-03-26 batches are answered with one array", "[unit]") {
   // A batch of notifications only: nothing comes back.
   CHECK(f.Send(R"([{"jsonrpc":"2.0","method":"notifications/initialized"}])")->messages().empty());
 }
+
+TEST_CASE("odd JSON types in params never take the server down", "[unit]") {
+  Fixture f;
+  const char* messages[] = {
+      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","clientInfo":{"name":5,"version":[1]}}})",
+      R"({"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":7}})",
+      R"({"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":5}})",
+      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":5}})",
+      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":["echo"]}})",
+      R"({"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"echo","arguments":{"text":{"a":1}}}})",
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":{}}})",
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"x":[]}}})",
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{}})",
+      R"({"jsonrpc":"2.0","id":8,"method":"ping","params":{"_meta":null}})",
+  };
+  for (const char* text : messages) {
+    INFO(text);
+    auto reply = f.Send(text);
+    Json response = reply->response();
+    if (response.is_object()) {
+      CHECK((response.contains("result") || response.contains("error")));
+    }
+  }
+  CHECK(f.Request(R"({"jsonrpc":"2.0","id":9,"method":"ping"})")["result"] == Json::object());
+}
