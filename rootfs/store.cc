@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -40,16 +41,29 @@ constexpr char kConfigFile[] = "config.json";
 class FileLock {
  public:
   static Result<FileLock> Exclusive(const std::string& path) {
-    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd) return FailSys("open", path);
+    SBX_ASSIGN_OR_RETURN(Fd fd, OpenLockFile(path));
     while (::flock(fd.get(), LOCK_EX) != 0) {
       if (errno != EINTR) return FailSys("flock", path);
     }
     return FileLock(std::move(fd));
   }
+  // nullopt when someone else holds it.
+  static Result<std::optional<FileLock>> TryExclusive(const std::string& path) {
+    SBX_ASSIGN_OR_RETURN(Fd fd, OpenLockFile(path));
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) return std::optional<FileLock>();
+      return FailSys("flock", path);
+    }
+    return std::optional<FileLock>(FileLock(std::move(fd)));
+  }
 
  private:
   explicit FileLock(Fd fd) : fd_(std::move(fd)) {}
+  static Result<Fd> OpenLockFile(const std::string& path) {
+    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!fd) return FailSys("open", path);
+    return fd;
+  }
   Fd fd_;
 };
 
@@ -160,16 +174,36 @@ Status WriteNames(const StorePaths& paths, const NameMap& names) {
   return WriteFileAtomic(paths.Names(), JsonDump(json));
 }
 
-// Removes what crashed or killed imports left: ".tmp-<kind>-<pid>-..." of processes gone.
+// Temp entries are ".tmp-<kind>-<hex>-XXXXXX": staging dirs of imports and removals, made
+// and used only under the lock of image <hex>; and ".tmp-spool-<pid>-XXXXXX", decompressed
+// archives, unlinked as soon as they are open.
+std::string TempName(const StorePaths& paths, std::string_view kind, std::string_view id) {
+  return fmt::format("{}/{}{}-{}-XXXXXX", paths.images, kTempPrefix, kind, id);
+}
+
+// Removes what killed imports and removals left. An image's temp dirs are stale when nobody
+// holds its lock (robust even across pid namespaces); a spool file when its process is gone.
 void SweepStaleTemps(const StorePaths& paths) {
   auto names = ListDirNames(paths.images);
   if (!names) return;
   for (const auto& name : *names) {
     if (name.compare(0, kTempPrefix.size(), kTempPrefix) != 0) continue;
-    size_t dash = name.find('-', kTempPrefix.size());
-    if (dash == std::string::npos) continue;
-    long pid = std::strtol(name.c_str() + dash + 1, nullptr, 10);
-    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    size_t kind_end = name.find('-', kTempPrefix.size());
+    if (kind_end == std::string::npos) continue;
+    std::string_view kind =
+        std::string_view(name).substr(kTempPrefix.size(), kind_end - kTempPrefix.size());
+    std::string_view id = std::string_view(name).substr(kind_end + 1, 64);
+    std::optional<FileLock> lock;
+    if (kind == "spool") {
+      long pid = std::strtol(name.c_str() + kind_end + 1, nullptr, 10);
+      if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    } else if (IsSha256Hex(id)) {
+      auto locked = FileLock::TryExclusive(paths.ImageLock(std::string(id)));
+      if (!locked || !*locked) continue;  // an import or removal of that image is running
+      lock = std::move(*locked);
+    } else {
+      continue;
+    }
     spdlog::debug("removing {} left by an interrupted import", name);
     if (auto status = RemoveTree(paths.images + "/" + name); !status) {
       spdlog::warn("cannot remove {}: {}", name, status.error().message);
@@ -177,15 +211,11 @@ void SweepStaleTemps(const StorePaths& paths) {
   }
 }
 
-std::string TempName(const StorePaths& paths, std::string_view kind) {
-  return fmt::format("{}/{}{}-{}-XXXXXX", paths.images, kTempPrefix, kind, ::getpid());
-}
-
 // Unpacks `image` into a staging directory and renames it into place. The caller holds the
 // image's lock and has checked it is not stored yet.
 Status Unpack(const StorePaths& paths, const ResolvedImage& image, const std::string& source,
               const ImportOptions& options) {
-  std::string staging = TempName(paths, "import");
+  std::string staging = TempName(paths, "import", image.config_hex);
   if (::mkdtemp(staging.data()) == nullptr) return FailSys("mkdtemp", staging);
   struct StagingGuard {
     std::string path;
@@ -283,7 +313,7 @@ Status Unpack(const StorePaths& paths, const ResolvedImage& image, const std::st
 // Moves an image out of sight, then deletes it.
 Status RemoveImageDir(const StorePaths& paths, const std::string& hex) {
   SBX_ASSIGN_OR_RETURN(FileLock lock, FileLock::Exclusive(paths.ImageLock(hex)));
-  std::string trash = TempName(paths, "rm");
+  std::string trash = TempName(paths, "rm", hex);
   if (::mkdtemp(trash.data()) == nullptr) return FailSys("mkdtemp", trash);
   std::string target = trash + "/" + hex;
   if (::rename(paths.Image(hex).c_str(), target.c_str()) != 0) {
