@@ -31,6 +31,10 @@ void PrintImageUsage(std::ostream& out) {
          "  ls                list stored images\n"
          "  rm NAME|DIGEST    remove a name (and its image when no name is left) or an image\n"
          "  build             build the default Python image\n\n"
+         "examples:\n"
+         "  mcp-sandbox image build\n"
+         "  mcp-sandbox image import python.tar --name python\n"
+         "  mcp-sandbox image ls\n\n"
          "Run 'mcp-sandbox image <verb> --help' for its flags and an example.\n";
 }
 
