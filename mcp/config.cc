@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -257,9 +258,10 @@ std::optional<std::string> ProcessEnv(const std::string& name) {
   return std::string(value);
 }
 
-Result<ServeConfig> LoadServeConfig(const EnvLookup& env,
+CheckedServeConfig CheckServeConfig(const EnvLookup& env,
                                     const std::map<std::string, std::string>& flags) {
-  ServeConfig config;
+  CheckedServeConfig checked;
+  ServeConfig& config = checked.config;
   for (const auto& variable : kVariables) {
     std::string value = variable.default_value;
     std::string source = "the default of " + std::string(variable.env);
@@ -272,12 +274,34 @@ Result<ServeConfig> LoadServeConfig(const EnvLookup& env,
       source = fmt::format("{} ({})", variable.flag, variable.env);
     }
     if (value.empty() && variable.default_value[0] == '\0') continue;  // optional and unset
-    if (auto applied = variable.apply(config, value); !applied) {
-      return Fail(ErrorCode::kInvalidArgument, "{}='{}': {}", source, value,
-                  applied.error().message);
+    // On a copy: a parser that fails half-way must not leave half a value behind.
+    ServeConfig trial = config;
+    if (auto applied = variable.apply(trial, value); !applied) {
+      checked.errors.push_back(fmt::format("{}='{}': {}", source, value, applied.error().message));
+      if (variable.default_value[0] != '\0') (void)variable.apply(config, variable.default_value);
+      continue;
     }
+    config = std::move(trial);
   }
-  return config;
+  return checked;
+}
+
+Result<ServeConfig> LoadServeConfig(const EnvLookup& env,
+                                    const std::map<std::string, std::string>& flags) {
+  CheckedServeConfig checked = CheckServeConfig(env, flags);
+  if (!checked.errors.empty()) {
+    return Fail(ErrorCode::kInvalidArgument, "{}", checked.errors.front());
+  }
+  return std::move(checked.config);
+}
+
+Limits SessionLimits(const ServeConfig& config) {
+  Limits limits;
+  limits.memory_bytes = config.memory_bytes;
+  limits.cpus = config.cpus;
+  limits.pids = config.pids;
+  limits.disk_bytes = config.disk_bytes;
+  return limits;
 }
 
 std::string ConfigTableMarkdown() {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/base/result.h"
+#include "runtime/limits.h"
 
 namespace sandbox::mcp {
 
@@ -59,6 +60,19 @@ std::optional<std::string> ProcessEnv(const std::string& name);
 // kInvalidArgument: "SANDBOX_MEMORY_LIMIT='abc': not a size ...".
 Result<ServeConfig> LoadServeConfig(const EnvLookup& env,
                                     const std::map<std::string, std::string>& flags);
+
+// The same reading, for reports (`doctor`) that go on past a bad value: every bad value keeps
+// its default in `config` and adds its message, worded as LoadServeConfig's error, to `errors`
+// (in table order, so LoadServeConfig fails with the first of them).
+struct CheckedServeConfig {
+  ServeConfig config;
+  std::vector<std::string> errors;
+};
+CheckedServeConfig CheckServeConfig(const EnvLookup& env,
+                                    const std::map<std::string, std::string>& flags);
+
+// The per-session limits the configuration asks for (the others keep Limits' defaults).
+Limits SessionLimits(const ServeConfig& config);
 
 // The README table: | variable | flag | default | meaning |.
 std::string ConfigTableMarkdown();

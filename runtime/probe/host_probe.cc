@@ -423,11 +423,6 @@ DockerProbe ProbeDocker() {
   return probe;
 }
 
-std::string RequestedBackend() {
-  const char* value = ::getenv("SANDBOX_BACKEND");
-  return value != nullptr && *value != '\0' ? value : "auto";
-}
-
 BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& seccomp,
                             const DockerProbe& docker, const std::string& requested) {
   BackendChoice choice{"none", requested, ""};
@@ -470,7 +465,7 @@ BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& secco
   return choice;
 }
 
-HostReport ProbeHost(const Limits& limits) {
+HostReport ProbeHost(const Limits& limits, const std::string& requested_backend) {
   HostReport report;
   struct utsname uts {};
   if (::uname(&uts) == 0) report.kernel = uts.release;
@@ -482,7 +477,7 @@ HostReport ProbeHost(const Limits& limits) {
   report.cgroup_mode = cgroups->mode();
   report.cgroup_reason = cgroups->reason();
   report.cgroup_parents = cgroups->parent_dirs();
-  report.backend = ChooseBackend(report.userns, report.seccomp, report.docker, RequestedBackend());
+  report.backend = ChooseBackend(report.userns, report.seccomp, report.docker, requested_backend);
   if (report.backend.backend == "docker") {
     // The daemon enforces these through the container's HostConfig.
     report.limits.cgroup_mode = "docker";

@@ -60,7 +60,6 @@ struct BackendChoice {
 };
 BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& seccomp,
                             const DockerProbe& docker, const std::string& requested);
-std::string RequestedBackend();  // SANDBOX_BACKEND, "auto" when unset or empty
 
 // Everything doctor reports.
 struct HostReport {
@@ -75,8 +74,9 @@ struct HostReport {
   EnforcedLimits limits;  // for `limits` under the chosen backend (and the cgroup mode found)
   BackendChoice backend;
 };
-// Runs every probe. As root (or with a delegated cgroup) the cgroup detection creates the
-// parent group, as `serve` would.
-HostReport ProbeHost(const Limits& limits);
+// Runs every probe, and chooses a backend as ChooseBackend does for `requested_backend` (the
+// configured SANDBOX_BACKEND). As root (or with a delegated cgroup) the cgroup detection creates
+// the parent group, as `serve` would.
+HostReport ProbeHost(const Limits& limits, const std::string& requested_backend);
 
 }  // namespace sandbox::probe

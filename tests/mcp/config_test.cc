@@ -81,6 +81,35 @@ TEST_CASE("bad values are refused with the variable's name", "[unit]") {
   CHECK(from_flag.error().message.find("--cpu-limit") != std::string::npos);
 }
 
+TEST_CASE("the check lists every bad value, keeps its default, and LoadServeConfig fails first",
+          "[unit]") {
+  auto env = Env({{"SANDBOX_MEMORY_LIMIT", "lots"},
+                  {"SANDBOX_CPU_LIMIT", "2"},
+                  {"SANDBOX_PIDS_LIMIT", "4"},
+                  {"SANDBOX_ALLOWED_ORIGINS", "http://ok:1, evil"}});
+  auto checked = CheckServeConfig(env, {});
+  REQUIRE(checked.errors.size() == 3);
+  CHECK(checked.errors[0].rfind("SANDBOX_MEMORY_LIMIT='lots': not a size", 0) == 0);
+  CHECK(checked.errors[1].rfind("SANDBOX_PIDS_LIMIT='4': must be between 8 and", 0) == 0);
+  CHECK(checked.errors[2].rfind("SANDBOX_ALLOWED_ORIGINS='http://ok:1, evil': ", 0) == 0);
+  CHECK(checked.config.memory_bytes == 512ull << 20);  // the default
+  CHECK(checked.config.pids == 256);
+  CHECK(checked.config.cpus == 2.0);              // the good value is kept
+  CHECK(checked.config.allowed_origins.empty());  // not half of a bad list
+  auto loaded = LoadServeConfig(env, {});
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().message == checked.errors[0]);
+
+  auto good = CheckServeConfig(Env({{"SANDBOX_MEMORY_LIMIT", "300m"}}), {});
+  CHECK(good.errors.empty());
+  sandbox::Limits limits = SessionLimits(good.config);
+  CHECK(limits.memory_bytes == 300ull << 20);
+  CHECK(limits.cpus == 1.0);
+  CHECK(limits.pids == 256);
+  CHECK(limits.disk_bytes == 1ull << 30);
+  CHECK(limits.tmp_bytes == sandbox::Limits{}.tmp_bytes);
+}
+
 TEST_CASE("every variable has a flag, a meaning and a default that parses", "[unit]") {
   for (const auto& variable : ConfigVariables()) {
     INFO(variable.env);

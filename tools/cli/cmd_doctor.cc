@@ -1,19 +1,17 @@
 // mcp-sandbox doctor: what this host supports (user namespaces, seccomp, cgroups, the Docker
-// socket), which backend and which limits `serve` would use, and why. Exit 0 when a backend is
-// usable, 1 when none is, 2 on usage errors.
-#include <cctype>
-#include <cmath>
-#include <cstdint>
-#include <cstdlib>
+// socket), which backend and which limits `serve` would use, and why. The configuration is read
+// by serve's own parser (mcp/config.h), so the two cannot disagree on a value. Exit 0 when a
+// backend is usable, 1 when none is, 2 on usage errors and on a SANDBOX_* value serve refuses.
 #include <iostream>
-#include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "mcp/config.h"
+#include "rootfs/store.h"
 #include "runtime/base/result.h"
-#include "runtime/base/units.h"
 #include "runtime/limits.h"
 #include "runtime/probe/host_probe.h"
 #include "tools/cli/args.h"
@@ -27,57 +25,22 @@ constexpr const char* kHelp = R"(usage: mcp-sandbox doctor [--json]
 Probes this host for real and reports what the sandbox can use: user namespaces (a child
 creates one, writes its uid/gid maps and mounts a tmpfs), seccomp (a child installs a filter),
 cgroup v2 delegation or cgroup v1 controllers, and the Docker socket; then which backend and
-which limits `serve` would use, and why. Honours SANDBOX_BACKEND, SANDBOX_CGROUP,
-SANDBOX_MEMORY_LIMIT, SANDBOX_CPU_LIMIT, SANDBOX_PIDS_LIMIT and SANDBOX_DISK_LIMIT.
+which limits `serve` would use, and why. It reads the SANDBOX_* variables with serve's own
+parser (see `mcp-sandbox serve --help`; SANDBOX_BACKEND, SANDBOX_STATE_DIR and the limits
+matter here), plus SANDBOX_CGROUP and DOCKER_HOST. A value serve would refuse is reported
+after the report, with serve's message, and its default is used for the report.
 As root it creates the parent cgroup (mcp-sandbox), as serve would.
 
 flags:
-  --json   one JSON object on stdout instead of tables
+  --json   one JSON object on stdout instead of tables (bad values in "config_errors")
 
-exit codes: 0 a backend is usable, 1 none is, 2 usage error
+exit codes: 0 a backend is usable, 1 none is, 2 usage error or a SANDBOX_* value serve would
+refuse (serve exits 2 for it too)
 
 example:
   mcp-sandbox doctor
   SANDBOX_BACKEND=docker mcp-sandbox doctor --json
 )";
-
-// The limits serve would use: defaults, overridden by the SANDBOX_* variables. A bad value is
-// an error naming the variable (DESIGN.md: never a silent fallback).
-Result<Limits> LimitsFromEnvironment() {
-  Limits limits;
-  auto env = [](const char* name) -> std::optional<std::string> {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') return std::nullopt;
-    return std::string(value);
-  };
-  for (auto [name, field] : {std::pair{"SANDBOX_MEMORY_LIMIT", &limits.memory_bytes},
-                             std::pair{"SANDBOX_DISK_LIMIT", &limits.disk_bytes}}) {
-    if (auto value = env(name)) {
-      auto bytes = ParseBytes(*value);
-      if (!bytes) return Fail(std::move(bytes.error()).Context(name));
-      *field = *bytes;
-    }
-  }
-  if (auto value = env("SANDBOX_CPU_LIMIT")) {
-    char* end = nullptr;
-    double cpus = std::strtod(value->c_str(), &end);
-    if (end == value->c_str() || *end != '\0' || !(cpus >= 0.01) || cpus > 1024) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "SANDBOX_CPU_LIMIT='{}' is not a cpu count (e.g. 1.5)", *value);
-    }
-    limits.cpus = cpus;
-  }
-  if (auto value = env("SANDBOX_PIDS_LIMIT")) {
-    char* end = nullptr;
-    unsigned long pids = std::strtoul(value->c_str(), &end, 10);
-    if (end == value->c_str() || *end != '\0' || pids < 1 || pids > 4194304) {
-      return Fail(ErrorCode::kInvalidArgument, "SANDBOX_PIDS_LIMIT='{}' is not a process count",
-                  *value);
-    }
-    limits.pids = static_cast<uint32_t>(pids);
-  }
-  return limits;
-}
 
 nlohmann::json ErrnoJson(int err) {
   return err == 0 ? nlohmann::json(nullptr) : nlohmann::json(std::string(ErrnoName(err)));
@@ -87,7 +50,8 @@ nlohmann::json StepJson(const std::string& step) {
   return step.empty() ? nlohmann::json(nullptr) : nlohmann::json(step);
 }
 
-nlohmann::json ReportJson(const probe::HostReport& r) {
+nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_dir,
+                          const std::vector<std::string>& config_errors) {
   nlohmann::json sysctls = nlohmann::json::object();
   for (const auto& [name, value] : r.userns.sysctls) sysctls[name] = value;
   nlohmann::json limits = nlohmann::json::array();
@@ -128,8 +92,10 @@ nlohmann::json ReportJson(const probe::HostReport& r) {
         {"requested", r.backend.requested},
         {"usable", r.backend.backend != "none"},
         {"reason", r.backend.reason}}},
+      {"state_dir", state_dir},
       {"limits_mode", r.limits.cgroup_mode},
       {"limits", limits},
+      {"config_errors", config_errors},
   };
 }
 
@@ -139,7 +105,8 @@ void PrintRow(std::ostream& out, const std::string& a, const std::string& b, con
       << std::string(wb > b.size() ? wb - b.size() : 1, ' ') << c << "\n";
 }
 
-void PrintHuman(std::ostream& out, const probe::HostReport& r) {
+void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string& state_dir,
+                const std::vector<std::string>& config_errors) {
   out << fmt::format("mcp-sandbox doctor: kernel {}, uid {}\n\n", r.kernel, r.uid);
   constexpr size_t kW1 = 18;
   constexpr size_t kW2 = 13;
@@ -163,6 +130,7 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r) {
       r.backend.reason +
           (r.backend.requested == "auto" ? "" : " [SANDBOX_BACKEND=" + r.backend.requested + "]"),
       kW1, kW2);
+  PrintRow(out, "state dir", "", state_dir, kW1, kW2);
 
   out << fmt::format("\nlimits serve would use ({}):\n", r.limits.cgroup_mode == "none"
                                                              ? "no cgroups: rlimits only"
@@ -179,6 +147,10 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r) {
                  limit.note,
              kL1, kL2);
   }
+  if (!config_errors.empty()) {
+    out << "\nconfiguration serve would refuse (defaults used above):\n";
+    for (const auto& error : config_errors) out << "  " << error << "\n";
+  }
 }
 
 }  // namespace
@@ -192,15 +164,24 @@ int DoctorCommand(const Argv& argv) {
   }
   if (!args.positional().empty())
     return args.UsageError("unexpected argument '" + args.positional()[0] + "'");
-  auto limits = LimitsFromEnvironment();
-  if (!limits) return args.UsageError(limits.error().message);
+  // serve's parser, so that doctor reports what serve would do (or refuse), word for word.
+  mcp::CheckedServeConfig checked = mcp::CheckServeConfig(mcp::ProcessEnv, {});
+  const mcp::ServeConfig& config = checked.config;
+  std::string state_dir =
+      config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
 
-  probe::HostReport report = probe::ProbeHost(*limits);
+  probe::HostReport report = probe::ProbeHost(mcp::SessionLimits(config), config.backend);
   if (args.Has("--json")) {
-    std::cout << ReportJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    std::cout << ReportJson(report, state_dir, checked.errors)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   } else {
-    PrintHuman(std::cout, report);
+    PrintHuman(std::cout, report, state_dir, checked.errors);
+  }
+  std::cout.flush();
+  if (!checked.errors.empty()) {
+    for (const auto& error : checked.errors) args.UsageError(error);
+    return kExitUsage;
   }
   return report.backend.backend != "none" ? kExitOk : kExitFailure;
 }

@@ -141,10 +141,7 @@ int ServeCommand(const Argv& raw_args) {
       config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
   session_config.default_image = config.image;
   session_config.wheelhouse = config.wheelhouse;
-  session_config.limits.memory_bytes = config.memory_bytes;
-  session_config.limits.cpus = config.cpus;
-  session_config.limits.pids = config.pids;
-  session_config.limits.disk_bytes = config.disk_bytes;
+  session_config.limits = mcp::SessionLimits(config);
   session_config.exec_timeout_s = config.exec_timeout_s;
   session_config.ttl = std::chrono::minutes(config.session_ttl_m);
   session_config.max_sessions = config.max_sessions;

@@ -1,6 +1,7 @@
 // `mcp-sandbox doctor`: the --json object's fields and the exit codes (0 a backend is usable,
-// 1 none is, 2 usage). Runs the built binary. SANDBOX_CGROUP=none keeps it from creating the
-// real parent cgroup on this host; the cgroup modes themselves are tested in cgroup_tests.
+// 1 none is, 2 usage or a SANDBOX_* value serve would refuse). Runs the built binary.
+// SANDBOX_CGROUP=none keeps it from creating the real parent cgroup on this host; the cgroup modes
+// themselves are tested in cgroup_tests.
 #include <unistd.h>
 
 #include <string>
@@ -30,7 +31,7 @@ TEST_CASE("doctor --json reports every probe", "[doctor]") {
   INFO(run.out);
   auto report = nlohmann::json::parse(run.out);
   for (const char* key : {"kernel", "uid", "user_namespaces", "seccomp", "cgroup", "docker",
-                          "backend", "limits", "limits_mode"}) {
+                          "backend", "state_dir", "limits", "limits_mode", "config_errors"}) {
     CHECK(report.contains(key));
   }
   CHECK(report["user_namespaces"]["ok"].is_boolean());
@@ -54,6 +55,7 @@ TEST_CASE("doctor --json reports every probe", "[doctor]") {
     }
   }
   CHECK(memory);
+  CHECK(report["config_errors"] == nlohmann::json::array());
   // Exit 0 exactly when a backend is usable.
   bool usable = report["backend"]["usable"].get<bool>();
   CHECK(usable == (report["backend"]["name"] != "none"));
@@ -73,8 +75,13 @@ TEST_CASE("doctor exits 1 when the forced backend is unusable", "[doctor]") {
   CHECK(report["backend"]["reason"].get<std::string>().find("SANDBOX_BACKEND=docker") !=
         std::string::npos);
 
+  // Not a backend: serve refuses it (exit 2), and so does doctor, after its report.
   Run bogus = Doctor("SANDBOX_CGROUP=none SANDBOX_BACKEND=bogus", "--json");
-  CHECK(bogus.code == 1);
+  CHECK(bogus.code == 2);
+  auto bogus_report = nlohmann::json::parse(bogus.out);
+  REQUIRE(bogus_report["config_errors"].size() == 1);
+  CHECK(bogus_report["config_errors"][0].get<std::string>().rfind("SANDBOX_BACKEND='bogus': ", 0) ==
+        0);
 }
 
 TEST_CASE("doctor: limits from the environment, usage errors exit 2", "[doctor]") {
@@ -83,7 +90,9 @@ TEST_CASE("doctor: limits from the environment, usage errors exit 2", "[doctor]"
   for (const auto& limit : report["limits"]) {
     if (limit["name"] == "memory") CHECK(limit["value"] == "1GiB");
   }
-  CHECK(Doctor("SANDBOX_CGROUP=none SANDBOX_MEMORY_LIMIT=lots", "--json").code == 2);
+  Run lots = Doctor("SANDBOX_CGROUP=none SANDBOX_MEMORY_LIMIT=lots", "--json");
+  CHECK(lots.code == 2);
+  CHECK(nlohmann::json::parse(lots.out)["config_errors"].size() == 1);
   CHECK(Doctor("SANDBOX_CGROUP=none", "--bogus").code == 2);
   CHECK(Doctor("SANDBOX_CGROUP=none", "extra").code == 2);
   Run help = Doctor("", "--help");
