@@ -4,6 +4,7 @@
 
 #include "mcp/base64.h"
 #include "mcp/jsonrpc.h"
+#include "mcp/tools/run_call.h"
 #include "mcp/tools/run_output.h"
 #include "runtime/base/units.h"
 
@@ -64,12 +65,10 @@ Tool MakeRunOnceTool(const ContextPtr& context) {
     request.kind = arguments.value("language", "python") == "shell" ? RunRequest::Kind::kShell
                                                                     : RunRequest::Kind::kPython;
     request.code = arguments["code"].get<std::string>();
-    if (request.code.size() > context->settings.max_code_bytes) {
-      return ToolError(
-          ErrorCode::kCodeTooLarge,
-          fmt::format("the code is {} bytes; this server takes at most {} "
-                      "(SANDBOX_MAX_CODE_BYTES)",
-                      request.code.size(), FormatBytes(context->settings.max_code_bytes)));
+    RunPresentation presentation;
+    presentation.embed_artifacts = true;
+    if (auto bounded = BoundRunRequest(*context, arguments, request, presentation); !bounded) {
+      return ToolError(bounded.error());
     }
     // Decode and check every file before a sandbox is started for nothing.
     std::vector<std::pair<std::string, std::string>> files;
@@ -94,14 +93,6 @@ Tool MakeRunOnceTool(const ContextPtr& context) {
       files.emplace_back(std::move(*path), std::move(*content));
     }
 
-    RunPresentation presentation;
-    std::string note;
-    request.timeout_s = RunTimeout(*context, arguments, &note);
-    if (!note.empty()) presentation.notes.push_back(note);
-    presentation.timeout_s = request.timeout_s;
-    presentation.embed_artifacts = true;
-    request.max_output_bytes = context->settings.max_output_bytes;
-
     SessionOptions options;
     options.name = "run_once";
     auto info = context->sessions.Create(options);
@@ -114,18 +105,7 @@ Tool MakeRunOnceTool(const ContextPtr& context) {
         return ToolError(written.error(), extra);
       }
     }
-    CancelToken token;
-    auto cancel_link = call.OnCancel([&token] { token.Cancel(); });
-    auto progress = call.StartProgress(request.timeout_s);
-    OutputCallback on_output;
-    if (progress) {
-      on_output = [&progress](int stream, std::string_view chunk) {
-        progress->OnOutput(stream, chunk);
-      };
-    }
-    auto run = context->sessions.Run(info->id, std::move(request), on_output, &token);
-    progress.reset();
-    cancel_link.reset();
+    auto run = RunWithProgress(*context, call, info->id, std::move(request));
     if (!run) return ToolError(run.error(), extra);
     return RunToolResult(*context, call, *run, presentation);  // reads artifacts, then closes
   };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "mcp/jsonrpc.h"
+#include "mcp/tools/run_call.h"
 #include "mcp/tools/run_output.h"
 #include "runtime/base/units.h"
 
@@ -12,37 +13,16 @@ namespace {
 
 // Runs `request` in the session the arguments name (or a new one), and presents the result.
 Json RunInSession(ToolContext& context, ToolCall& call, const Json& arguments, RunRequest request) {
-  if (request.code.size() > context.settings.max_code_bytes) {
-    return ToolError(
-        ErrorCode::kCodeTooLarge,
-        fmt::format("the code is {} bytes; this server takes at most {} "
-                    "(SANDBOX_MAX_CODE_BYTES). Upload large inputs as files instead.",
-                    request.code.size(), FormatBytes(context.settings.max_code_bytes)));
-  }
   RunPresentation presentation;
-  std::string note;
-  request.timeout_s = RunTimeout(context, arguments, &note);
-  if (!note.empty()) presentation.notes.push_back(note);
-  presentation.timeout_s = request.timeout_s;
-  request.max_output_bytes = context.settings.max_output_bytes;
-
+  if (auto bounded = BoundRunRequest(context, arguments, request, presentation); !bounded) {
+    return ToolError(bounded.error());
+  }
   auto session = ResolveSession(context, call, arguments);
   if (!session) return ToolError(session.error());
   presentation.session_id = session->id;
   presentation.session_created = session->created;
 
-  CancelToken token;
-  auto cancel_link = call.OnCancel([&token] { token.Cancel(); });
-  auto progress = call.StartProgress(request.timeout_s);
-  OutputCallback on_output;
-  if (progress) {
-    on_output = [&progress](int stream, std::string_view chunk) {
-      progress->OnOutput(stream, chunk);
-    };
-  }
-  auto run = context.sessions.Run(session->id, std::move(request), on_output, &token);
-  progress.reset();  // no progress notification after this point
-  cancel_link.reset();
+  auto run = RunWithProgress(context, call, session->id, std::move(request));
   if (!run) {
     Json extra = {{"session_id", session->id}};
     if (session->created) extra["session_created"] = true;
