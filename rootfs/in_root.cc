@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 namespace sandbox::rootfs {
@@ -37,7 +38,10 @@ struct DirCloser {
   void operator()(DIR* dir) const { ::closedir(dir); }
 };
 
-Status RemoveChildren(int dir_fd, uint64_t* freed_bytes) {
+}  // namespace
+
+Result<std::vector<std::string>> ListDirAt(int dir_fd) {
+  // fdopendir takes the fd it is given, and readdir moves its offset: work on a duplicate.
   int dup_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
   if (dup_fd < 0) return FailSys("fcntl(F_DUPFD_CLOEXEC)");
   std::unique_ptr<DIR, DirCloser> dir(::fdopendir(dup_fd));
@@ -55,6 +59,13 @@ Status RemoveChildren(int dir_fd, uint64_t* freed_bytes) {
     if (name != "." && name != "..") names.emplace_back(name);
   }
   if (errno != 0) return FailSys("readdir");
+  return names;
+}
+
+namespace {
+
+Status RemoveChildren(int dir_fd, uint64_t* freed_bytes) {
+  SBX_ASSIGN_OR_RETURN(auto names, ListDirAt(dir_fd));
   for (const auto& name : names) SBX_TRY(RemoveTreeAt(dir_fd, name, freed_bytes));
   return {};
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/base/fd.h"
 #include "runtime/base/result.h"
@@ -23,6 +24,10 @@ enum class Confinement { kTree, kSource };
 // concurrent rename). Fails with the errno of openat2, context naming the path.
 Result<Fd> OpenInRoot(int root_fd, const std::string& path, int flags, mode_t mode = 0,
                       Confinement confinement = Confinement::kTree);
+
+// The names in the directory `dir_fd` (without "." and ".."), in readdir order. Reads through a
+// duplicate, so `dir_fd` stays open and usable.
+Result<std::vector<std::string>> ListDirAt(int dir_fd);
 
 // rm -rf of `name` inside `dir_fd`: never follows symlinks, handles read-only directories.
 // A missing entry is not an error. Adds to `*freed_bytes` (if given) the size of the regular

@@ -1,11 +1,9 @@
 #include "rootfs/whiteout.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -20,31 +18,6 @@ constexpr std::string_view kOpaqueMarker = ".wh..wh..opq";
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
-}
-
-struct DirCloser {
-  void operator()(DIR* dir) const { ::closedir(dir); }
-};
-
-Result<std::vector<std::string>> ListDir(int dir_fd) {
-  int dup_fd = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-  if (dup_fd < 0) return FailSys("fcntl(F_DUPFD_CLOEXEC)");
-  std::unique_ptr<DIR, DirCloser> dir(::fdopendir(dup_fd));
-  if (!dir) {
-    int err = errno;
-    ::close(dup_fd);
-    return FailSys("fdopendir", "", err);
-  }
-  std::vector<std::string> names;
-  for (;;) {
-    errno = 0;
-    dirent* entry = ::readdir(dir.get());
-    if (entry == nullptr) break;
-    std::string_view name = entry->d_name;
-    if (name != "." && name != "..") names.emplace_back(name);
-  }
-  if (errno != 0) return FailSys("readdir");
-  return names;
 }
 
 }  // namespace
@@ -74,7 +47,7 @@ Result<WhiteoutName> ClassifyWhiteout(const EntryPath& path) {
 Status ClearLowerEntries(int dir_fd, const std::string& dir_path,
                          const std::function<bool(const std::string&)>& keep,
                          uint64_t* freed_bytes) {
-  SBX_ASSIGN_OR_RETURN(auto names, ListDir(dir_fd));
+  SBX_ASSIGN_OR_RETURN(auto names, ListDirAt(dir_fd));
   for (const auto& name : names) {
     std::string path = dir_path.empty() ? name : dir_path + "/" + name;
     bool kept = keep(path);
@@ -96,7 +69,7 @@ Status ClearLowerEntries(int dir_fd, const std::string& dir_path,
       Fd child(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (!child) return FailSys("openat", path);
       SBX_TRY(ClearLowerEntries(child.get(), path, keep, freed_bytes));
-      SBX_ASSIGN_OR_RETURN(auto left, ListDir(child.get()));
+      SBX_ASSIGN_OR_RETURN(auto left, ListDirAt(child.get()));
       empty = left.empty();
     }
     if (!kept && empty && ::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0) {
