@@ -82,6 +82,19 @@ bool OnlyIdleProcesses(const std::vector<std::string>& commands) {
   return init == 1 && agent == 1 && worker == 1;
 }
 
+// What a killed run leaves goes away within a few seconds (the agent reaps and restarts its
+// worker): waits up to 5 s for only the idle processes, then checks.
+void CheckOnlyIdleProcessesSoon(AgentSandbox& s) {
+  std::vector<std::string> processes;
+  for (int i = 0; i < 50; ++i) {
+    processes = s.Processes();
+    if (OnlyIdleProcesses(processes)) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  INFO(Joined(processes));
+  CHECK(OnlyIdleProcesses(processes));
+}
+
 }  // namespace
 
 TEST_CASE("docker agent: hello, print(1), state, files", "[docker]") {
@@ -130,27 +143,14 @@ TEST_CASE("docker agent: a timeout kills the run's whole process group", "[docke
   CHECK(result.stdout_text == "started\n");
 
   // Nothing of the run is left: init (tini), the agent and a fresh idle worker only.
-  std::vector<std::string> processes;
-  for (int i = 0; i < 50; ++i) {
-    processes = s.Processes();
-    if (OnlyIdleProcesses(processes)) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  INFO(Joined(processes));
-  CHECK(OnlyIdleProcesses(processes));
+  CheckOnlyIdleProcessesSoon(s);
   auto after = s.Python("print('x' in globals())");
   CHECK(after.stdout_text == "False\n");
 
   // The same for a shell command with background jobs.
   auto shell = s.Run(RunRequest::Kind::kShell, "sleep 300 & sleep 300 & sleep 300", 0.5);
   CHECK(shell.timed_out);
-  for (int i = 0; i < 50; ++i) {
-    processes = s.Processes();
-    if (OnlyIdleProcesses(processes)) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  INFO(Joined(processes));
-  CHECK(OnlyIdleProcesses(processes));
+  CheckOnlyIdleProcessesSoon(s);
 }
 
 TEST_CASE("docker agent: a worker killed by the memory limit is seen as an OOM kill", "[docker]") {
