@@ -16,22 +16,16 @@
 
 #include "runtime/base/files.h"
 #include "tests/runtime/agent/local_agent.h"
+#include "tests/support/bench_stats.h"
 #include "tests/support/test_support.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = sandbox::testing::BenchClock;
 using sandbox::RunRequest;
 using sandbox::testing::LocalAgent;
-
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  size_t index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
-}
+using sandbox::testing::Ms;
+using sandbox::testing::Percentile;
 
 // Pss of a process in kB, from /proc/<pid>/smaps_rollup; -1 when unreadable.
 long PssKb(pid_t pid) {

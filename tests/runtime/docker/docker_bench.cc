@@ -29,6 +29,7 @@
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/docker_backend.h"
 #include "runtime/docker/unix_http.h"
+#include "tests/support/bench_stats.h"
 #include "tests/support/test_support.h"
 
 #ifdef SANDBOX_BENCH_HAVE_NS
@@ -38,17 +39,10 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = sandbox::testing::BenchClock;
+using sandbox::testing::Ms;
+using sandbox::testing::Percentile;
 using namespace sandbox;
-
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  size_t index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
-}
 
 struct Row {
   std::string approach;

@@ -30,21 +30,15 @@
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/ns/namespace_backend.h"
 #include "runtime/ns/process_identity.h"
+#include "tests/support/bench_stats.h"
 #include "tests/support/test_support.h"
 
 namespace {
 
 using namespace sandbox;
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  size_t index = static_cast<size_t>(p * static_cast<double>(values.size() - 1) + 0.5);
-  return values[std::min(index, values.size() - 1)];
-}
+using Clock = sandbox::testing::BenchClock;
+using sandbox::testing::Ms;
+using sandbox::testing::Percentile;
 
 std::string FindRootfs() {
   if (const char* env = std::getenv("SANDBOX_BENCH_ROOTFS"); env != nullptr && *env) return env;
