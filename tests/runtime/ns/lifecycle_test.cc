@@ -79,13 +79,19 @@ void CheckNothingLeft(const TempDir& tmp, const NamespaceBackend& backend, const
   CHECK(OurChildren().empty());
 }
 
-}  // namespace
-
-TEST_CASE("lifecycle: a program runs to completion in a sandbox", "[sandbox][lifecycle]") {
+// How most tests here begin: the test image (or a skip), a namespace backend over a fresh
+// state dir, and a spec for one sandbox of that image.
+struct StartedBackend {
   std::string rootfs = TestRootfs();
   TempDir tmp;
-  auto backend = MakeBackend(tmp);
-  auto spec = MakeSpec(rootfs, TestAgentDir());
+  std::unique_ptr<TestBackend> backend = MakeBackend(tmp);
+  SandboxSpec spec = MakeSpec(rootfs, TestAgentDir());
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(StartedBackend, "lifecycle: a program runs to completion in a sandbox",
+                 "[sandbox][lifecycle]") {
   spec.env.push_back("GREETING=hello");
   auto out = RunShell(*backend, spec, "echo $GREETING; id -u; id -g; hostname; pwd; echo $$");
   CHECK(out.eof);
@@ -93,11 +99,8 @@ TEST_CASE("lifecycle: a program runs to completion in a sandbox", "[sandbox][lif
   CheckNothingLeft(tmp, *backend, spec.session_id);
 }
 
-TEST_CASE("lifecycle: the session record names the running sandbox", "[sandbox][lifecycle]") {
-  std::string rootfs = TestRootfs();
-  TempDir tmp;
-  auto backend = MakeBackend(tmp);
-  auto spec = MakeSpec(rootfs, TestAgentDir());
+TEST_CASE_METHOD(StartedBackend, "lifecycle: the session record names the running sandbox",
+                 "[sandbox][lifecycle]") {
   auto sandbox = backend->StartProgram(spec, {"/bin/sleep", "1000"});
   REQUIRE(sandbox);
   auto& box = static_cast<NamespaceSandbox&>(**sandbox);
@@ -192,11 +195,8 @@ TEST_CASE("lifecycle: a symlinked mount point in the image is refused", "[sandbo
   CheckNothingLeft(tmp, *backend, spec.session_id);
 }
 
-TEST_CASE("lifecycle: bad session ids and duplicate sessions are refused", "[sandbox][lifecycle]") {
-  std::string rootfs = TestRootfs();
-  TempDir tmp;
-  auto backend = MakeBackend(tmp);
-  auto spec = MakeSpec(rootfs, TestAgentDir());
+TEST_CASE_METHOD(StartedBackend, "lifecycle: bad session ids and duplicate sessions are refused",
+                 "[sandbox][lifecycle]") {
   spec.session_id = "../../etc/x";
   auto bad = backend->Start(spec);
   REQUIRE(!bad);
@@ -292,12 +292,8 @@ TEST_CASE(
   records.Remove(foreign.session_id);
 }
 
-TEST_CASE("lifecycle: a live sandbox survives the sweep of its own backend",
-          "[sandbox][lifecycle]") {
-  std::string rootfs = TestRootfs();
-  TempDir tmp;
-  auto backend = MakeBackend(tmp);
-  auto spec = MakeSpec(rootfs, TestAgentDir());
+TEST_CASE_METHOD(StartedBackend, "lifecycle: a live sandbox survives the sweep of its own backend",
+                 "[sandbox][lifecycle]") {
   auto sandbox = backend->StartProgram(spec, {"/bin/sleep", "1000"});
   REQUIRE(sandbox);
   pid_t pid = static_cast<NamespaceSandbox&>(**sandbox).init_pid();
