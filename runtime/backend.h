@@ -3,6 +3,7 @@
 // Everything else (running code, files, artifacts) goes through the agent protocol.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,15 @@
 #include "runtime/limits.h"
 
 namespace sandbox {
+
+// Docker backend: an image archive to load and the id the daemon gives the image it holds.
+struct DockerImageSource {
+  std::string archive;   // docker-save / OCI tar for POST /images/load
+  std::string image_id;  // "sha256:<hex>": the image the container is then created from
+};
+// Makes a DockerImageSource on demand (e.g. exports a stored image). Called by the Docker
+// backend only when the daemon lacks the image, so other backends never pay for it.
+using DockerImageProvider = std::function<Result<DockerImageSource>()>;
 
 // Everything a backend needs to start one sandbox. Plain data.
 struct SandboxSpec {
@@ -28,6 +38,9 @@ struct SandboxSpec {
   // lacks that image ("" = none: a missing image is an error).
   std::string docker_image;
   std::string image_archive;
+  // Docker backend only, when image_archive is "": asked for an archive when the daemon lacks
+  // docker_image; the container then runs the image id it returns (empty = none).
+  DockerImageProvider docker_image_source;
 };
 
 // What a sandbox has used so far, where the backend can tell.

@@ -138,33 +138,54 @@ DockerBackend::DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackend
       usage_from_engine_api_(options.usage_from_engine_api) {}
 
 Status DockerBackend::EnsureImage(const std::string& image, const std::string& archive) {
+  SBX_TRY(EnsureImage(image, archive, DockerImageProvider()));
+  return {};
+}
+
+Result<std::string> DockerBackend::EnsureImage(const std::string& image, const std::string& archive,
+                                               const DockerImageProvider& provider) {
   std::lock_guard<std::mutex> lock(image_mutex_);
   SBX_ASSIGN_OR_RETURN(bool present, engine_->ImageExists(image));
-  if (present) return {};
-  if (archive.empty()) {
+  if (present) return image;
+  std::string reference = image;
+  std::string load_from = archive;
+  if (load_from.empty() && provider) {
+    // An archive made on demand (a stored image exported): the daemon knows the image by the
+    // id of the exported config, and may have it from an earlier session already.
+    auto started = Clock::now();
+    SBX_ASSIGN_OR_RETURN(DockerImageSource source, provider());
+    spdlog::debug("image {}: archive {} ({:.0f} ms)", image, source.archive,
+                  Millis(Clock::now() - started).count());
+    reference = source.image_id;
+    SBX_ASSIGN_OR_RETURN(present, engine_->ImageExists(reference));
+    if (present) return reference;
+    load_from = source.archive;
+  }
+  if (load_from.empty()) {
     return Fail(ErrorCode::kNotFound,
                 "image {} is not in the Docker daemon and no image archive was given to load "
                 "(run `mcp-sandbox image build`)",
                 image);
   }
-  spdlog::info("loading image {} into the Docker daemon from {}", image, archive);
+  spdlog::info("loading image {} into the Docker daemon from {}", reference, load_from);
   auto started = Clock::now();
-  SBX_TRY(engine_->LoadImage(archive));
-  SBX_ASSIGN_OR_RETURN(present, engine_->ImageExists(image));
+  SBX_TRY(engine_->LoadImage(load_from));
+  SBX_ASSIGN_OR_RETURN(present, engine_->ImageExists(reference));
   if (!present) {
-    return Fail(ErrorCode::kNotFound, "{} loaded, but it does not provide image {}", archive,
-                image);
+    return Fail(ErrorCode::kNotFound, "{} loaded, but it does not provide image {}", load_from,
+                reference);
   }
-  spdlog::info("loaded image {} in {:.0f} ms", image, Millis(Clock::now() - started).count());
-  return {};
+  spdlog::info("loaded image {} in {:.0f} ms", reference, Millis(Clock::now() - started).count());
+  return reference;
 }
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
   auto t0 = Clock::now();
-  const std::string& image = spec.docker_image.empty() ? spec.image_name : spec.docker_image;
-  SBX_TRY(EnsureImage(image, spec.image_archive).map_error([&](Error e) {
-    return std::move(e).Context("docker image");
-  }));
+  SBX_ASSIGN_OR_RETURN(
+      const std::string image,
+      EnsureImage(spec.docker_image.empty() ? spec.image_name : spec.docker_image,
+                  spec.image_archive, spec.docker_image_source)
+          .map_error([&](Error e) { return std::move(e).Context("docker image"); }));
   SBX_ASSIGN_OR_RETURN(ContainerSpec container,
                        ContainerSpecFor(spec, image, owner_, seccomp_profile_json_));
   auto t1 = Clock::now();

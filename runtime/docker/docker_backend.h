@@ -34,8 +34,9 @@ class DockerBackend : public Backend {
   static Result<std::unique_ptr<DockerBackend>> Connect(DockerBackendOptions options = {});
 
   std::string name() const override { return "docker"; }
-  // Ensures the image (loading spec.image_archive if the daemon lacks it), creates the
-  // container, attaches, starts. A failure after create removes the container again.
+  // Ensures the image (loading spec.image_archive, or the archive spec.docker_image_source
+  // makes, if the daemon lacks it), creates the container, attaches, starts. A failure after
+  // create removes the container again.
   Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) override;
   EnforcedLimits PlanLimits(const Limits& limits) const override;
   // Removes every container labelled mcp-sandbox.session whose owning server is gone.
@@ -44,6 +45,11 @@ class DockerBackend : public Backend {
   // Makes `image` known to the daemon: nothing when present, else POST /images/load of
   // `archive` (kNotFound when there is no archive). Serialized: concurrent starts load once.
   Status EnsureImage(const std::string& image, const std::string& archive);
+  // The same, and when there is no archive asks `provider` (if any) for one: the image id it
+  // names is used as is when the daemon has it, else its archive is loaded. Returns the
+  // reference to create the container from (`image`, or the provider's image id).
+  Result<std::string> EnsureImage(const std::string& image, const std::string& archive,
+                                  const DockerImageProvider& provider);
 
   const EngineClient& engine() const { return *engine_; }
   const std::string& owner() const { return owner_; }

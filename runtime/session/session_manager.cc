@@ -210,6 +210,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   spec.wheelhouse = config_.wheelhouse;
   spec.docker_image = image.docker_image;
   spec.image_archive = image.image_archive;
+  spec.docker_image_source = image.docker_image_source;
 
   auto sandbox = backend_->Start(spec);
   if (!sandbox) {

@@ -74,6 +74,8 @@ struct ResolvedImage {
   // the image id), and the archive to load when the daemon lacks it ("" = none).
   std::string docker_image;
   std::string image_archive;
+  // Docker backend, when there is no image_archive: makes one on demand (see SandboxSpec).
+  DockerImageProvider docker_image_source;
 };
 using ImageResolver = std::function<Result<ResolvedImage>(const std::string& name)>;
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "rootfs/docker_archive.h"
 #include "rootfs/recipe/image_builder.h"
 
 namespace sandbox::cli {
@@ -43,7 +44,8 @@ ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store) {
     resolved.workdir = image->config.working_dir;
     resolved.docker_image = image->digest;
     // Images built by `image build` keep their archive in the store's cache, for the Docker
-    // backend to load; imported images have none (the daemon must already have them).
+    // backend to load. Any other image is exported from the store's tree when the Docker
+    // backend finds the daemon without it (never for the namespace backend, which does not ask).
     rootfs::BuildOptions build;
     build.name = name;
     build.variant = name == rootfs::DefaultImageName(rootfs::ImageVariant::kSmall)
@@ -53,6 +55,13 @@ ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store) {
     if (auto cached = rootfs::FindCachedBuild(build);
         cached && *cached && (*cached)->config_digest == image->digest) {
       resolved.image_archive = (*cached)->archive_path;
+    } else {
+      resolved.docker_image_source = [state_dir = store->state_dir(),
+                                      stored = *image]() -> Result<DockerImageSource> {
+        SBX_ASSIGN_OR_RETURN(rootfs::DockerArchive archive,
+                             rootfs::EnsureDockerArchive(state_dir, stored));
+        return DockerImageSource{archive.path, archive.image_id};
+      };
     }
     return resolved;
   };
