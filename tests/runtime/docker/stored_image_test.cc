@@ -2,7 +2,7 @@
 // imported into the store (here the small image's archive, given a config of its own by umoci so
 // the daemon cannot already have it) is exported from the store's tree on demand, loaded, and
 // runs a session through the same resolver `serve` and `run` use. Needs root, a daemon, umoci
-// and the small image's build archive (`mcp-sandbox image build --small`); skipped, saying which
+// and the small image's build archive (`image build --variant small`); skipped, saying which
 // is missing, otherwise.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,7 +29,7 @@ using namespace sandbox::testing;
 
 namespace {
 
-// The OCI archive `image build --small` cached in the default state dir.
+// The OCI archive `image build --variant small` cached in the default state dir.
 std::string SmallImageArchiveOrSkip() {
   rootfs::BuildOptions build;
   build.name = rootfs::DefaultImageName(rootfs::ImageVariant::kSmall);
@@ -38,7 +38,7 @@ std::string SmallImageArchiveOrSkip() {
   auto cached = rootfs::FindCachedBuild(build);
   if (!cached || !*cached) {
     SkipTest("no archive of the small image in " + build.state_dir +
-             " (mcp-sandbox image build --small)");
+             " (mcp-sandbox image build --variant small)");
   }
   return (*cached)->archive_path;
 }
