@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runtime/agent/init/process_group.h"
 #include "runtime/agent/mime.h"
 
 namespace sandbox::agent {
@@ -475,6 +476,8 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
       result["exit_code"] = signal_number != 0 ? 128 + signal_number : WEXITSTATUS(wait_status);
       result["term_signal"] = signal_number;
       bool worker = proc.role != Proc::Role::kShell;
+      // A stopped shell command takes what it started in the background with it.
+      if (!worker && run_->interrupted) ::kill(-proc.child.pid, SIGKILL);
       // A worker that ended while running a cell: killed by us (timeout, cancel) or by something
       // else (the OOM killer, a kill from another process, os._exit in the cell).
       result["worker_killed"] = worker && signal_number != 0 && !run_->killed;
@@ -532,6 +535,13 @@ void Agent::OnWorkerDone(Proc& proc, const Json& done) {
     }
   }
   result["figures"] = std::move(figures);
+  if (run_->interrupted) {
+    // The cell was stopped (timeout, cancel) and the worker kept its state; what the cell
+    // started in the background is stopped with it, as a killed worker's group would be.
+    if (int stray = KillGroupExcept(proc.child.pid, proc.child.pid); stray > 0) {
+      Log("stopped " + std::to_string(stray) + " process(es) the interrupted cell left running");
+    }
+  }
   bool fresh = proc.role == Proc::Role::kFreshWorker;
   FinishRun(std::move(result));
   if (fresh && run_proc_.get() == &proc) {

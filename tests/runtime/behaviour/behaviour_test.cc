@@ -69,6 +69,37 @@ BEHAVIOUR_TEST("an interruptible timeout keeps the state", "") {
   CHECK(fixture.Python(id, "print(keep)").stdout_text == "7\n");
 }
 
+// How many `sleep 312` processes the sandbox has, counted from inside.
+constexpr const char* kCountSleepers =
+    "import os\nn = 0\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n"
+    "    try:\n        n += open(f'/proc/{pid}/cmdline', "
+    "'rb').read().startswith(b'sleep\\x00312')\n"
+    "    except OSError:\n        pass\nprint(n)";
+
+BEHAVIOUR_TEST("a stopped run leaves nothing running: its background children go too", "") {
+  auto id = fixture.NewSession();
+  fixture.Python(id, "keep = 3");
+  RunRequest python;
+  python.code = "import subprocess, time\nsubprocess.Popen(['sleep', '312'])\ntime.sleep(60)";
+  python.timeout_s = 1;
+  auto interrupted = fixture.manager().Run(id, python);
+  REQUIRE(interrupted);
+  CHECK(interrupted->timed_out);
+  CHECK_FALSE(interrupted->state_lost);  // the worker survived the interrupt ...
+  CHECK(fixture.Python(id, kCountSleepers).stdout_text == "0\n");  // ... its child did not
+  CHECK(fixture.Python(id, "print(keep)").stdout_text == "3\n");
+
+  RunRequest shell;
+  shell.kind = RunRequest::Kind::kShell;
+  // The shell dies of the interrupt's SIGTERM; its background child ignores it.
+  shell.code = "sh -c \"trap '' TERM; exec sleep 312\" & sleep 60";
+  shell.timeout_s = 1;
+  auto stopped = fixture.manager().Run(id, shell);
+  REQUIRE(stopped);
+  CHECK(stopped->timed_out);
+  CHECK(fixture.Python(id, kCountSleepers).stdout_text == "0\n");
+}
+
 BEHAVIOUR_TEST("files go in and out of /mnt/data and new files are reported as artifacts", "") {
   auto id = fixture.NewSession();
   REQUIRE(fixture.manager().WriteFile(id, "data.csv", "a,b\n1,2\n3,4\n", false));
