@@ -2,7 +2,8 @@
 # tests/e2e/run.sh: the end-to-end tests of the MCP server, run by tools/test.
 #   1. the behaviour suite with the official MCP TypeScript SDK client, over stdio and over
 #      Streamable HTTP (node --test; runtime-dependent tests skip, saying why, when
-#      `mcp-sandbox doctor` finds no backend or the image is missing);
+#      `mcp-sandbox doctor` finds no backend or the image is missing), and the Docker fallback
+#      workflow with user namespaces denied to the server (docker-fallback.test.mjs);
 #   2. the official conformance suite against `serve --http` (the scenarios that need no
 #      fixture tools, then the tools-call-* ones against `serve --conformance-fixtures`);
 #   3. an Inspector CLI smoke test over stdio (tools/list, tools/call).
@@ -52,7 +53,7 @@ log "== e2e: SDK client over stdio and HTTP (node --test)"
 "$NODE" --test --test-concurrency=1 --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
   --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
-  stdio.test.mjs http.test.mjs 2>"$results/sdk.stderr"
+  stdio.test.mjs http.test.mjs docker-fallback.test.mjs 2>"$results/sdk.stderr"
 sdk_status=$?
 sed 's/^/  /' "$results/sdk.txt" >&2
 # One line per test outcome: "pass NAME", "fail NAME", "skip NAME: REASON".

@@ -57,12 +57,14 @@ function captureStderr(stream, sink) {
   });
 }
 
-// The SDK client connected over stdio to `mcp-sandbox serve`.
-export async function startStdio(env = {}, args = []) {
+// The SDK client connected over stdio to `mcp-sandbox serve`. `wrapper`: a command line that
+// runs the server (it gets BIN and the serve arguments appended), e.g. to deny it namespaces.
+export async function startStdio(env = {}, args = [], wrapper = []) {
   const stderr = { text: '' };
+  const command = [...wrapper, BIN, 'serve', ...args];
   const transport = new StdioClientTransport({
-    command: BIN,
-    args: ['serve', ...args],
+    command: command[0],
+    args: command.slice(1),
     env: { ...process.env, SANDBOX_LOG_LEVEL: 'info', ...env },
     stderr: 'pipe',
   });

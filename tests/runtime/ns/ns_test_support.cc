@@ -24,9 +24,11 @@ bool Readable(const std::string& dir) {
          ::access((dir + "/proc").c_str(), F_OK) == 0;
 }
 
-std::string FromStore(const std::string& state_dir) {
+std::string FromStore(const std::string& state_dir, TestImage preferred) {
   rootfs::ImageStore store(state_dir);
-  for (const char* name : {"python-small", "python"}) {
+  const bool small_first = preferred == TestImage::kSmall;
+  for (const char* name :
+       {small_first ? "python-small" : "python", small_first ? "python" : "python-small"}) {
     auto image = store.Find(name);
     if (image && Readable(image->rootfs)) return image->rootfs;
   }
@@ -35,14 +37,14 @@ std::string FromStore(const std::string& state_dir) {
 
 }  // namespace
 
-std::string TestRootfs() {
+std::string TestRootfs(TestImage preferred) {
   if (const char* env = std::getenv("SANDBOX_TEST_ROOTFS"); env != nullptr && *env != '\0') {
     if (!Readable(env)) SkipTest(std::string("SANDBOX_TEST_ROOTFS=") + env + " is not readable");
     return env;
   }
   for (const std::string& state_dir :
        {rootfs::ImageStore::DefaultStateDir(), std::string("/var/lib/mcp-sandbox")}) {
-    if (std::string found = FromStore(state_dir); !found.empty()) return found;
+    if (std::string found = FromStore(state_dir, preferred); !found.empty()) return found;
   }
   if (Readable("/var/tmp/ns-rootfs")) return "/var/tmp/ns-rootfs";
   SkipTest(

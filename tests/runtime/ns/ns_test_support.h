@@ -14,10 +14,14 @@
 
 namespace sandbox::testing {
 
+// Which image a test wants: the small one starts fastest; the full one has the data-science
+// stack (either is taken when only the other is there).
+enum class TestImage { kSmall, kFull };
 // A rootfs the current user can read: $SANDBOX_TEST_ROOTFS, else the image store's
-// "python-small" or "python" (the default state dir, then /var/lib/mcp-sandbox), else
-// /var/tmp/ns-rootfs (a dev machine's mmdebstrap tree). Skips the test when there is none.
-std::string TestRootfs();
+// "python-small" or "python" (the preferred one first; the default state dir, then
+// /var/lib/mcp-sandbox), else /var/tmp/ns-rootfs (a dev machine's mmdebstrap tree). Skips the
+// test when there is none.
+std::string TestRootfs(TestImage preferred = TestImage::kSmall);
 // The agent dir (sandbox-init + worker.py) of the build tree. Skips when it is missing.
 std::string TestAgentDir();
 // Whether the rootfs has `path` (inside path, e.g. "/usr/bin/python3").

@@ -73,11 +73,11 @@ print('cwd', os.getcwd())
 }
 
 TEST_CASE("workload: numpy pandas and matplotlib work", "[sandbox][workload]") {
-  std::string rootfs = TestRootfs();
+  std::string rootfs = TestRootfs(TestImage::kFull);
   for (const char* package : {"numpy", "pandas", "matplotlib"}) {
     if (!ImageHasPythonPackage(rootfs, package)) {
       SkipTest(std::string("the image at ") + rootfs + " has no " + package +
-               " (only the small image is available here)");
+               " (build the default image: mcp-sandbox image build)");
     }
   }
   TempDir tmp;
