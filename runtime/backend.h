@@ -61,6 +61,8 @@ class Sandbox {
   // Kills every process in the sandbox now. Idempotent.
   virtual Status Kill() = 0;
   virtual SandboxUsage Usage() = 0;
+  // Usage().oom_kills alone; read around every run, so backends make it cheaper than Usage().
+  virtual uint64_t OomKills() { return Usage().oom_kills; }
   virtual const EnforcedLimits& enforced_limits() const = 0;
   virtual std::string backend_name() const = 0;
 };

@@ -93,14 +93,7 @@ class Cgroup1Group final : public SandboxCgroup {
     std::string memory = DirFor("memory");
     usage.memory_bytes = ReadUint(memory + "/memory.usage_in_bytes").value_or(0);
     usage.memory_peak_bytes = ReadUint(memory + "/memory.max_usage_in_bytes").value_or(0);
-    if (auto oom = ReadFile(memory + "/memory.oom_control")) {
-      if (auto kills = FindKeyedValue(*oom, "oom_kill")) {
-        usage.oom_kills = *kills;
-      } else {
-        // Before Linux 4.13: only how often the limit was hit (see Plan's note).
-        usage.oom_kills = ReadUint(memory + "/memory.failcnt").value_or(0);
-      }
-    }
+    usage.oom_kills = OomKills();
     if (std::string pids = DirFor("pids"); !pids.empty()) {
       usage.pids = static_cast<uint32_t>(ReadUint(pids + "/pids.current").value_or(0));
     }
@@ -109,6 +102,15 @@ class Cgroup1Group final : public SandboxCgroup {
           static_cast<double>(ReadUint(cpuacct + "/cpuacct.usage").value_or(0)) / 1e9;
     }
     return usage;
+  }
+
+  uint64_t OomKills() const override {
+    std::string memory = DirFor("memory");
+    auto oom = ReadFile(memory + "/memory.oom_control");
+    if (!oom) return 0;
+    if (auto kills = FindKeyedValue(*oom, "oom_kill")) return *kills;
+    // Before Linux 4.13: only how often the limit was hit (see Plan's note).
+    return ReadUint(memory + "/memory.failcnt").value_or(0);
   }
 
   Status Destroy() override {

@@ -222,14 +222,17 @@ class Cgroup2Group final : public SandboxCgroup {
     // memory.peak is Linux >= 5.19.
     usage.memory_peak_bytes = ReadUint(dir_ + "/memory.peak").value_or(0);
     usage.pids = static_cast<uint32_t>(ReadUint(dir_ + "/pids.current").value_or(0));
-    if (auto events = ReadFile(dir_ + "/memory.events")) {
-      usage.oom_kills = FindKeyedValue(*events, "oom_kill").value_or(0);
-    }
+    usage.oom_kills = OomKills();
     if (auto stat = ReadFile(dir_ + "/cpu.stat")) {
       usage.cpu_seconds =
           static_cast<double>(FindKeyedValue(*stat, "usage_usec").value_or(0)) / 1e6;
     }
     return usage;
+  }
+
+  uint64_t OomKills() const override {
+    auto events = ReadFile(dir_ + "/memory.events");
+    return events ? FindKeyedValue(*events, "oom_kill").value_or(0) : 0;
   }
 
   Status Destroy() override {

@@ -36,6 +36,8 @@ class SandboxCgroup {
   // Kills every process now (cgroup.kill on v2 >= 5.14, else SIGKILL to each pid listed).
   virtual Status KillAll() = 0;
   virtual SandboxUsage Usage() const = 0;
+  // Usage().oom_kills from the one file that holds it.
+  virtual uint64_t OomKills() const = 0;
   // Kills every process, waits (briefly) for the group to drain and removes its directories.
   // Idempotent; the destructor calls it and logs a failure it cannot return.
   virtual Status Destroy() = 0;

@@ -25,6 +25,7 @@ class NoCgroup final : public SandboxCgroup {
   // every process of its pid namespace.
   Status KillAll() override { return {}; }
   SandboxUsage Usage() const override { return {}; }
+  uint64_t OomKills() const override { return 0; }
   Status Destroy() override { return {}; }
   std::vector<std::string> paths() const override { return {}; }
 };

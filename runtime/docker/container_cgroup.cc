@@ -82,17 +82,22 @@ Result<ContainerCgroupPaths> FindContainerCgroup(pid_t pid, std::string_view con
   return *paths;
 }
 
+uint64_t ReadContainerOomKills(const ContainerCgroupPaths& paths) {
+  if (paths.v2) return ReadKeyed(paths.memory + "/memory.events", "oom_kill");
+  return ReadKeyed(paths.memory + "/memory.oom_control", "oom_kill");  // >= 4.13
+}
+
 SandboxUsage ReadContainerUsage(const ContainerCgroupPaths& paths) {
   SandboxUsage usage;
   if (paths.v2) {
     usage.memory_bytes = ReadNumber(paths.memory + "/memory.current");
     usage.memory_peak_bytes = ReadNumber(paths.memory + "/memory.peak");  // Linux >= 5.19
-    usage.oom_kills = ReadKeyed(paths.memory + "/memory.events", "oom_kill");
+    usage.oom_kills = ReadContainerOomKills(paths);
     usage.cpu_seconds = static_cast<double>(ReadKeyed(paths.cpu + "/cpu.stat", "usage_usec")) / 1e6;
   } else {
     usage.memory_bytes = ReadNumber(paths.memory + "/memory.usage_in_bytes");
     usage.memory_peak_bytes = ReadNumber(paths.memory + "/memory.max_usage_in_bytes");
-    usage.oom_kills = ReadKeyed(paths.memory + "/memory.oom_control", "oom_kill");  // >= 4.13
+    usage.oom_kills = ReadContainerOomKills(paths);
     if (!paths.cpu.empty()) {
       usage.cpu_seconds = static_cast<double>(ReadNumber(paths.cpu + "/cpuacct.usage")) / 1e9;
     }

@@ -36,5 +36,7 @@ Result<ContainerCgroupPaths> FindContainerCgroup(pid_t pid, std::string_view con
 
 // Current usage; fields whose files are missing stay 0.
 SandboxUsage ReadContainerUsage(const ContainerCgroupPaths& paths);
+// ReadContainerUsage(paths).oom_kills alone.
+uint64_t ReadContainerOomKills(const ContainerCgroupPaths& paths);
 
 }  // namespace sandbox::docker

@@ -65,14 +65,20 @@ class DockerSandbox : public Sandbox {
     } else {
       spdlog::debug("session {}: container stats: {}", session_id_, stats.error().message);
     }
+    usage.oom_kills = OomKills();
+    return usage;
+  }
+
+  uint64_t OomKills() override {
+    if (cgroup_) return ReadContainerOomKills(*cgroup_);
     // The daemon emits "oom" whenever the container's memory cgroup kills a process, also
     // when that is not the container's init (unlike State.OOMKilled).
-    if (auto ooms = engine_->CountContainerEvents(id_, "oom", started_unix_)) {
-      usage.oom_kills = static_cast<uint64_t>(*ooms);
-    } else {
+    auto ooms = engine_->CountContainerEvents(id_, "oom", started_unix_);
+    if (!ooms) {
       spdlog::debug("session {}: oom events: {}", session_id_, ooms.error().message);
+      return 0;
     }
-    return usage;
+    return static_cast<uint64_t>(*ooms);
   }
 
  private:

@@ -138,6 +138,11 @@ class Sandbox final : public NamespaceSandbox {
     return child_.pidfd ? ProcessTreeUsage(child_.pid) : SandboxUsage{};
   }
 
+  uint64_t OomKills() override {
+    if (cgroup_ && state_->cgroups->mode() != "none") return cgroup_->OomKills();
+    return 0;  // without a memory cgroup nothing is killed for memory (rlimits make it fail)
+  }
+
   const EnforcedLimits& enforced_limits() const override { return limits_; }
   std::string backend_name() const override { return "namespace"; }
   pid_t init_pid() const override { return child_.pid; }

@@ -371,7 +371,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
   if (request.max_output_bytes == 0) request.max_output_bytes = config_.max_output_bytes;
 
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-  uint64_t oom_before = session->sandbox->Usage().oom_kills;
+  uint64_t oom_before = session->sandbox->OomKills();
 
   AgentClient* agent = session->agent.get();
   if (cancel != nullptr) {
@@ -393,7 +393,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     }
     return Fail(std::move(result.error()).Context(fmt::format("session {}", id)));
   }
-  if (result->worker_killed && session->sandbox->Usage().oom_kills > oom_before) {
+  if (result->worker_killed && session->sandbox->OomKills() > oom_before) {
     result->oom = true;
   }
   return result;
