@@ -2,10 +2,13 @@
 
 #include <httplib.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 
 #include <openssl/crypto.h>
@@ -179,6 +182,16 @@ Status HttpTransport::Bind() {
   http_->set_keep_alive_max_count(100000);
   http_->set_read_timeout(30, 0);
   http_->set_write_timeout(30, 0);
+  // The library listens with a backlog of 5: fifty clients connecting at once would have their
+  // SYNs dropped and retried a second later. Keep the listening socket to widen the queue after
+  // the bind; SO_REUSEADDR only (the library's default adds SO_REUSEPORT, which would let
+  // another process bind the same port and take a share of the connections).
+  int listen_fd = -1;
+  http_->set_socket_options([&listen_fd](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = sock;
+  });
 
   http_->Post("/mcp",
               [this](const httplib::Request& q, httplib::Response& r) { HandlePost(q, r); });
@@ -220,6 +233,9 @@ Status HttpTransport::Bind() {
     return Fail(ErrorCode::kInvalidArgument,
                 "cannot listen on {}:{} (in use, or not an address here)", options_.host,
                 options_.port);
+  }
+  if (listen_fd >= 0 && ::listen(listen_fd, SOMAXCONN) != 0) {
+    spdlog::warn("cannot widen the listen backlog: {}", std::strerror(errno));
   }
 
   // Who may call: origins as configured, else the loopback names on the bound port.

@@ -1,0 +1,201 @@
+// http_load_bench: N MCP sessions over Streamable HTTP, each on its own keep-alive connection and
+// thread, make M `sandbox_run_python` calls of print(1) at once against a running
+// `mcp-sandbox serve --http`; prints errors, per-call latency percentiles and throughput as one
+// markdown table row. A native load generator (one blocked thread per client costs next to no
+// CPU), so on a small machine the figures are the server's and the sandboxes', not a client
+// library's event loop (tools/bench.d/mcp_latency.sh shows the SDK client's figures beside it).
+//
+// usage: http_load_bench URL [--sessions N] [--calls M]
+#include <httplib.h>
+
+#include <atomic>
+#include <barrier>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/bench_stats.h"
+
+namespace {
+
+using nlohmann::json;
+using sandbox::testing::BenchClock;
+using sandbox::testing::Ms;
+using sandbox::testing::Percentile;
+
+struct Url {
+  std::string host;
+  int port = 0;
+  std::string path;
+};
+
+bool ParseUrl(const std::string& url, Url* out) {
+  const std::string scheme = "http://";
+  if (url.rfind(scheme, 0) != 0) return false;
+  std::string rest = url.substr(scheme.size());
+  size_t slash = rest.find('/');
+  size_t colon = rest.find(':');
+  if (slash == std::string::npos || colon == std::string::npos || colon > slash) return false;
+  out->host = rest.substr(0, colon);
+  out->port = std::atoi(rest.substr(colon + 1, slash - colon - 1).c_str());
+  out->path = rest.substr(slash);
+  return out->port > 0;
+}
+
+// One MCP client: a keep-alive connection and its Mcp-Session-Id.
+class Client {
+ public:
+  explicit Client(const Url& url) : http_(url.host, url.port), path_(url.path) {
+    http_.set_keep_alive(true);
+    http_.set_tcp_nodelay(true);  // headers and body go in two writes: no Nagle wait between
+    http_.set_read_timeout(120, 0);
+  }
+
+  // The JSON-RPC response to `method` (the last `data:` line of an SSE reply), or null.
+  json Request(const std::string& method, json params) {
+    json body = {
+        {"jsonrpc", "2.0"}, {"id", next_id_++}, {"method", method}, {"params", std::move(params)}};
+    return Post(body.dump());
+  }
+
+  bool Notify(const std::string& method) {
+    json body = {{"jsonrpc", "2.0"}, {"method", method}};
+    Post(body.dump());
+    return ok_;
+  }
+
+ private:
+  json Post(const std::string& payload) {
+    httplib::Headers headers = {{"Accept", "application/json, text/event-stream"}};
+    if (!session_.empty()) {
+      headers.emplace("Mcp-Session-Id", session_);
+      headers.emplace("MCP-Protocol-Version", "2025-11-25");
+    }
+    auto response = http_.Post(path_, headers, payload, "application/json");
+    ok_ = response && response->status / 100 == 2;
+    if (!ok_) return nullptr;
+    if (response->has_header("Mcp-Session-Id")) {
+      session_ = response->get_header_value("Mcp-Session-Id");
+    }
+    std::string body = response->body;
+    if (response->get_header_value("Content-Type").rfind("text/event-stream", 0) == 0) {
+      size_t at = body.rfind("data: ");
+      if (at == std::string::npos) return nullptr;
+      body = body.substr(at + 6, body.find('\n', at) - at - 6);
+    }
+    return json::parse(body, nullptr, /*allow_exceptions=*/false);
+  }
+
+  httplib::Client http_;
+  std::string path_;
+  std::string session_;
+  int next_id_ = 1;
+  bool ok_ = false;
+};
+
+bool CallOk(const json& response) {
+  if (!response.is_object() || !response.contains("result")) return false;
+  const json& result = response["result"];
+  return !result.value("isError", false) && result.contains("structuredContent") &&
+         result["structuredContent"].value("stdout", "") == "1\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: http_load_bench URL [--sessions N] [--calls M]\n");
+    return 2;
+  }
+  Url url;
+  if (!ParseUrl(argv[1], &url)) {
+    std::fprintf(stderr, "http_load_bench: not an http://HOST:PORT/PATH URL: %s\n", argv[1]);
+    return 2;
+  }
+  int sessions = 50;
+  int calls = 20;
+  int warmup = 0;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--sessions") sessions = std::atoi(argv[i + 1]);
+    if (flag == "--calls") calls = std::atoi(argv[i + 1]);
+    if (flag == "--warmup") warmup = std::atoi(argv[i + 1]);
+  }
+
+  // BENCH_DUMP=FILE: every call's start (ms since the first) and latency, for a look at the tail.
+  FILE* dump = std::getenv("BENCH_DUMP") ? std::fopen(std::getenv("BENCH_DUMP"), "w") : nullptr;
+  const auto epoch = BenchClock::now();
+  std::mutex mutex;
+  std::vector<double> latencies;
+  std::atomic<int> errors{0};
+  std::atomic<int> setup_failures{0};
+  std::barrier ready(sessions + 1);
+  std::barrier done(sessions + 1);
+  std::vector<std::thread> threads;
+  for (int s = 0; s < sessions; ++s) {
+    threads.emplace_back([&] {
+      Client client(url);
+      json init = client.Request("initialize",
+                                 {{"protocolVersion", "2025-11-25"},
+                                  {"capabilities", json::object()},
+                                  {"clientInfo", {{"name", "http_load_bench"}, {"version", "1"}}}});
+      bool set_up =
+          init.is_object() && init.contains("result") && client.Notify("notifications/initialized");
+      // The first call creates the session (its sandbox start is not a warm call).
+      json first = set_up ? client.Request("tools/call", {{"name", "sandbox_run_python"},
+                                                          {"arguments", {{"code", "print(1)"}}}})
+                          : json();
+      std::string session_id;
+      if (set_up && CallOk(first)) {
+        session_id = first["result"]["structuredContent"].value("session_id", "");
+      } else {
+        ++setup_failures;
+      }
+      for (int w = 0; w < warmup && !session_id.empty(); ++w) {
+        client.Request("tools/call",
+                       {{"name", "sandbox_run_python"},
+                        {"arguments", {{"session_id", session_id}, {"code", "print(1)"}}}});
+      }
+      ready.arrive_and_wait();
+      std::vector<double> mine;
+      std::vector<double> starts;
+      for (int c = 0; c < calls && !session_id.empty(); ++c) {
+        auto t0 = BenchClock::now();
+        if (dump != nullptr) starts.push_back(Ms(t0 - epoch));
+        json response = client.Request(
+            "tools/call", {{"name", "sandbox_run_python"},
+                           {"arguments", {{"session_id", session_id}, {"code", "print(1)"}}}});
+        mine.push_back(Ms(BenchClock::now() - t0));
+        if (!CallOk(response)) ++errors;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        latencies.insert(latencies.end(), mine.begin(), mine.end());
+        for (size_t i = 0; dump != nullptr && i < starts.size(); ++i) {
+          std::fprintf(dump, "%.3f %.3f\n", starts[i], mine[i]);
+        }
+      }
+      done.arrive_and_wait();
+    });
+  }
+  ready.arrive_and_wait();
+  auto started = BenchClock::now();
+  done.arrive_and_wait();
+  double wall_ms = Ms(BenchClock::now() - started);
+  for (auto& thread : threads) thread.join();
+
+  std::printf(
+      "| HTTP, native keep-alive clients (a thread each): the same load | %zu | %.2f | %.2f | "
+      "%.2f | %.2f | p99 <= 50, no errors |\n",
+      latencies.size(), Percentile(latencies, 0.5), Percentile(latencies, 0.9),
+      Percentile(latencies, 0.99), Percentile(latencies, 1.0));
+  std::printf("\nNative clients: %d error(s), %d session(s) not set up, %.0f calls/s.\n",
+              errors.load(), setup_failures.load(),
+              static_cast<double>(latencies.size()) / (wall_ms / 1000));
+  return errors.load() + setup_failures.load() == 0 ? 0 : 1;
+}
