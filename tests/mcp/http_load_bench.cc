@@ -5,7 +5,7 @@
 // CPU), so on a small machine the figures are the server's and the sandboxes', not a client
 // library's event loop (tools/bench.d/mcp_latency.sh shows the SDK client's figures beside it).
 //
-// usage: http_load_bench URL [--sessions N] [--calls M]
+// usage: http_load_bench URL [--sessions N] [--calls M] [--warmup W] (BENCH_DUMP=FILE: raw samples)
 #include <httplib.h>
 
 #include <atomic>
@@ -109,7 +109,7 @@ bool CallOk(const json& response) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: http_load_bench URL [--sessions N] [--calls M]\n");
+    std::fprintf(stderr, "usage: http_load_bench URL [--sessions N] [--calls M] [--warmup W]\n");
     return 2;
   }
   Url url;
@@ -190,9 +190,9 @@ int main(int argc, char** argv) {
   for (auto& thread : threads) thread.join();
 
   std::printf(
-      "| HTTP, native keep-alive clients (a thread each): the same load | %zu | %.2f | %.2f | "
-      "%.2f | %.2f | p99 <= 50, no errors |\n",
-      latencies.size(), Percentile(latencies, 0.5), Percentile(latencies, 0.9),
+      "| HTTP, native keep-alive clients (a thread each): %d sessions x %d calls at once, "
+      "print(1) | %zu | %.2f | %.2f | %.2f | %.2f | p99 <= 50, no errors |\n",
+      sessions, calls, latencies.size(), Percentile(latencies, 0.5), Percentile(latencies, 0.9),
       Percentile(latencies, 0.99), Percentile(latencies, 1.0));
   std::printf("\nNative clients: %d error(s), %d session(s) not set up, %.0f calls/s.\n",
               errors.load(), setup_failures.load(),
