@@ -26,7 +26,7 @@ if [ "$(id -u)" -eq 0 ] && [ "${SANDBOX_CGROUP:-auto}" != none ] &&
   echo
   echo "The same with rlimits only (SANDBOX_CGROUP=none), to show the cost of joining the cgroup:"
   echo
-  SANDBOX_CGROUP=none "$bench" --runs "$runs" --concurrent 20 | sed -n '/^| measure/,/^$/p'
+  SANDBOX_CGROUP=none "$bench" --runs "$runs" --concurrent 20 --idle 0 | sed -n '/^| measure/,/^$/p'
 fi
 
 echo

@@ -1,11 +1,13 @@
 // ns_bench: how fast namespace sessions start and how little they cost. Prints markdown tables;
 // tools/bench.d/session_create.sh runs it (next to `docker run --rm` of the same image).
 //
-//   ns_bench [--rootfs DIR] [--runs N] [--concurrent N] [--warm N] [--print-rootfs] [--verbose]
+//   ns_bench [--rootfs DIR] [--runs N] [--concurrent N] [--warm N] [--idle N] [--print-rootfs]
+//            [--verbose]
 //
 // Rows: create + agent hello + print(1) through AgentClient (p50/p99 over --runs sequential
 // sessions, with the phases), warm print(1), --concurrent sessions created at once (wall time
-// until every one has answered print(1)), the idle PSS of one session's processes, and what the
+// until every one has answered print(1)), the idle PSS of one session's processes, --idle
+// sessions side by side (all answering; their PSS and the MemAvailable they take), and what the
 // kernel charges for each namespace kind (unshare in a throwaway child).
 #include <fcntl.h>
 #include <sched.h>
@@ -130,6 +132,49 @@ double TreePssMiB(pid_t init) {
   return static_cast<double>(kib) / 1024.0;
 }
 
+// MemAvailable from /proc/meminfo, in MiB.
+double MemAvailableMiB() {
+  auto meminfo = ReadFile("/proc/meminfo");
+  if (!meminfo) return 0;
+  size_t at = meminfo->find("MemAvailable:");
+  if (at == std::string::npos) return 0;
+  return static_cast<double>(std::strtoull(meminfo->c_str() + at + 13, nullptr, 10)) / 1024.0;
+}
+
+struct IdleFigures {
+  int ok = 0;
+  double pss_mib = 0;
+  double available_drop_mib = 0;
+};
+
+IdleFigures MeasureIdleSessions(NamespaceBackend& backend, const std::string& rootfs,
+                                const std::string& agent, int count) {
+  IdleFigures figures;
+  if (count <= 0) return figures;
+  double available_before = MemAvailableMiB();
+  std::vector<std::unique_ptr<Sandbox>> sessions;
+  RunRequest request;
+  request.code = "print(1)";
+  for (int i = 0; i < count; ++i) {
+    auto sandbox = backend.Start(Spec(rootfs, agent, 4000000 + i));
+    if (!sandbox) {
+      std::fprintf(stderr, "\nidle session %d: %s\n", i, sandbox.error().message.c_str());
+      break;
+    }
+    AgentClient client((*sandbox)->stream());
+    if (client.WaitReady(std::chrono::seconds(30)) && client.Run(request)) ++figures.ok;
+    sessions.push_back(std::move(*sandbox));
+    std::fprintf(stderr, "\ridle %d/%d", i + 1, count);
+  }
+  std::fprintf(stderr, "\n");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  figures.available_drop_mib = available_before - MemAvailableMiB();
+  for (auto& sandbox : sessions) {
+    figures.pss_mib += TreePssMiB(static_cast<NamespaceSandbox&>(*sandbox).init_pid());
+  }
+  return figures;
+}
+
 // The cost of unshare(flags) in a child already in its own user namespace (as sandboxes are),
 // p50 over `runs`; each iteration replaces the previous namespace, which the kernel tears down
 // (network namespaces asynchronously, in its cleanup_net worker).
@@ -162,7 +207,7 @@ double UnshareCostUs(int flags, int runs) {
 
 int main(int argc, char** argv) {
   std::string rootfs;
-  int runs = 100, concurrent = 20, warm_runs = 200;
+  int runs = 100, concurrent = 20, warm_runs = 200, idle = 200;
   bool print_rootfs = false;
   bool verbose = false;
   for (int i = 1; i < argc; ++i) {
@@ -174,6 +219,8 @@ int main(int argc, char** argv) {
       runs = std::atoi(next().c_str());
     else if (arg == "--concurrent")
       concurrent = std::atoi(next().c_str());
+    else if (arg == "--idle")
+      idle = std::atoi(next().c_str());
     else if (arg == "--warm")
       warm_runs = std::atoi(next().c_str());
     else if (arg == "--print-rootfs")
@@ -183,7 +230,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: ns_bench [--rootfs DIR] [--runs N] [--concurrent N] "
-                   "[--warm N] [--print-rootfs] [--verbose]\n");
+                   "[--warm N] [--idle N] [--print-rootfs] [--verbose]\n");
       return 2;
     }
   }
@@ -286,6 +333,11 @@ int main(int argc, char** argv) {
   keep.clear();
   double teardown = Ms(Clock::now() - t_teardown);
 
+  // N idle sessions side by side: every one answers, what they cost together (their PSS, and
+  // how much MemAvailable drops, which also counts the kernel's share: page tables, namespaces,
+  // cgroups, tmpfs metadata), and how many of them 24 GiB would hold at that rate.
+  IdleFigures idle_figures = MeasureIdleSessions(backend, rootfs, *agent, idle);
+
   double netns = UnshareCostUs(CLONE_NEWNET, 50);
   double mntns = UnshareCostUs(CLONE_NEWNS, 50);
   double small = UnshareCostUs(CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP, 50);
@@ -312,6 +364,20 @@ int main(int argc, char** argv) {
       concurrent, wall, *std::max_element(ready_at.begin(), ready_at.end()), ok, concurrent);
   std::printf("| teardown of those %d | %.0f ms | | |\n", concurrent, teardown);
   std::printf("| idle session PSS (init + worker) | %.1f MiB | | 1 |\n", pss);
+  if (idle > 0) {
+    std::printf("| %d idle sessions, all answered print(1) | %d/%d ok | | |\n", idle,
+                idle_figures.ok, idle);
+    std::printf("| &nbsp;&nbsp;their PSS together (per session) | %.0f MiB (%.1f MiB) | | |\n",
+                idle_figures.pss_mib, idle_figures.pss_mib / idle);
+    std::printf(
+        "| &nbsp;&nbsp;MemAvailable drop, kernel included (per session) | %.0f MiB (%.1f MiB) | "
+        "| |\n",
+        idle_figures.available_drop_mib, idle_figures.available_drop_mib / idle);
+    std::printf("| &nbsp;&nbsp;sessions 24 GiB holds at that rate | %.0f | | |\n",
+                idle_figures.available_drop_mib > 0
+                    ? 24.0 * 1024 / (idle_figures.available_drop_mib / idle)
+                    : 0.0);
+  }
   std::printf(
       "\nnamespace creation cost (unshare in a user namespace, p50 of 50; the previous one "
       "is torn down each time):\n\n");
@@ -320,5 +386,5 @@ int main(int argc, char** argv) {
               mntns, small);
   backend_ptr.reset();
   for (const std::string& dir : cgroup_parents) ::rmdir(dir.c_str());
-  return ok == concurrent ? 0 : 1;
+  return ok == concurrent && idle_figures.ok == idle ? 0 : 1;
 }
