@@ -53,6 +53,12 @@ struct BackendState {
     if (::geteuid() == 0) host_ids.emplace(options.host_id_claim_dir);
     if (auto me = IdentifyProcess(::getpid())) self = *me;
   }
+  ~BackendState() {
+    // Every sandbox (each holds this state) is gone, and with it its group: an rmdir of a
+    // parent still in use fails harmlessly (EBUSY).
+    if (!options.remove_cgroup_parents) return;
+    for (const std::string& dir : cgroups->parent_dirs()) ::rmdir(dir.c_str());
+  }
 };
 
 namespace {

@@ -35,6 +35,9 @@ class NamespaceBackend : public Backend {
     // Use the code paths for kernels before 5.12 (remount with the locked flags instead of
     // mount_setattr, a /proc/self/fd walk instead of close_range): so tests cover them here.
     bool old_kernel_paths = false;
+    // Remove the cgroup parent group(s) when the backend goes, if empty by then: for parents
+    // of a server's own (a state dir other than the default one), which nobody else reuses.
+    bool remove_cgroup_parents = false;
   };
 
   // `cgroups` is CgroupManager::Detect() (or Open()) for this host; null means Detect().

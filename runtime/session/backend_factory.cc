@@ -31,6 +31,19 @@ Result<BackendKind> ParseBackendKind(const std::string& text) {
               "SANDBOX_BACKEND '{}' is not one of auto, namespace, docker", text);
 }
 
+std::string CgroupOwnerFor(const std::string& state_dir) {
+  std::string dir = state_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty() || dir == "/var/lib/mcp-sandbox") return kDefaultCgroupOwner;
+  // FNV-1a: stable across builds and runs (std::hash is not promised to be).
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : dir) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return fmt::format("{}-{:012x}", kDefaultCgroupOwner, hash & 0xffffffffffffull);
+}
+
 Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
   // Probe only what the choice needs: the namespace probes fork a child each (a few ms), the
   // Docker probe talks to the socket.
@@ -48,8 +61,13 @@ Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
   }
   auto choice = probe::ChooseBackend(userns, seccomp, docker, KindName(options.kind));
   if (choice.backend == "namespace") {
-    auto backend = std::make_shared<NamespaceBackend>(options.state_dir, options.agent_dir,
-                                                      CgroupManager::Detect());
+    NamespaceBackend::Options ns_options;
+    ns_options.state_dir = options.state_dir;
+    ns_options.agent_dir = options.agent_dir;
+    const std::string owner = CgroupOwnerFor(options.state_dir);
+    ns_options.remove_cgroup_parents = owner != kDefaultCgroupOwner;
+    auto backend =
+        std::make_shared<NamespaceBackend>(std::move(ns_options), CgroupManager::Detect(owner));
     spdlog::info("backend: namespace ({}; limits via {})", choice.reason,
                  backend->cgroups().mode());
     return SelectedBackend{std::move(backend), choice.reason};
