@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -90,6 +91,27 @@ TEST_CASE("cgroup1: limits are written to each hierarchy", "[cgroup1][root]") {
   CHECK(saw_pids);
   CHECK(saw_cpu);
   CHECK((*group)->DirFd() == -1);  // no CLONE_INTO_CGROUP on v1
+}
+
+TEST_CASE("cgroup1: the sessions' parent weighs as much as its sessions", "[cgroup1][root]") {
+  V1Fixture fixture;
+  std::string cpu_parent;
+  for (const std::string& dir : fixture.manager().parent_dirs()) {
+    if (cgroup::PathExists(dir + "/cpu.shares")) cpu_parent = dir;
+  }
+  if (cpu_parent.empty()) testing::SkipTest("no v1 cpu hierarchy on this host");
+  auto shares = [&] { return cgroup::ReadUint(cpu_parent + "/cpu.shares").value(); };
+  std::vector<std::unique_ptr<SandboxCgroup>> groups;
+  for (const char* id : {"sess_weight000001", "sess_weight000002", "sess_weight000003"}) {
+    auto group = fixture.manager().Create(id, testing::SmallLimits());
+    REQUIRE(group.has_value());
+    groups.push_back(std::move(*group));
+    CHECK(shares() == 1024 * groups.size());  // each session counts as one process would
+  }
+  REQUIRE((*groups.back()).Destroy());
+  CHECK(shares() == 2048);
+  groups.clear();
+  CHECK(shares() == 1024);  // never below one process's share
 }
 
 TEST_CASE("cgroup1: memory past the limit is OOM-killed and counted", "[cgroup1][root]") {
