@@ -13,6 +13,7 @@
 #include "runtime/docker/docker_backend.h"
 #include "runtime/ns/namespace_backend.h"
 #include "runtime/ns/session_record.h"
+#include "runtime/session/backend_factory.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/wiring.h"
@@ -64,7 +65,9 @@ int List(const std::string& state_dir, bool json) {
 }
 
 int Collect(const std::string& state_dir) {
-  NamespaceBackend namespaces(state_dir, DefaultAgentDir(), CgroupManager::Detect());
+  // The cgroup parent of this state dir's servers: their leftovers, and nobody else's.
+  NamespaceBackend namespaces(state_dir, DefaultAgentDir(),
+                              CgroupManager::Detect(CgroupOwnerFor(state_dir)));
   auto swept = namespaces.SweepOrphans();
   if (!swept) {
     std::cerr << "mcp-sandbox sessions gc: " << swept.error().message << "\n";
