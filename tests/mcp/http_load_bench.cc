@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
     if (flag == "--ping") ping = std::string(argv[i + 1]) == "1";
   }
 
-  // BENCH_DUMP=FILE: every call's start (ms since the first) and latency, for a look at the tail.
+  // BENCH_DUMP=FILE: every call's start (ms since the first), latency and session index.
   FILE* dump = std::getenv("BENCH_DUMP") ? std::fopen(std::getenv("BENCH_DUMP"), "w") : nullptr;
   const auto epoch = BenchClock::now();
   std::mutex mutex;
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
   std::barrier done(sessions + 1);
   std::vector<std::thread> threads;
   for (int s = 0; s < sessions; ++s) {
-    threads.emplace_back([&] {
+    threads.emplace_back([&, s] {
       Client client(url);
       json init = client.Request("initialize",
                                  {{"protocolVersion", "2025-11-25"},
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
         std::lock_guard<std::mutex> lock(mutex);
         latencies.insert(latencies.end(), mine.begin(), mine.end());
         for (size_t i = 0; dump != nullptr && i < starts.size(); ++i) {
-          std::fprintf(dump, "%.3f %.3f\n", starts[i], mine[i]);
+          std::fprintf(dump, "%.3f %.3f %d\n", starts[i], mine[i], s);
         }
       }
       done.arrive_and_wait();
