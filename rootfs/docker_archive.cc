@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rootfs/digest.h"
+#include "rootfs/libarchive_handles.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
 
@@ -39,23 +40,11 @@ constexpr char kRepository[] = "mcp-sandbox/stored";
 // written by an older version are rewritten rather than reused.
 constexpr int kArchiveFormat = 1;
 
-struct ArchiveWriteDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryDeleter {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
 struct DirDeleter {
   void operator()(DIR* d) const { ::closedir(d); }
 };
-using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteDeleter>;
-using Entry = std::unique_ptr<archive_entry, EntryDeleter>;
+using Entry = ArchiveEntry;
 using DirHandle = std::unique_ptr<DIR, DirDeleter>;
-
-Error ArchiveError(archive* a, std::string_view what) {
-  const char* message = archive_error_string(a);
-  return MakeError(ErrorCode::kInternal, "{}: {}", what, message ? message : "libarchive error");
-}
 
 // A pax writer (ustar headers unless a name, owner or size needs an extension). Blocks of
 // 1 MiB, for fewer and larger writes; the last one is not padded beyond tar's 512-byte records.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rootfs/digest.h"
+#include "rootfs/libarchive_handles.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
 
@@ -20,23 +21,7 @@ namespace {
 
 constexpr size_t kCopyBufferBytes = 1 << 20;
 
-struct ArchiveReadDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
-};
-struct ArchiveWriteDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
-};
-struct EntryDeleter {
-  void operator()(archive_entry* e) const { archive_entry_free(e); }
-};
-using ArchiveReader = std::unique_ptr<archive, ArchiveReadDeleter>;
-using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteDeleter>;
-using Entry = std::unique_ptr<archive_entry, EntryDeleter>;
-
-Error ArchiveError(archive* a, std::string_view what) {
-  const char* message = archive_error_string(a);
-  return MakeError(ErrorCode::kInternal, "{}: {}", what, message ? message : "libarchive error");
-}
+using Entry = ArchiveEntry;
 
 // The destination of a libarchive writer: a file, hashed as it is written.
 struct HashingSink {

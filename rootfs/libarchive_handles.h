@@ -1,0 +1,34 @@
+// Owning handles for libarchive objects, and libarchive's last error as an Error: what every
+// writer and reader of tar files in rootfs/ needs.
+#pragma once
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include <memory>
+#include <string_view>
+
+#include "runtime/base/result.h"
+
+namespace sandbox::rootfs {
+
+struct ArchiveReadFree {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+struct ArchiveWriteFree {
+  void operator()(archive* a) const { archive_write_free(a); }
+};
+struct ArchiveEntryFree {
+  void operator()(archive_entry* e) const { archive_entry_free(e); }
+};
+using ArchiveReader = std::unique_ptr<archive, ArchiveReadFree>;
+using ArchiveWriter = std::unique_ptr<archive, ArchiveWriteFree>;
+using ArchiveEntry = std::unique_ptr<archive_entry, ArchiveEntryFree>;
+
+// "<what>: <libarchive's message>", kInternal.
+inline Error ArchiveError(archive* a, std::string_view what) {
+  const char* message = archive_error_string(a);
+  return MakeError(ErrorCode::kInternal, "{}: {}", what, message ? message : "libarchive error");
+}
+
+}  // namespace sandbox::rootfs
