@@ -81,48 +81,65 @@ print("\n".join(paths))
 EOF
 layer_bytes=$(cat "$work/layer-list" | xargs stat -c %s | paste -sd+ | bc)
 
-dest=$work/tar-x
-fresh=$work/state-fresh
 stored=$work/state-stored
-rm -rf "$stored" && "$cli" image import "$image" --state-dir "$stored" >/dev/null 2>&1
+# Kept from one run of this script to the next: importing into it again is a no-op.
+"$cli" image import "$image" --state-dir "$stored" >/dev/null 2>&1
 
 # tar -x reads each layer file; import reads the same bytes from inside the archive. Both end
 # with a sync so the time includes writing the tree, not just filling the page cache.
+#
+# Every timed run unpacks into a new directory, and the trees are deleted only after the last
+# run. Deleting the previous run's tree just before a run made that run pay for the deletion on
+# a filesystem without a journal (this VM's ext4): allocating an inode then skips, one by one,
+# every inode freed in the last 5 s, or 300 s while its inode-table block is dirty
+# (recently_deleted() in fs/ext4/ialloc.c). perf put half of both commands' time there, and it
+# grew run after run (tar -x: 0.85, 2.4, 4.2, 5.9, 6.5 s), so the median measured where a run
+# fell in the series, not the command. The commands also alternate, first one then the other,
+# so both see the same load on a shared machine.
 cat > "$work/tar-x.sh" <<EOF
 #!/bin/sh
 set -e
-mkdir -p "$dest"
-while read -r layer; do tar -xf "\$layer" -C "$dest"; done < "$work/layer-list"
-sync -f "$dest"
+dest=\$(mktemp -d "$work/tar-x.XXXXXX")
+while read -r layer; do tar -xf "\$layer" -C "\$dest"; done < "$work/layer-list"
+sync -f "\$dest"
 EOF
 cat > "$work/import.sh" <<EOF
 #!/bin/sh
 set -e
-"$cli" image import "$image" --state-dir "$fresh" >/dev/null 2>&1
-sync -f "$fresh"
+fresh=\$(mktemp -d "$work/state-fresh.XXXXXX")
+"$cli" image import "$image" --state-dir "\$fresh" >/dev/null 2>&1
+sync -f "\$fresh"
 EOF
 chmod +x "$work/tar-x.sh" "$work/import.sh"
-cleanup() { rm -rf "$dest" "$fresh" "$layers"; }
+cleanup() { rm -rf "$work"/tar-x.* "$work"/state-fresh.* "$layers"; }
 trap cleanup EXIT
+rm -f "$work"/unpack-*.json
 
 log "image: $image ($label)"
-hyperfine --style basic --runs "$runs" --export-json "$work/unpack.json" \
-  --prepare "rm -rf '$dest' '$fresh'; sync" \
-  -n "tar -x" "$work/tar-x.sh" \
-  -n "image import" "$work/import.sh" >&2
+for i in $(seq "$runs"); do
+  pair=(-n "tar -x" "$work/tar-x.sh" -n "image import" "$work/import.sh")
+  [ $((i % 2)) -eq 0 ] && pair=("${pair[@]:3:3}" "${pair[@]:0:3}")
+  hyperfine --style basic --runs 1 --prepare sync --export-json "$work/unpack-$i.json" \
+    "${pair[@]}" >&2
+done
 hyperfine --style basic --runs 30 --warmup 3 --export-json "$work/reimport.json" \
   -n "re-import" "'$cli' image import '$image' --state-dir '$stored'" >&2
 
-python3 - "$work/unpack.json" "$work/reimport.json" "$label" "$layer_bytes" "$(nproc)" <<'EOF'
-import json, sys
-unpack = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-reimport = json.load(open(sys.argv[2]))["results"][0]
-label, layer_bytes, cores = sys.argv[3], int(sys.argv[4]), sys.argv[5]
-tar, imp = unpack["tar -x"]["median"], unpack["image import"]["median"]
+python3 - "$work/reimport.json" "$label" "$layer_bytes" "$(nproc)" "$work"/unpack-*.json <<'EOF'
+import json, statistics, sys
+reimport = json.load(open(sys.argv[1]))["results"][0]
+label, layer_bytes, cores = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+times = {}
+for path in sys.argv[5:]:
+    for r in json.load(open(path))["results"]:
+        times.setdefault(r["command"], []).extend(r["times"])
+for command, values in times.items():
+    print(f"{command}: " + ", ".join(f"{t:.2f}" for t in values) + " s", file=sys.stderr)
+tar, imp = statistics.median(times["tar -x"]), statistics.median(times["image import"])
 ratio = imp / tar
 re_ms = reimport["median"] * 1000
 print(f"Image: {label}, layers {layer_bytes / 2**20:.0f} MiB as stored; {cores} cores; "
-      f"medians of {len(unpack['tar -x']['times'])} runs (re-import: {len(reimport['times'])}).")
+      f"medians of {len(times['tar -x'])} runs (re-import: {len(reimport['times'])}).")
 print()
 print("| step | median | vs tar -x | target |")
 print("|---|---|---|---|")
