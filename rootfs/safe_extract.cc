@@ -45,13 +45,13 @@ Result<std::unique_ptr<LayerApplier>> LayerApplier::Create(const std::string& ro
 
 Status LayerApplier::ApplyLayer(LayerReader& layer) {
   layer_entries_.clear();
-  cached_parent_.reset();
+  parents_.clear();
   for (;;) {
     SBX_ASSIGN_OR_RETURN(archive_entry * entry, layer.NextEntry());
     if (entry == nullptr) break;
     SBX_TRY(ApplyEntry(layer, entry));
   }
-  cached_parent_.reset();
+  parents_.clear();
   return {};
 }
 
@@ -133,7 +133,9 @@ std::string LayerApplier::Canonical(int dir_fd, const std::string& fallback) con
 
 Result<const LayerApplier::Parent*> LayerApplier::OpenParent(const EntryPath& path, bool create) {
   std::string parent_path = path.ParentJoined();
-  if (cached_parent_ && cached_parent_->path == parent_path) return cached_parent_.get();
+  for (auto it = parents_.rbegin(); it != parents_.rend(); ++it) {
+    if ((*it)->path == parent_path) return it->get();
+  }
   auto fd = OpenInRoot(root_.get(), parent_path, O_PATH | O_DIRECTORY);
   if (!fd && fd.error().sys_errno == ENOENT) {
     if (!create) return nullptr;
@@ -150,8 +152,9 @@ Result<const LayerApplier::Parent*> LayerApplier::OpenParent(const EntryPath& pa
   parent->path = parent_path;
   parent->canonical = Canonical(fd->get(), parent_path);
   parent->fd = std::move(*fd);
-  cached_parent_ = std::move(parent);
-  return cached_parent_.get();
+  if (parents_.size() == kCachedParents) parents_.erase(parents_.begin());
+  parents_.push_back(std::move(parent));
+  return parents_.back().get();
 }
 
 Status LayerApplier::CreateMissingParents(const EntryPath& path) {
@@ -212,13 +215,15 @@ Result<bool> LayerApplier::RemoveExisting(const Parent& parent, const std::strin
   if (keep_dir && S_ISDIR(st.st_mode)) return true;
   // The parent fd stays valid: only its child goes. Cached paths through the child do not.
   std::unique_ptr<Parent> keep_alive;
-  if (cached_parent_.get() == &parent) keep_alive = std::move(cached_parent_);
-  cached_parent_.reset();
+  for (auto& cached : parents_) {
+    if (cached.get() == &parent) keep_alive = std::move(cached);
+  }
+  parents_.clear();
   uint64_t freed = 0;
   auto status = RemoveTreeAt(parent.fd.get(), name, &freed);
   stats_.tree_bytes -= std::min(stats_.tree_bytes, freed);
   SBX_TRY(status);
-  if (keep_alive) cached_parent_ = std::move(keep_alive);
+  if (keep_alive) parents_.push_back(std::move(keep_alive));
   return false;
 }
 
@@ -237,7 +242,7 @@ Status LayerApplier::ApplyOpaque(const EntryPath& path) {
   auto keep = [this](const std::string& entry_path) {
     return layer_entries_.count(entry_path) > 0;
   };
-  cached_parent_.reset();
+  parents_.clear();
   if (path.parts.size() == 1) {
     SBX_ASSIGN_OR_RETURN(Fd root, OpenInRoot(root_.get(), "", O_RDONLY | O_DIRECTORY));
     uint64_t freed = 0;
@@ -254,7 +259,7 @@ Status LayerApplier::ApplyOpaque(const EntryPath& path) {
   // Missing, or not a directory below: nothing lower to hide under it.
   if (!dir) return {};
   std::string canonical = Key(parent->canonical, dir_path.Base());
-  cached_parent_.reset();
+  parents_.clear();
   uint64_t freed = 0;
   auto status = ClearLowerEntries(dir.get(), canonical, keep, &freed);
   stats_.tree_bytes -= std::min(stats_.tree_bytes, freed);
@@ -292,10 +297,14 @@ void LayerApplier::ApplyXattrs(int fd, archive_entry* entry, const std::string& 
 
 Status LayerApplier::CreateDirectory(const Parent& parent, const std::string& name,
                                      archive_entry* entry) {
-  SBX_ASSIGN_OR_RETURN(bool exists, RemoveExisting(parent, name, /*keep_dir=*/true));
-  // Owner rwx while unpacking; the archive's mode is applied by Finish().
-  if (!exists && ::mkdirat(parent.fd.get(), name.c_str(), 0700) != 0) {
-    return FailSys("mkdirat", name);
+  // Owner rwx while unpacking; the archive's mode is applied by Finish(). Whatever is in the
+  // way is looked at only when mkdirat says something is (most entries are new).
+  if (::mkdirat(parent.fd.get(), name.c_str(), 0700) != 0) {
+    if (errno != EEXIST) return FailSys("mkdirat", name);
+    SBX_ASSIGN_OR_RETURN(bool exists, RemoveExisting(parent, name, /*keep_dir=*/true));
+    if (!exists && ::mkdirat(parent.fd.get(), name.c_str(), 0700) != 0) {
+      return FailSys("mkdirat", name);
+    }
   }
   ++stats_.directories;
   if (archive_entry_xattr_count(entry) > 0) {
@@ -319,9 +328,14 @@ Status LayerApplier::CreateFile(LayerReader& layer, const Parent& parent, const 
                 declared, limits_.max_file_bytes);
   }
   auto size = static_cast<uint64_t>(declared);
-  SBX_TRY(RemoveExisting(parent, name, false));
-  Fd fd(::openat(parent.fd.get(), name.c_str(),
-                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  // O_EXCL|O_NOFOLLOW never opens what is there, a symlink included; an existing entry is
+  // removed and the file created again.
+  constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  Fd fd(::openat(parent.fd.get(), name.c_str(), kCreate, 0600));
+  if (!fd && errno == EEXIST) {
+    SBX_TRY(RemoveExisting(parent, name, false));
+    fd.Reset(::openat(parent.fd.get(), name.c_str(), kCreate, 0600));
+  }
   if (!fd) return FailSys("openat", name);
   uint64_t position = 0;
   for (;;) {
@@ -362,10 +376,14 @@ Status LayerApplier::CreateSymlink(const Parent& parent, const std::string& name
     return Fail(ErrorCode::kInvalidPath, "symlink target longer than {} bytes",
                 limits_.max_path_bytes);
   }
-  SBX_TRY(RemoveExisting(parent, name, false));
   // The target is stored as is: it is only ever resolved inside the root (here with
-  // RESOLVE_IN_ROOT, in the sandbox after pivot_root).
-  if (::symlinkat(target, parent.fd.get(), name.c_str()) != 0) return FailSys("symlinkat", name);
+  // RESOLVE_IN_ROOT, in the sandbox after pivot_root). An existing entry is replaced.
+  int made = ::symlinkat(target, parent.fd.get(), name.c_str());
+  if (made != 0 && errno == EEXIST) {
+    SBX_TRY(RemoveExisting(parent, name, false));
+    made = ::symlinkat(target, parent.fd.get(), name.c_str());
+  }
+  if (made != 0) return FailSys("symlinkat", name);
   timespec times[2] = {EntryMtime(entry), EntryMtime(entry)};
   if (::utimensat(parent.fd.get(), name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) {
     return FailSys("utimensat", name);
@@ -413,7 +431,7 @@ Status LayerApplier::CreateHardlink(const Parent& parent, const std::string& nam
 
 Status LayerApplier::EnsureDirectory(const std::string& path) {
   SBX_ASSIGN_OR_RETURN(EntryPath entry_path, NormalizeEntryPath(path, limits_.max_path_bytes));
-  cached_parent_.reset();
+  parents_.clear();
   Fd current;
   std::string canonical;
   for (const auto& part : entry_path.parts) {
@@ -440,7 +458,7 @@ Status LayerApplier::EnsureDirectory(const std::string& path) {
 }
 
 Status LayerApplier::Finish() {
-  cached_parent_.reset();
+  parents_.clear();
   // Reverse order visits "a/b" before "a": children before their parents.
   for (auto it = dir_attrs_.rbegin(); it != dir_attrs_.rend(); ++it) {
     const auto& [path, attrs] = *it;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "rootfs/archive_reader.h"
 #include "rootfs/entry_path.h"
@@ -118,9 +119,11 @@ class LayerApplier {
   std::unordered_set<std::string> layer_entries_;
   // Directory attributes to apply at the end, by canonical path.
   std::map<std::string, DirAttrs> dir_attrs_;
-  // The last parent resolved: tar entries come grouped by directory. Dropped whenever
-  // anything is removed, since a removal is the only way a resolved path can change.
-  std::unique_ptr<Parent> cached_parent_;
+  // The last parents resolved, most recent last: tar entries come grouped by directory, and
+  // after a subdirectory the walk returns to its parent. Dropped whenever anything is
+  // removed, since a removal is the only way a resolved path can change.
+  static constexpr size_t kCachedParents = 8;
+  std::vector<std::unique_ptr<Parent>> parents_;
 };
 
 }  // namespace sandbox::rootfs
