@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -27,6 +29,20 @@ timespec EntryMtime(archive_entry* entry) {
   return ts;
 }
 
+// The bits the kernel will strip from the mode of a file created below `root_fd`: the umask,
+// read from /proc (umask(2) cannot read it without setting it, racing other threads). nullopt
+// when unknown or when the root has a default ACL, which replaces the umask (acl(5)).
+std::optional<mode_t> CreationMask(int root_fd) {
+  if (::fgetxattr(root_fd, "system.posix_acl_default", nullptr, 0) >= 0 || errno != ENODATA) {
+    return std::nullopt;
+  }
+  auto status = ReadFile("/proc/self/status");
+  if (!status) return std::nullopt;
+  size_t at = status->find("\nUmask:");
+  if (at == std::string::npos) return std::nullopt;
+  return static_cast<mode_t>(std::strtoul(status->c_str() + at + 7, nullptr, 8) & 0777);
+}
+
 Error EntryError(Error error, const std::string& path) {
   return std::move(error).Context(fmt::format("entry '{}'", path.substr(0, 200)));
 }
@@ -40,6 +56,8 @@ Result<std::unique_ptr<LayerApplier>> LayerApplier::Create(const std::string& ro
   if (!applier->root_) return FailSys("open", root_dir);
   SBX_ASSIGN_OR_RETURN(applier->root_path_, FdPath(applier->root_.get()));
   applier->limits_ = limits;
+  Fd root_dir_fd(::open(root_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (root_dir_fd) applier->creation_mask_ = CreationMask(root_dir_fd.get());
   return applier;
 }
 
@@ -331,10 +349,16 @@ Status LayerApplier::CreateFile(LayerReader& layer, const Parent& parent, const 
   // O_EXCL|O_NOFOLLOW never opens what is there, a symlink included; an existing entry is
   // removed and the file created again.
   constexpr int kCreate = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-  Fd fd(::openat(parent.fd.get(), name.c_str(), kCreate, 0600));
+  // The final mode is given at creation when the umask keeps all of it, saving an fchmod.
+  // Not with xattrs: setting user.* ones needs write permission on the file (xattr(7)).
+  const mode_t mode = SanitizedMode(entry);
+  const bool mode_at_open =
+      creation_mask_ && (mode & *creation_mask_) == 0 && archive_entry_xattr_count(entry) == 0;
+  const mode_t open_mode = mode_at_open ? mode : 0600;
+  Fd fd(::openat(parent.fd.get(), name.c_str(), kCreate, open_mode));
   if (!fd && errno == EEXIST) {
     SBX_TRY(RemoveExisting(parent, name, false));
-    fd.Reset(::openat(parent.fd.get(), name.c_str(), kCreate, 0600));
+    fd.Reset(::openat(parent.fd.get(), name.c_str(), kCreate, open_mode));
   }
   if (!fd) return FailSys("openat", name);
   uint64_t position = 0;
@@ -357,7 +381,7 @@ Status LayerApplier::CreateFile(LayerReader& layer, const Parent& parent, const 
   if (position < size && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
     return FailSys("ftruncate", name);
   }
-  if (::fchmod(fd.get(), SanitizedMode(entry)) != 0) return FailSys("fchmod", name);
+  if (!mode_at_open && ::fchmod(fd.get(), mode) != 0) return FailSys("fchmod", name);
   ApplyXattrs(fd.get(), entry, name);
   timespec times[2] = {EntryMtime(entry), EntryMtime(entry)};
   if (::futimens(fd.get(), times) != 0) return FailSys("futimens", name);

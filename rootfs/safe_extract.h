@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -114,6 +115,8 @@ class LayerApplier {
   std::string root_path_;  // as the kernel names it, to turn fd paths into canonical ones
   ExtractLimits limits_;
   ExtractStats stats_;
+  // What the kernel strips from creation modes below the root (CreationMask), if known.
+  std::optional<mode_t> creation_mask_;
   // Canonical paths of the entries the current layer made: its whiteouts must spare them
   // ("entries in the same layer as a whiteout are not hidden by it", OCI layer spec).
   std::unordered_set<std::string> layer_entries_;
