@@ -171,7 +171,7 @@ TEST_CASE("http: Accept, Content-Type, body size and parse errors", "[unit]") {
   CHECK(big->status == 413);
 }
 
-TEST_CASE("http: GET /mcp is 405; /healthz answers", "[unit]") {
+TEST_CASE("http: GET /mcp is 405, /healthz answers", "[unit]") {
   HttpFixture f;
   std::string id = f.Initialize();
   httplib::Headers headers = {{"Accept", "text/event-stream"}, {"Mcp-Session-Id", id}};

@@ -248,7 +248,7 @@ TEST_CASE("a docker export flat root filesystem imports with a synthesized confi
   CHECK(ImportInto(state.path(), work.Join("other.tar")).digest != image.digest);
 }
 
-TEST_CASE("a multi-platform index resolves to the host platform; other blobs may be missing") {
+TEST_CASE("a multi-platform index resolves to the host platform, other blobs may be missing") {
   TempDir work;
   ImageSpec spec;
   spec.layers = LayeredImage();

@@ -235,7 +235,7 @@ TEST_CASE("setuid and setgid bits are stripped, the sticky bit kept") {
   CHECK(tree["tmp2"] == D(01777));
 }
 
-TEST_CASE("file capabilities, trusted.* and security.* xattrs are dropped; user.* kept") {
+TEST_CASE("file capabilities, trusted.* and security.* xattrs are dropped, user.* kept") {
   HostileImport h;
   TarEntry file = File("bin/ping", "x", 0755);
   // A VFS_CAP_REVISION_2 capability blob granting cap_net_raw, as setcap would write it.

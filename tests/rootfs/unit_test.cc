@@ -20,7 +20,7 @@ std::string Joined(std::string_view raw) {
 }
 }  // namespace
 
-TEST_CASE("entry names are normalized; leading slashes are stripped", "[unit]") {
+TEST_CASE("entry names are normalized, leading slashes are stripped", "[unit]") {
   CHECK(Joined("a/b/c") == "a/b/c");
   CHECK(Joined("./a//b/./c/") == "a/b/c");
   CHECK(Joined("/etc/passwd") == "etc/passwd");
@@ -102,7 +102,7 @@ TEST_CASE("outer-archive member names resolve lexically and never climb out", "[
   CHECK(NormalizeMemberName("/manifest.json") == "manifest.json");
 }
 
-TEST_CASE("image index, manifest and config parse; null manifests is empty", "[unit]") {
+TEST_CASE("image index, manifest and config parse, null manifests is empty", "[unit]") {
   std::string hex(64, 'b');
   auto index = ParseImageIndex(R"({"schemaVersion":2,"manifests":[{"mediaType":
       "application/vnd.oci.image.manifest.v1+json","digest":"sha256:)" +

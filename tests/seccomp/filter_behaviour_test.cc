@@ -240,7 +240,7 @@ int SocketErrno(int family, int type, int protocol) {
   return 0;
 }
 
-TEST_CASE("sockets: packet, audit netlink, alg and vsock fail; route netlink, inet, unix work") {
+TEST_CASE("sockets: packet, audit netlink, alg and vsock fail, route netlink, inet, unix work") {
   struct Case {
     const char* what;
     int family, type, protocol;

@@ -136,7 +136,7 @@ TEST_CASE("DESIGN.md's denied syscalls are refused with EPERM and never allowed"
   }
 }
 
-TEST_CASE("clone is allowed only without namespace flags; clone3 answers ENOSYS", "[unit]") {
+TEST_CASE("clone is allowed only without namespace flags, clone3 answers ENOSYS", "[unit]") {
   const PolicySpec& spec = SandboxPolicy();
   const std::vector<const SyscallRule*> clone = RulesFor(spec, "clone");
   REQUIRE(clone.size() == 1);

@@ -26,7 +26,7 @@ TEST_CASE("variant names parse both ways and map to store names", "[unit]") {
   CHECK(DefaultImageName(ImageVariant::kSmall) == "python-small");
 }
 
-TEST_CASE("the default recipe has the scientific stack; small has python3 only", "[unit]") {
+TEST_CASE("the default recipe has the scientific stack, small has python3 only", "[unit]") {
   auto full = MakeRecipe(ImageVariant::kDefault, "trixie");
   REQUIRE(full);
   for (const char* package :

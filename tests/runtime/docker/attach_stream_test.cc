@@ -77,7 +77,7 @@ TEST_CASE("attach stream: protocol bytes out of frames split anywhere", "[unit]"
   CHECK(*got == "hello\nworld\n");
 }
 
-TEST_CASE("attach stream: writes reach the peer; CloseWrite gives it EOF", "[unit]") {
+TEST_CASE("attach stream: writes reach the peer, CloseWrite gives it EOF", "[unit]") {
   Pair pair;
   AttachStream stream(HijackedConnection{std::move(pair.ours), ""}, "t");
   REQUIRE(stream.Write("request\n"));
