@@ -237,6 +237,11 @@ Status HttpTransport::Bind() {
   if (listen_fd >= 0 && ::listen(listen_fd, SOMAXCONN) != 0) {
     spdlog::warn("cannot widen the listen backlog: {}", std::strerror(errno));
   }
+  // The callback above refers to this frame: leave one behind that does not.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 
   // Who may call: origins as configured, else the loopback names on the bound port.
   for (const auto& origin : options_.allowed_origins) {

@@ -53,7 +53,7 @@ Status InheritCpuset(const std::string& dir) {
 // On v1 a group directly under the root competes with every root-level task one to one, so
 // with the default cpu.shares all sessions together would get one process's share: a burst of
 // calls on many sessions then waits for the scheduler (50 sessions x 20 calls over HTTP: p99
-// 57-101 ms against 19-31 ms with the sessions weighted). Counted from the directory, so
+// 57-101 ms before, 28 ms with the sessions weighted). Counted from the directory, so
 // sessions of other servers under the same parent count too; best effort.
 void WeighSessionsParent(const std::vector<Cgroup1Hierarchy>& hierarchies) {
   const Cgroup1Hierarchy* cpu = Find(hierarchies, "cpu");
