@@ -52,16 +52,26 @@ struct RlimitSetting {
   rlim_t hard;
 };
 
+inline constexpr const char* kDefaultCgroupOwner = "mcp-sandbox";
+
+// The name of the cgroup parent group of the sessions of servers using `state_dir`:
+// "mcp-sandbox" for the system's state dir (/var/lib/mcp-sandbox, or none given), else
+// "mcp-sandbox-" and a hash of the path. Servers
+// sweep the groups under their parent that their state dir has no record of (a crash's
+// leftovers), so servers with different state dirs must not share a parent.
+std::string CgroupOwnerFor(const std::string& state_dir);
+
 class CgroupManager {
  public:
   virtual ~CgroupManager() = default;
   // Probes the host for real and picks cgroup2, cgroup1 or none. `owner` names the parent
   // group ("mcp-sandbox"). Never fails: "none" is a valid answer with a reason. As root (or
   // with a delegated cgroup) this creates the parent group and enables controllers in it.
-  static std::unique_ptr<CgroupManager> Detect(const std::string& owner = "mcp-sandbox");
+  static std::unique_ptr<CgroupManager> Detect(const std::string& owner = kDefaultCgroupOwner);
   // Detect() for servers: fails (naming SANDBOX_CGROUP) when the variable has a bad value or
   // asks for a mode this host cannot give, instead of answering "none".
-  static Result<std::unique_ptr<CgroupManager>> Open(const std::string& owner = "mcp-sandbox");
+  static Result<std::unique_ptr<CgroupManager>> Open(
+      const std::string& owner = kDefaultCgroupOwner);
 
   virtual std::string mode() const = 0;    // "cgroup2" | "cgroup1" | "none"
   virtual std::string reason() const = 0;  // why this mode (for doctor and logs)

@@ -130,6 +130,19 @@ Detection DetectWithOverride(const std::string& owner) {
 
 }  // namespace
 
+std::string CgroupOwnerFor(const std::string& state_dir) {
+  std::string dir = state_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty() || dir == "/var/lib/mcp-sandbox") return kDefaultCgroupOwner;
+  // FNV-1a: stable across builds and runs (std::hash is not promised to be).
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : dir) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return fmt::format("{}-{:012x}", kDefaultCgroupOwner, hash & 0xffffffffffffull);
+}
+
 std::unique_ptr<CgroupManager> CgroupManager::Detect(const std::string& owner) {
   return DetectWithOverride(owner).manager;
 }

@@ -465,7 +465,8 @@ BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& secco
   return choice;
 }
 
-HostReport ProbeHost(const Limits& limits, const std::string& requested_backend) {
+HostReport ProbeHost(const Limits& limits, const std::string& requested_backend,
+                     const std::string& state_dir) {
   HostReport report;
   struct utsname uts {};
   if (::uname(&uts) == 0) report.kernel = uts.release;
@@ -473,10 +474,14 @@ HostReport ProbeHost(const Limits& limits, const std::string& requested_backend)
   report.userns = ProbeUserNamespaces();
   report.seccomp = ProbeSeccomp();
   report.docker = ProbeDocker();
-  auto cgroups = CgroupManager::Detect();
+  const std::string owner = CgroupOwnerFor(state_dir);
+  auto cgroups = CgroupManager::Detect(owner);
   report.cgroup_mode = cgroups->mode();
   report.cgroup_reason = cgroups->reason();
   report.cgroup_parents = cgroups->parent_dirs();
+  if (owner != kDefaultCgroupOwner) {
+    for (const std::string& dir : report.cgroup_parents) ::rmdir(dir.c_str());  // if empty
+  }
   report.backend = ChooseBackend(report.userns, report.seccomp, report.docker, requested_backend);
   if (report.backend.backend == "docker") {
     // The daemon enforces these through the container's HostConfig.

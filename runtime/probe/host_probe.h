@@ -76,7 +76,9 @@ struct HostReport {
 };
 // Runs every probe, and chooses a backend as ChooseBackend does for `requested_backend` (the
 // configured SANDBOX_BACKEND). As root (or with a delegated cgroup) the cgroup detection creates
-// the parent group, as `serve` would.
-HostReport ProbeHost(const Limits& limits, const std::string& requested_backend);
+// the parent group of `state_dir`'s servers (CgroupOwnerFor), as `serve` would; one of a state
+// dir other than the system's is removed again when empty.
+HostReport ProbeHost(const Limits& limits, const std::string& requested_backend,
+                     const std::string& state_dir);
 
 }  // namespace sandbox::probe

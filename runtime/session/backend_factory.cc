@@ -31,19 +31,6 @@ Result<BackendKind> ParseBackendKind(const std::string& text) {
               "SANDBOX_BACKEND '{}' is not one of auto, namespace, docker", text);
 }
 
-std::string CgroupOwnerFor(const std::string& state_dir) {
-  std::string dir = state_dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  if (dir.empty() || dir == "/var/lib/mcp-sandbox") return kDefaultCgroupOwner;
-  // FNV-1a: stable across builds and runs (std::hash is not promised to be).
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : dir) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return fmt::format("{}-{:012x}", kDefaultCgroupOwner, hash & 0xffffffffffffull);
-}
-
 Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
   // Probe only what the choice needs: the namespace probes fork a child each (a few ms), the
   // Docker probe talks to the socket.

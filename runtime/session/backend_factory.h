@@ -8,6 +8,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
+#include "runtime/cgroup/cgroup_limits.h"  // CgroupOwnerFor
 
 namespace sandbox {
 
@@ -28,15 +29,6 @@ struct BackendOptions {
   // Docker only: the image archive to load when the daemon lacks the image.
   std::string image_archive;
 };
-
-inline constexpr const char* kDefaultCgroupOwner = "mcp-sandbox";
-
-// The name of the cgroup parent group of the sessions of servers using `state_dir`:
-// "mcp-sandbox" for the system's state dir (/var/lib/mcp-sandbox, or none given), else
-// "mcp-sandbox-" and a hash of the path. Servers
-// sweep the groups under their parent that their state dir has no record of (a crash's
-// leftovers), so servers with different state dirs must not share a parent.
-std::string CgroupOwnerFor(const std::string& state_dir);
 
 // Fails with kSandboxUnavailable, naming every reason, when no backend can be used.
 Result<SelectedBackend> MakeBackend(const BackendOptions& options);

@@ -170,7 +170,8 @@ int DoctorCommand(const Argv& argv) {
   std::string state_dir =
       config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
 
-  probe::HostReport report = probe::ProbeHost(mcp::SessionLimits(config), config.backend);
+  probe::HostReport report =
+      probe::ProbeHost(mcp::SessionLimits(config), config.backend, state_dir);
   if (args.Has("--json")) {
     std::cout << ReportJson(report, state_dir, checked.errors)
                      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)

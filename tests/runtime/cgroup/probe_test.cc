@@ -120,7 +120,7 @@ TEST_CASE("Docker probe against a real daemon", "[probe][docker]") {
 
 TEST_CASE("host report: backend and limits", "[probe]") {
   testing::ScopedEnv cgroups("SANDBOX_CGROUP", "none");  // no cgroup side effects here
-  auto report = probe::ProbeHost(Limits{}, "auto");
+  auto report = probe::ProbeHost(Limits{}, "auto", "");
   INFO(report.backend.reason);
   CHECK(report.backend.backend == "namespace");  // userns and seccomp work on this host
   CHECK(report.cgroup_mode == "none");
