@@ -220,7 +220,6 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   }
   SBX_TRY(CheckMountPoints(inputs));
 
-  auto sandbox = std::make_unique<Sandbox>(state, spec.session_id);
   {
     std::lock_guard<std::mutex> lock(state->mutex);
     if (!state->live.insert(spec.session_id).second) {
@@ -228,6 +227,9 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
                   spec.session_id);
     }
   }
+  // Made only once the id is ours: its destructor gives the id back (a refused duplicate must
+  // not take the live sandbox's id out of the set the orphan sweep keeps).
+  auto sandbox = std::make_unique<Sandbox>(state, spec.session_id);
   sandbox->limits_ = state->cgroups->Plan(spec.limits);
 
   ChildPlan plan;

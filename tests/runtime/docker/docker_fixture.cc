@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <random>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "runtime/base/files.h"
+#include "runtime/session/session_id.h"
 
 namespace sandbox::testing {
 
@@ -53,9 +53,8 @@ FakeAgentDir::FakeAgentDir(const std::string& script) {
 }
 
 SandboxSpec DockerSpec(const std::string& image, const std::string& agent_dir) {
-  static std::mt19937_64 rng(std::random_device{}());
   SandboxSpec spec;
-  spec.session_id = fmt::format("sess_{:012x}", rng() & 0xffffffffffffULL);
+  spec.session_id = NewSessionId();
   spec.image_name = image;
   spec.docker_image = image;
   spec.agent_dir = agent_dir;

@@ -208,6 +208,12 @@ TEST_CASE_METHOD(StartedBackend, "lifecycle: bad session ids and duplicate sessi
   auto second = backend->StartProgram(spec, {"/bin/sleep", "1000"});
   REQUIRE(!second);
   CHECK(second.error().code == ErrorCode::kInvalidSessionId);
+  // The refusal leaves the first sandbox's claim alone: a third start is refused too, and the
+  // orphan sweep keeps the first (its record stays).
+  auto third = backend->StartProgram(spec, {"/bin/sleep", "1000"});
+  CHECK(!third);
+  REQUIRE(backend->SweepOrphans());
+  CHECK(CountEntries(tmp.Join("state") + "/sessions") == 1);
   first->reset();
   CheckNothingLeft(tmp, *backend, spec.session_id);
 }

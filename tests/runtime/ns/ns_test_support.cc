@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <random>
 
 #include <catch2/catch.hpp>
 
@@ -14,6 +13,7 @@
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/ns/process_identity.h"
+#include "runtime/session/session_id.h"
 
 namespace sandbox::testing {
 
@@ -61,15 +61,6 @@ std::string TestAgentDir() {
 bool RootfsHas(const std::string& rootfs, const std::string& path) {
   struct stat st;
   return ::lstat((rootfs + path).c_str(), &st) == 0;
-}
-
-std::string NewSessionId() {
-  static std::mt19937_64 rng(std::random_device{}());
-  static const char* hex = "0123456789abcdef";
-  std::string id = "sess_";
-  uint64_t bits = rng();
-  for (int i = 0; i < 12; ++i) id += hex[(bits >> (4 * i)) & 0xf];
-  return id;
 }
 
 TestBackend::TestBackend(NamespaceBackend::Options options, std::unique_ptr<CgroupManager> cgroups)

@@ -10,6 +10,7 @@
 #include "runtime/agent/host/agent_client.h"
 #include "runtime/backend.h"
 #include "runtime/ns/namespace_backend.h"
+#include "runtime/session/session_id.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox::testing {
@@ -26,8 +27,6 @@ std::string TestRootfs(TestImage preferred = TestImage::kSmall);
 std::string TestAgentDir();
 // Whether the rootfs has `path` (inside path, e.g. "/usr/bin/python3").
 bool RootfsHas(const std::string& rootfs, const std::string& path);
-
-std::string NewSessionId();  // "sess_" + 12 random hex digits
 
 // A backend on a fresh state dir in `tmp`, with the host's cgroup manager under a parent group
 // of its own ("mcp-sandbox-test-<pid>"): a sweep in one test process must not take the cgroups
