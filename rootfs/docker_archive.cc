@@ -363,7 +363,8 @@ void RemoveStaleTemps(const CachePaths& paths) {
 
 // Removes the archives of images the store no longer has (skipping those being written).
 // Their lock files stay: a process may be waiting on one.
-void RemoveOrphanArchives(const std::string& state_dir, const std::string& archives_dir) {
+int RemoveOrphanArchives(const std::string& state_dir, const std::string& archives_dir) {
+  int removed = 0;
   std::error_code ec;
   for (const auto& item : std::filesystem::directory_iterator(archives_dir, ec)) {
     const std::string name = item.path().filename().string();
@@ -381,9 +382,10 @@ void RemoveOrphanArchives(const std::string& state_dir, const std::string& archi
     if (!lock) continue;
     spdlog::info("removing {}: its image is no longer in the store", paths.Tar());
     ::unlink(paths.Record().c_str());
-    ::unlink(paths.Tar().c_str());
+    if (::unlink(paths.Tar().c_str()) == 0) ++removed;
     RemoveStaleTemps(paths);
   }
+  return removed;
 }
 
 std::string NowRfc3339() {
@@ -491,7 +493,7 @@ Result<DockerArchive> EnsureDockerArchive(const std::string& state_dir, const St
     return *cached;
   }
   RemoveStaleTemps(paths);
-  RemoveOrphanArchives(state_dir, paths.archives);
+  (void)RemoveOrphanArchives(state_dir, paths.archives);
 
   std::string temp = paths.Tar() + ".tmp-XXXXXX";
   Fd temp_fd(::mkostemp(temp.data(), O_CLOEXEC));
@@ -520,6 +522,10 @@ Result<DockerArchive> EnsureDockerArchive(const std::string& state_dir, const St
                    std::chrono::steady_clock::now() - started)
                    .count());
   return archive;
+}
+
+int RemoveOrphanDockerArchives(const std::string& state_dir) {
+  return RemoveOrphanArchives(state_dir, state_dir + "/archives");
 }
 
 }  // namespace sandbox::rootfs

@@ -34,4 +34,9 @@ Result<DockerArchive> WriteDockerArchive(const StoredImage& image, const std::st
 // no longer in the store are removed on the way.
 Result<DockerArchive> EnsureDockerArchive(const std::string& state_dir, const StoredImage& image);
 
+// Removes the cached archives (and their records) of images no longer in the store, skipping
+// one that another process is writing. `image rm` calls it, so removing an image frees its
+// export at once; returns how many were removed.
+int RemoveOrphanDockerArchives(const std::string& state_dir);
+
 }  // namespace sandbox::rootfs

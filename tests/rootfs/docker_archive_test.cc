@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -332,4 +333,29 @@ TEST_CASE("the cached docker archive is reused, rewritten when damaged, written 
   CHECK(ArchiveFiles(state.path()) ==
         std::vector<std::string>{"docker-" + hex + ".lock", "docker-" + other_hex + ".json",
                                  "docker-" + other_hex + ".lock", "docker-" + other_hex + ".tar"});
+}
+
+TEST_CASE("removing an image from the store frees its docker archive and keeps the others'") {
+  TempDir work;
+  TempDir state;
+  rootfs::StoredImage removed = ImportLayered(work, state.path(), "layered");
+  ImageSpec kept_spec;
+  kept_spec.layers = {MakeTar({Dir("etc/"), File("etc/kept", "kept")})};
+  WriteLayoutDir(OciLayout(kept_spec).layout, work.Join("kept"));
+  auto kept = ImageStore(state.path()).Import(work.Join("kept"));
+  REQUIRE(kept);
+  REQUIRE(rootfs::EnsureDockerArchive(state.path(), removed));
+  REQUIRE(rootfs::EnsureDockerArchive(state.path(), *kept));
+  CHECK(rootfs::RemoveOrphanDockerArchives(state.path()) == 0);  // both images are stored
+
+  REQUIRE(ImageStore(state.path()).Remove("layered"));
+  CHECK(rootfs::RemoveOrphanDockerArchives(state.path()) == 1);
+  const std::string removed_hex = removed.digest.substr(7);
+  const std::string kept_hex = kept->digest.substr(7);
+  // The lock file stays: another process may hold it open.
+  std::vector<std::string> expected = {
+      "docker-" + kept_hex + ".json", "docker-" + kept_hex + ".lock", "docker-" + kept_hex + ".tar",
+      "docker-" + removed_hex + ".lock"};
+  std::sort(expected.begin(), expected.end());
+  CHECK(ArchiveFiles(state.path()) == expected);
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "rootfs/docker_archive.h"
 #include "rootfs/recipe/image_builder.h"
 #include "rootfs/store.h"
 #include "runtime/base/units.h"
@@ -203,6 +204,8 @@ int RemoveVerb(const Argv& argv) {
     }
     std::cout << "removed: " << target << "\n";
   }
+  // A removed image's docker export (made for the Docker backend) goes with it.
+  (void)rootfs::RemoveOrphanDockerArchives(store.state_dir());
   return exit_code;
 }
 
