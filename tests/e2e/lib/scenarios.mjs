@@ -289,8 +289,16 @@ export function transportSuite(kind, start) {
     });
 
     rtest('session_busy while another call runs', async () => {
-      const slow = call(server.client, 'sandbox_run_python', { session_id: session, code: 'import time; time.sleep(3)' });
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // The other calls go out once the slow run is seen running (its first output arrives as
+      // progress), not after a guessed delay.
+      let running;
+      const seenRunning = new Promise((resolve) => { running = resolve; });
+      const slow = call(server.client, 'sandbox_run_python',
+        { session_id: session, code: "import time\nprint('running', flush=True)\ntime.sleep(5)" },
+        { onprogress: (progress) => { if (/running/.test(progress.message ?? '')) running(); } });
+      await Promise.race([seenRunning, slow.then((result) => {
+        throw new Error(`the slow run ended before its progress was seen: ${text(result)}`);
+      })]);
       await callError(server.client, 'sandbox_run_python', { session_id: session, code: 'print(1)' }, 'session_busy');
       await callError(server.client, 'sandbox_close_session', { session_id: session }, 'session_busy');
       const done = await slow;
