@@ -45,9 +45,14 @@ describe('stdio: framing and shutdown', () => {
   });
 
   test('SIGTERM ends the server with exit code 0', async () => {
-    const { proc, exited } = serveRaw();
+    const { proc, exited, stdout } = serveRaw();
     proc.stdin.write('{"jsonrpc":"2.0","id":1,"method":"ping"}\n');
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The answer shows the server is up (its handlers installed), however loaded the host is.
+    const deadline = Date.now() + 30000;
+    while (!stdout().includes('"id":1') && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.ok(stdout().includes('"id":1'), 'no answer to ping');
     proc.kill('SIGTERM');
     const { code } = await exited;
     assert.equal(code, 0);
