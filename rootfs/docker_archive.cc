@@ -273,12 +273,7 @@ Result<std::string> ExportConfig(std::string_view stored_config, const std::stri
 }
 
 Status AddMemoryFile(archive* writer, const std::string& name, std::string_view content) {
-  Entry entry(archive_entry_new());
-  archive_entry_set_pathname(entry.get(), name.c_str());
-  archive_entry_set_filetype(entry.get(), AE_IFREG);
-  archive_entry_set_perm(entry.get(), 0644);
-  archive_entry_set_size(entry.get(), static_cast<la_int64_t>(content.size()));
-  archive_entry_set_mtime(entry.get(), 0, 0);
+  Entry entry = GeneratedFileEntry(name.c_str(), content.size());
   if (archive_write_header(writer, entry.get()) < ARCHIVE_WARN) {
     return Fail(ArchiveError(writer, name));
   }

@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <cstddef>
 #include <memory>
 #include <string_view>
 
@@ -29,6 +30,18 @@ using ArchiveEntry = std::unique_ptr<archive_entry, ArchiveEntryFree>;
 inline Error ArchiveError(archive* a, std::string_view what) {
   const char* message = archive_error_string(a);
   return MakeError(ErrorCode::kInternal, "{}: {}", what, message ? message : "libarchive error");
+}
+
+// The header of a generated file in an archive we write (a manifest, a config): regular, 0644,
+// owned by root, mtime 0 so the same content gives the same bytes.
+inline ArchiveEntry GeneratedFileEntry(const char* name, size_t size) {
+  ArchiveEntry entry(archive_entry_new());
+  archive_entry_set_pathname(entry.get(), name);
+  archive_entry_set_filetype(entry.get(), AE_IFREG);
+  archive_entry_set_perm(entry.get(), 0644);
+  archive_entry_set_size(entry.get(), static_cast<la_int64_t>(size));
+  archive_entry_set_mtime(entry.get(), 0, 0);
+  return entry;
 }
 
 }  // namespace sandbox::rootfs

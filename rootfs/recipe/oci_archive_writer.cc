@@ -133,12 +133,7 @@ bool NormalizeLayerEntry(archive_entry* entry, std::set<std::string>* dropped) {
 
 Status AddMemoryFile(archive* writer, const HashingSink& sink, const std::string& name,
                      std::string_view content) {
-  Entry entry(archive_entry_new());
-  archive_entry_set_pathname(entry.get(), name.c_str());
-  archive_entry_set_filetype(entry.get(), AE_IFREG);
-  archive_entry_set_perm(entry.get(), 0644);
-  archive_entry_set_size(entry.get(), static_cast<la_int64_t>(content.size()));
-  archive_entry_set_mtime(entry.get(), 0, 0);
+  Entry entry = GeneratedFileEntry(name.c_str(), content.size());
   SBX_TRY(WriteHeader(writer, entry.get(), sink));
   return WriteData(writer, content.data(), content.size(), sink);
 }
