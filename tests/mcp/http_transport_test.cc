@@ -43,6 +43,7 @@ struct HttpFixture {
   Server server{ServerOptions{}, Tools()};
   std::unique_ptr<HttpTransport> transport;
   std::thread serving;
+  sandbox::Status served;  // Serve()'s result, checked on the test's thread after the join
   std::unique_ptr<httplib::Client> client;
   std::string last_path;
 
@@ -64,13 +65,15 @@ struct HttpFixture {
     };
     transport = std::make_unique<HttpTransport>(server, options);
     REQUIRE(transport->Bind());
-    serving = std::thread([this] { REQUIRE(transport->Serve()); });
+    serving = std::thread([this] { served = transport->Serve(); });
     client = std::make_unique<httplib::Client>("127.0.0.1", transport->port());
     client->set_read_timeout(10, 0);
   }
   ~HttpFixture() {
     transport->Stop();
     serving.join();
+    INFO("Serve: " << (served ? std::string("ok") : served.error().message));
+    CHECK(served);
   }
 
   httplib::Headers Headers(const std::string& session = "") {

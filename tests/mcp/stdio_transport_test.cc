@@ -81,10 +81,9 @@ TEST_CASE("stdio: one message per line, parse errors answered, EOF ends serving"
   options.out_fd = pipes.server_out.get();
   options.own_process_stdio = false;
   std::atomic<bool> shutdown_called{false};
-  std::thread serving([&] {
-    auto status = ServeStdio(server, options, [&] { shutdown_called = true; });
-    CHECK(status);
-  });
+  sandbox::Status served;  // checked on this thread after the join
+  std::thread serving(
+      [&] { served = ServeStdio(server, options, [&] { shutdown_called = true; }); });
 
   std::string input =
       R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}})"
@@ -117,6 +116,7 @@ TEST_CASE("stdio: one message per line, parse errors answered, EOF ends serving"
   std::this_thread::sleep_for(100ms);
   pipes.client_in.Reset();
   serving.join();
+  CHECK(served);
   CHECK(shutdown_called);
   pipes.server_out.Reset();
   CHECK(ReadLines(pipes.client_out.get(), 1, 500ms).empty());

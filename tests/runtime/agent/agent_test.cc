@@ -214,7 +214,8 @@ TEST_CASE("output streams while the cell runs", "[agent]") {
   std::mutex mutex;
   std::string seen;
   std::vector<std::chrono::steady_clock::time_point> arrivals;
-  auto result = s.Python("import time\nfor i in range(3):\n    print(i)\n    time.sleep(0.3)",
+  // A second apart, so even a loaded machine delivers them as separate chunks.
+  auto result = s.Python("import time\nfor i in range(3):\n    if i: time.sleep(1)\n    print(i)",
                          kRelaxedTimeout, [&](int stream, std::string_view chunk) {
                            std::lock_guard<std::mutex> lock(mutex);
                            if (stream == 1) seen += chunk;
@@ -589,7 +590,7 @@ TEST_CASE("init reaps orphaned processes (as a child subreaper)", "[agent]") {
   Session s;
   auto result = s.Python(
       "import subprocess\n"
-      "out = subprocess.run(['sh', '-c', 'sleep 2 >/dev/null 2>&1 & echo $!'], "
+      "out = subprocess.run(['sh', '-c', 'sleep 60 >/dev/null 2>&1 & echo $!'], "
       "capture_output=True, text=True)\n"
       "print(out.stdout.strip())");
   REQUIRE(result.exit_code == 0);
@@ -597,7 +598,8 @@ TEST_CASE("init reaps orphaned processes (as a child subreaper)", "[agent]") {
   // Reparented to init, not to the host's init...
   auto children = sandbox::testing::ChildrenOf(s.agent->pid());
   CHECK(std::find(children.begin(), children.end(), orphan) != children.end());
-  // ...which reaps it when it exits.
+  // ...which reaps it when it exits (killed here: it sleeps long so it is seen above).
+  REQUIRE(::kill(orphan, SIGKILL) == 0);
   CHECK(WaitGone(orphan, 15s));
 }
 

@@ -1,6 +1,7 @@
 // init's file operations and data snapshots, called directly (no agent process).
 #include "runtime/agent/init/file_ops.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,9 +80,14 @@ TEST_CASE("a snapshot diff finds new and rewritten files, not untouched ones", "
   REQUIRE(sandbox::WriteFile(dir.Join("rewritten"), "1"));
   auto before = DataSnapshot::Take(dir.path());
   CHECK(before.size() == 2);
-  // Same size, new content: caught by mtime/ctime (nanoseconds on tmpfs and ext4).
-  usleep(2000);
+  // Same size, new content: caught by the mtime. File times come from a clock that ticks
+  // once a jiffy, so a quick rewrite may keep the old one: set a later mtime explicitly.
+  struct stat old_stat {};
+  REQUIRE(::stat(dir.Join("rewritten").c_str(), &old_stat) == 0);
   REQUIRE(sandbox::WriteFile(dir.Join("rewritten"), "2"));
+  struct timespec times[2] = {{0, UTIME_OMIT}, old_stat.st_mtim};
+  times[1].tv_sec += 1;
+  REQUIRE(::utimensat(AT_FDCWD, dir.Join("rewritten").c_str(), times, 0) == 0);
   REQUIRE(sandbox::MakeDirs(dir.Join("sub")));
   REQUIRE(sandbox::WriteFile(dir.Join("sub/new"), "abc"));
   REQUIRE(::symlink("same", dir.Join("link").c_str()) == 0);  // links are not artifacts

@@ -1,5 +1,8 @@
 // Runtime behaviour users rely on, held against every backend (see behaviour_fixture.h).
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string_view>
 #include <thread>
 
 #include "tests/runtime/behaviour/behaviour_fixture.h"
@@ -133,12 +136,44 @@ BEHAVIOUR_TEST("writes outside /mnt/data and /tmp are refused", "") {
 
 BEHAVIOUR_TEST("a second call while one runs gets session_busy", "") {
   auto id = fixture.NewSession();
-  std::thread slow([&] { fixture.Python(id, "import time; time.sleep(2)"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // The slow run says when it is under way, then runs until it is cancelled.
+  std::mutex mutex;
+  std::condition_variable started_cv;
+  bool started = false;
+  sandbox::CancelToken cancel;
+  sandbox::Result<sandbox::RunResult> slow_run;  // checked on this thread after the join
+  std::thread slow([&] {
+    std::string seen;
+    RunRequest request;
+    request.code = "import time\nprint('started', flush=True)\ntime.sleep(60)";
+    request.timeout_s = 30;
+    slow_run = fixture.manager().Run(
+        id, request,
+        [&](int, std::string_view chunk) {
+          seen += chunk;
+          if (seen.find("started") == std::string::npos) return;
+          std::lock_guard<std::mutex> lock(mutex);
+          started = true;
+          started_cv.notify_all();
+        },
+        &cancel);
+    // The run also ends this wait if it failed before printing.
+    std::lock_guard<std::mutex> lock(mutex);
+    started = true;
+    started_cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    started_cv.wait_for(lock, std::chrono::seconds(60), [&] { return started; });
+  }
   RunRequest request;
   request.code = "print(1)";
   auto busy = fixture.manager().Run(id, request);
+  cancel.Cancel();
   slow.join();
+  REQUIRE(slow_run);
+  CHECK(slow_run->stdout_text.find("started") != std::string::npos);
+  CHECK(slow_run->cancelled);
   REQUIRE_FALSE(busy);
   CHECK(busy.error().code == ErrorCode::kSessionBusy);
 }
@@ -146,16 +181,22 @@ BEHAVIOUR_TEST("a second call while one runs gets session_busy", "") {
 BEHAVIOUR_TEST("cancellation stops a run", "") {
   auto id = fixture.NewSession();
   sandbox::CancelToken cancel;
-  std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(700));
-    cancel.Cancel();
-  });
+  // Cancelled from another thread once the cell has begun (it says so), not after a guess at
+  // the start-up time.
+  std::thread canceller;
+  std::string seen;
+  auto on_output = [&](int, std::string_view chunk) {
+    seen += chunk;
+    if (seen.find("started") != std::string::npos && !canceller.joinable()) {
+      canceller = std::thread([&] { cancel.Cancel(); });
+    }
+  };
   RunRequest request;
-  request.code = "import time\ntime.sleep(30)";
+  request.code = "import time\nprint('started', flush=True)\ntime.sleep(30)";
   request.timeout_s = 30;
   auto started = std::chrono::steady_clock::now();
-  auto run = fixture.manager().Run(id, request, {}, &cancel);
-  canceller.join();
+  auto run = fixture.manager().Run(id, request, on_output, &cancel);
+  if (canceller.joinable()) canceller.join();
   REQUIRE(run);
   CHECK(run->cancelled);
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));

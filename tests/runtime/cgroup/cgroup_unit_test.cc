@@ -187,13 +187,19 @@ class FakePingServer {
     REQUIRE(::listen(listener_.get(), 1) == 0);
     thread_ = std::thread([this] {
       Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn) return;  // the listener was shut down: no client came
       char buf[1024];
       ssize_t n = ::read(conn.get(), buf, sizeof buf);
       if (n > 0) request_.assign(buf, static_cast<size_t>(n));
-      (void)!::write(conn.get(), answer_.data(), answer_.size());
+      // MSG_NOSIGNAL: a client that gave up and closed must not SIGPIPE the test.
+      (void)::send(conn.get(), answer_.data(), answer_.size(), MSG_NOSIGNAL);
     });
   }
-  ~FakePingServer() { Join(); }
+  ~FakePingServer() {
+    // Wakes an accept() no client will satisfy (a connection already queued is still taken).
+    ::shutdown(listener_.get(), SHUT_RDWR);
+    Join();
+  }
   void Join() {
     if (thread_.joinable()) thread_.join();
   }

@@ -37,10 +37,12 @@ struct Pair {
     ours.Reset(fds[0]);
     peer.Reset(fds[1]);
   }
-  void Send(std::string_view data) {
-    REQUIRE(::send(peer.get(), data.data(), data.size(), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(data.size()));
+  // Safe off the test's thread (no Catch2 assertion).
+  bool TrySend(std::string_view data) {
+    return ::send(peer.get(), data.data(), data.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(data.size());
   }
+  void Send(std::string_view data) { REQUIRE(TrySend(data)); }
   Fd ours, peer;
 };
 
@@ -65,14 +67,16 @@ TEST_CASE("attach stream: protocol bytes out of frames split anywhere", "[unit]"
   std::string rest = Frame(2, "log line\n") + Frame(1, "lo\n") + Frame(1, "world\n");
   AttachStream stream(HijackedConnection{std::move(pair.ours), early.substr(0, 5)}, "t");
   std::string all = early.substr(5) + rest;
+  bool all_sent = true;  // checked on this thread after the join
   std::thread writer([&] {
     for (char c : all) {
-      pair.Send(std::string_view(&c, 1));
+      all_sent = pair.TrySend(std::string_view(&c, 1)) && all_sent;
       std::this_thread::sleep_for(100us);
     }
   });
   auto got = ReadN(stream, 12);
   writer.join();
+  CHECK(all_sent);
   REQUIRE(got);
   CHECK(*got == "hello\nworld\n");
 }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 
 #include <catch2/catch.hpp>
@@ -65,7 +66,7 @@ SandboxSpec DockerSpec(const std::string& image, const std::string& agent_dir) {
 
 std::string ShellRun(ByteStream& stream, const std::string& command,
                      std::chrono::milliseconds timeout) {
-  static int counter = 0;
+  static std::atomic<int> counter = 0;  // tests may drive shells from several threads
   std::string marker = fmt::format("__done_{}__", ++counter);
   REQUIRE(stream.Write(command + "\necho " + marker + "\n"));
   auto deadline = Clock::now() + timeout;
