@@ -478,7 +478,7 @@ Result<std::vector<StoredImage>> ImageStore::List() const {
   return images;
 }
 
-Status ImageStore::Remove(const std::string& name_or_digest) {
+Status ImageStore::Remove(const std::string& name_or_digest, const RemovalCheck& may_remove) {
   StorePaths paths{state_dir_ + "/images"};
   SBX_ASSIGN_OR_RETURN(FileLock lock, FileLock::Exclusive(paths.NamesLock()));
   SBX_ASSIGN_OR_RETURN(NameMap names, ReadNames(paths));
@@ -491,10 +491,12 @@ Status ImageStore::Remove(const std::string& name_or_digest) {
     names.erase(name);
     bool still_named = std::any_of(names.begin(), names.end(),
                                    [&](const auto& entry) { return entry.second == digest; });
+    if (!still_named && may_remove) SBX_TRY(may_remove(paths.Image(hex) + "/rootfs"));
     SBX_TRY(WriteNames(paths, names));
     if (still_named) return {};
   } else {
     SBX_ASSIGN_OR_RETURN(hex, ResolveDigest(paths, name_or_digest));
+    if (may_remove) SBX_TRY(may_remove(paths.Image(hex) + "/rootfs"));
     std::string full_digest = Sha256Digest(hex);
     std::erase_if(names, [&](const auto& entry) { return entry.second == full_digest; });
     SBX_TRY(WriteNames(paths, names));

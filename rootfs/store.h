@@ -78,8 +78,11 @@ class ImageStore {
   // By name or by digest (full or a unique prefix of the hex, as docker does).
   Result<StoredImage> Find(const std::string& name_or_digest) const;
   Result<std::vector<StoredImage>> List() const;
-  // Removes the name; removes the image when no name is left or when given a digest.
-  Status Remove(const std::string& name_or_digest);
+  // Removes the name; removes the image when no name is left or when given a digest. Before an
+  // image itself goes, `may_remove` (when given) is asked with the path of its unpacked tree;
+  // an error from it (say, a running sandbox uses the tree) stops the removal, names untouched.
+  using RemovalCheck = std::function<Status(const std::string& rootfs)>;
+  Status Remove(const std::string& name_or_digest, const RemovalCheck& may_remove = {});
 
   const std::string& state_dir() const { return state_dir_; }
 

@@ -304,6 +304,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   record.host_uid = sandbox->host_uid_;
   record.host_uid_claimed = sandbox->host_uid_claimed_;
   record.cgroups = sandbox->cgroup_->paths();
+  record.rootfs = spec.rootfs;
   if (auto written = state->records.Write(record); !written) {
     return Fail(std::move(written.error()).Context("write the session record"));
   }

@@ -2,7 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -17,7 +20,7 @@ std::string RecordToJson(const SessionRecord& record) {
       {"pid", record.init.pid},          {"start_time", record.init.start_time},
       {"server_pid", record.server.pid}, {"server_start_time", record.server.start_time},
       {"host_uid", record.host_uid},     {"host_uid_claimed", record.host_uid_claimed},
-      {"cgroups", record.cgroups},
+      {"cgroups", record.cgroups},       {"rootfs", record.rootfs},
   };
   return json.dump(2) + "\n";
 }
@@ -35,6 +38,7 @@ std::optional<SessionRecord> RecordFromJson(const std::string& text) {
     record.host_uid = json.at("host_uid").get<uint32_t>();
     record.host_uid_claimed = json.value("host_uid_claimed", false);
     record.cgroups = json.value("cgroups", std::vector<std::string>{});
+    record.rootfs = json.value("rootfs", std::string());
     return record;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
@@ -85,6 +89,22 @@ std::vector<SessionRecord> SessionRecords::ReadAll() const {
   }
   ::closedir(dir);
   return records;
+}
+
+std::vector<std::string> SessionRecords::RunningFrom(const std::string& rootfs) const {
+  std::vector<std::string> ids;
+  // Same directory, however the path was spelled (a state dir given with a trailing slash, a
+  // symlink): compared by device and inode.
+  struct stat wanted {};
+  if (::stat(rootfs.c_str(), &wanted) != 0) return ids;
+  for (const SessionRecord& record : ReadAll()) {
+    struct stat st {};
+    if (record.rootfs.empty() || ::stat(record.rootfs.c_str(), &st) != 0) continue;
+    if (st.st_dev != wanted.st_dev || st.st_ino != wanted.st_ino) continue;
+    if (record.init.IsAlive()) ids.push_back(record.session_id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 }  // namespace sandbox::ns

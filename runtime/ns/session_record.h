@@ -22,6 +22,7 @@ struct SessionRecord {
   uint32_t host_uid = 0;          // the host id the sandbox user maps to
   bool host_uid_claimed = false;  // root server: a HostIdAllocator claim to release
   std::vector<std::string> cgroups;  // informational: the session's cgroup directories
+  std::string rootfs;                // the image tree it runs from (`image rm` refuses it)
 };
 
 std::string RecordToJson(const SessionRecord& record);
@@ -38,6 +39,8 @@ class SessionRecords {
   void Remove(const std::string& session_id);
   // Every readable record; unreadable files are logged and skipped.
   std::vector<SessionRecord> ReadAll() const;
+  // Ids of the sandboxes still running (their init alive) from the tree `rootfs`.
+  std::vector<std::string> RunningFrom(const std::string& rootfs) const;
 
  private:
   std::string PathFor(const std::string& session_id) const;

@@ -8,12 +8,14 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "rootfs/docker_archive.h"
 #include "rootfs/recipe/image_builder.h"
 #include "rootfs/store.h"
 #include "runtime/base/units.h"
+#include "runtime/ns/session_record.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 
@@ -182,13 +184,29 @@ int ListVerb(const Argv& argv) {
   return kExitOk;
 }
 
+// An image a running sandbox runs from is kept, as `docker rmi` keeps one a running container
+// uses (even with -f): its tree is that sandbox's root, and deleting it would pull the files
+// from under a live session.
+rootfs::ImageStore::RemovalCheck NotRunning(const std::string& state_dir) {
+  return [records = ns::SessionRecords(state_dir + "/sessions")](const std::string& tree) {
+    std::vector<std::string> ids = records.RunningFrom(tree);
+    if (ids.empty()) return Status{};
+    return Status(Fail(ErrorCode::kInvalidArgument,
+                       "the image is in use by running session{} {}: close {} (or stop its "
+                       "server) first",
+                       ids.size() == 1 ? "" : "s", fmt::join(ids, ", "),
+                       ids.size() == 1 ? "it" : "them"));
+  };
+}
+
 int RemoveVerb(const Argv& argv) {
   Args args("image rm", {"--state-dir"}, {});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
     std::cout << "usage: mcp-sandbox image rm NAME|DIGEST... [--state-dir DIR]\n\n"
                  "Removes a name, and the image when no other name points to it; given a\n"
-                 "digest (or a unique prefix of it), removes the image and all its names.\n\n"
+                 "digest (or a unique prefix of it), removes the image and all its names.\n"
+                 "An image that a running session uses is kept.\n\n"
                  "flags:\n"
               << kStateDirHelp << "\nexample:\n  mcp-sandbox image rm python\n";
     return kExitOk;
@@ -197,7 +215,7 @@ int RemoveVerb(const Argv& argv) {
   rootfs::ImageStore store = OpenStore(args);
   int exit_code = kExitOk;
   for (const auto& target : args.positional()) {
-    if (auto status = store.Remove(target); !status) {
+    if (auto status = store.Remove(target, NotRunning(store.state_dir())); !status) {
       std::cerr << "mcp-sandbox image rm: " << status.error().message << "\n";
       exit_code = kExitFailure;
       continue;

@@ -249,6 +249,7 @@ TEST_CASE("session records: JSON round trip with junk skipped", "[unit][ns]") {
   record.host_uid = 0x10000005;
   record.host_uid_claimed = true;
   record.cgroups = {"/sys/fs/cgroup/memory/mcp-sandbox/sess_0123456789ab"};
+  record.rootfs = "/var/lib/mcp-sandbox/images/abc/rootfs";
   REQUIRE(records.Write(record));
   REQUIRE(WriteFile(tmp.Join("sessions") + "/junk.json", "{not json"));
   REQUIRE(WriteFile(tmp.Join("sessions") + "/other.txt", "ignored"));
@@ -260,6 +261,7 @@ TEST_CASE("session records: JSON round trip with junk skipped", "[unit][ns]") {
   CHECK(all[0].host_uid == record.host_uid);
   CHECK(all[0].host_uid_claimed);
   CHECK(all[0].cgroups == record.cgroups);
+  CHECK(all[0].rootfs == record.rootfs);
   records.Remove(record.session_id);
   CHECK(records.ReadAll().empty());
 }
