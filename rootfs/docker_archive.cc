@@ -4,7 +4,6 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "rootfs/digest.h"
+#include "rootfs/file_lock.h"
 #include "rootfs/libarchive_handles.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
@@ -284,26 +284,6 @@ Status AddMemoryFile(archive* writer, const std::string& name, std::string_view 
   return {};
 }
 
-// An exclusive flock(2) on a lock file, released when the object goes.
-class FileLock {
- public:
-  static Result<FileLock> Exclusive(const std::string& path, bool wait = true) {
-    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd) return FailSys("open", path);
-    while (::flock(fd.get(), LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
-      if (errno == EWOULDBLOCK && !wait) {
-        return Fail(ErrorCode::kSandboxUnavailable, "{} is held by another process", path);
-      }
-      if (errno != EINTR) return FailSys("flock", path);
-    }
-    return FileLock(std::move(fd));
-  }
-
- private:
-  explicit FileLock(Fd fd) : fd_(std::move(fd)) {}
-  Fd fd_;
-};
-
 struct CachePaths {
   std::string archives;
   std::string base;  // archives/docker-<hex>
@@ -373,8 +353,8 @@ int RemoveOrphanArchives(const std::string& state_dir, const std::string& archiv
     struct stat st {};
     if (::stat((state_dir + "/images/" + hex + "/meta.json").c_str(), &st) == 0) continue;
     CachePaths paths = CacheFor(state_dir, hex);
-    auto lock = FileLock::Exclusive(paths.Lock(), /*wait=*/false);
-    if (!lock) continue;
+    auto lock = FileLock::TryExclusive(paths.Lock());
+    if (!lock || !*lock) continue;
     spdlog::info("removing {}: its image is no longer in the store", paths.Tar());
     ::unlink(paths.Record().c_str());
     if (::unlink(paths.Tar().c_str()) == 0) ++removed;

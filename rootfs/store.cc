@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 
 #include "rootfs/archive_reader.h"
 #include "rootfs/digest.h"
+#include "rootfs/file_lock.h"
 #include "rootfs/image_formats.h"
 #include "rootfs/image_source.h"
 #include "rootfs/oci_json.h"
@@ -36,36 +36,6 @@ constexpr std::string_view kTempPrefix = ".tmp-";
 constexpr char kNamesFile[] = "names.json";
 constexpr char kMetaFile[] = "meta.json";
 constexpr char kConfigFile[] = "config.json";
-
-// An exclusive flock(2), released when the object goes (closing the fd drops it).
-class FileLock {
- public:
-  static Result<FileLock> Exclusive(const std::string& path) {
-    SBX_ASSIGN_OR_RETURN(Fd fd, OpenLockFile(path));
-    while (::flock(fd.get(), LOCK_EX) != 0) {
-      if (errno != EINTR) return FailSys("flock", path);
-    }
-    return FileLock(std::move(fd));
-  }
-  // nullopt when someone else holds it.
-  static Result<std::optional<FileLock>> TryExclusive(const std::string& path) {
-    SBX_ASSIGN_OR_RETURN(Fd fd, OpenLockFile(path));
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno == EWOULDBLOCK) return std::optional<FileLock>();
-      return FailSys("flock", path);
-    }
-    return std::optional<FileLock>(FileLock(std::move(fd)));
-  }
-
- private:
-  explicit FileLock(Fd fd) : fd_(std::move(fd)) {}
-  static Result<Fd> OpenLockFile(const std::string& path) {
-    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd) return FailSys("open", path);
-    return fd;
-  }
-  Fd fd_;
-};
 
 std::string NowRfc3339() {
   auto now = std::chrono::system_clock::now();

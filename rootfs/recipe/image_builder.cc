@@ -1,7 +1,6 @@
 #include "rootfs/recipe/image_builder.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rootfs/digest.h"
+#include "rootfs/file_lock.h"
 #include "rootfs/oci_json.h"
 #include "rootfs/recipe/mmdebstrap_process.h"
 #include "rootfs/recipe/oci_archive_writer.h"
@@ -93,26 +93,13 @@ std::string RecordJson(const BuildResult& result, const BuildOptions& options) {
   return doc.dump(2) + "\n";
 }
 
-// An exclusive flock(2) on a lock file, released when the object goes.
-class BuildLock {
- public:
-  static Result<BuildLock> Acquire(const std::string& path, const BuildOptions& options) {
-    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-    if (!fd) return FailSys("open", path);
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK) return FailSys("flock", path);
-      if (options.progress) options.progress("waiting for another build of this image", "");
-      while (::flock(fd.get(), LOCK_EX) != 0) {
-        if (errno != EINTR) return FailSys("flock", path);
-      }
-    }
-    return BuildLock(std::move(fd));
-  }
-
- private:
-  explicit BuildLock(Fd fd) : fd_(std::move(fd)) {}
-  Fd fd_;
-};
+// The build's lock, saying so when another build of the same image holds it.
+Result<FileLock> LockBuild(const std::string& path, const BuildOptions& options) {
+  SBX_ASSIGN_OR_RETURN(std::optional<FileLock> free, FileLock::TryExclusive(path));
+  if (free) return std::move(*free);
+  if (options.progress) options.progress("waiting for another build of this image", "");
+  return FileLock::Exclusive(path);
+}
 
 // Removes a directory tree when it goes out of scope.
 class TreeRemover {
@@ -275,7 +262,7 @@ Result<BuildResult> BuildImage(const BuildOptions& options) {
   SBX_ASSIGN_OR_RETURN(Recipe recipe, MakeRecipe(options.variant, options.suite));
   SBX_ASSIGN_OR_RETURN(ResolvedPaths paths, ResolvePaths(options));
   SBX_TRY(MakeDirs(paths.archives_dir));
-  SBX_ASSIGN_OR_RETURN(BuildLock lock, BuildLock::Acquire(paths.base + ".lock", options));
+  SBX_ASSIGN_OR_RETURN(FileLock lock, LockBuild(paths.base + ".lock", options));
 
   if (!options.rebuild) {
     SBX_ASSIGN_OR_RETURN(auto cached, FindCachedBuild(options));
