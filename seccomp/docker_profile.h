@@ -10,10 +10,13 @@
 //  - the ENOSYS prologue (compile.h): runc (>= 1.0.0-rc93) prepends its own stub answering
 //    ENOSYS above the highest syscall the profile names, which is reviewed_through_nr (456)
 //    here as well. The unassigned hole 335..423 gets EPERM instead of ENOSYS.
-//  - conditional refusals with the default errno (ioctl TIOCSTI/TIOCLINUX/TIOCSETD): runc drops
-//    rules whose action equals the default action, so they are left out rather than exported
-//    as dead text. Under Docker the kernel's own rule stands: TIOCSTI on a terminal that is not
-//    the caller's controlling tty needs CAP_SYS_ADMIN, and containers run without it.
+//  - conditional refusals with the default errno (ioctl TIOCSTI/TIOCLINUX/TIOCSETD): runc
+//    (libcontainer/seccomp) skips every rule whose action, errno included, equals the default
+//    action, so such a rule would vanish and the call's unconditional allow would let the
+//    refused requests through. They are exported with EACCES instead (EPERM if the default
+//    were EACCES): runc keeps them, and Python raises the same PermissionError for both.
+//    Unconditional refusals with the default errno are exported as written: runc drops them,
+//    and the default action answers exactly the same.
 //  - BADARCH=KILL_PROCESS: runc keeps libseccomp's default, KILL (the thread).
 #pragma once
 
