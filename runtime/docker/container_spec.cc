@@ -21,6 +21,15 @@ std::string TmpfsOptions(uint64_t size_bytes, const std::string& ownership) {
   return fmt::format("rw,exec,nosuid,nodev,size={},{}", size_bytes, ownership);
 }
 
+// Per-process caps on two kernel counters that are charged to the real uid. Without
+// userns-remap every container's uid 1000 is the host's uid 1000, so these counters are shared
+// by all Docker sandboxes (and any host user 1000); the rlimit bounds how far a sandbox can push
+// that shared count, so it cannot starve the host user of signals or message queues. Queued
+// signals: a Python program rarely has more than a few pending. Message queues: the kernel's
+// default (819200 bytes), said explicitly so a daemon started with higher limits cannot lift it.
+constexpr uint64_t kSigpendingLimit = 1024;
+constexpr uint64_t kMsgqueueLimitBytes = 819200;
+
 nlohmann::json Ulimit(const char* name, uint64_t value) {
   return {{"Name", name}, {"Soft", value}, {"Hard", value}};
 }
@@ -30,7 +39,7 @@ nlohmann::json Ulimit(const char* name, uint64_t value) {
 std::string ContainerNameFor(const std::string& session_id) { return "mcp-sandbox-" + session_id; }
 
 Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::string& image,
-                                       const std::string& owner,
+                                       const ContainerOwner& owner,
                                        const std::string& seccomp_profile_json) {
   if (!IsNameSafe(spec.session_id)) {
     return Fail(ErrorCode::kInvalidArgument, "session id '{}' cannot name a container",
@@ -52,7 +61,8 @@ Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::strin
   container.env = spec.env;
   container.working_dir = spec.workdir.empty() ? "/mnt/data" : spec.workdir;
   container.labels = {{kSessionLabel, spec.session_id},
-                      {kOwnerLabel, owner},
+                      {kOwnerLabel, owner.process},
+                      {kHostLabel, owner.host},
                       {kImageLabel, spec.image_name.empty() ? image : spec.image_name}};
   container.binds.push_back({spec.agent_dir, kAgentMountPoint, true});
   if (!spec.wheelhouse.empty()) {
@@ -90,12 +100,16 @@ nlohmann::json CreateContainerBody(const ContainerSpec& spec) {
       {"PidsLimit", limits.pids},
       {"Ulimits",
        {Ulimit("core", 0), Ulimit("nofile", limits.open_files),
-        Ulimit("fsize", limits.file_size_bytes)}},
+        Ulimit("fsize", limits.file_size_bytes), Ulimit("sigpending", kSigpendingLimit),
+        Ulimit("msgqueue", kMsgqueueLimitBytes)}},
       {"Tmpfs",
        {{"/tmp", TmpfsOptions(limits.tmp_bytes, "mode=1777")},
         {"/mnt/data", TmpfsOptions(limits.disk_bytes, "mode=0755,uid=1000,gid=1000")}}},
       {"Mounts", mounts},
-      {"Init", true},
+      // sandbox-init itself is pid 1 (no docker-init in front of it), as in the namespace
+      // backend: it reaps every orphan, and kill(-1, SIGKILL) from sandbox code, which reaches
+      // every process of the container but its pid 1, then cannot end the session.
+      {"Init", false},
       {"IpcMode", "private"},
       {"CgroupnsMode", "private"},
       {"AutoRemove", false},  // removed explicitly, so a crash leaves it for the sweep to find

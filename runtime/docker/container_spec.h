@@ -2,7 +2,7 @@
 // The hardening lives here so it can be read and unit-tested in one place: no network, every
 // capability dropped, read-only rootfs, no-new-privileges, the project's seccomp profile,
 // memory (without swap), cpu, pids, ulimits, size-capped tmpfs for /tmp and /mnt/data, uid 1000,
-// tini as pid 1, private ipc and cgroup namespaces, and labels for the orphan sweep.
+// the agent's init as pid 1, private ipc and cgroup namespaces, and labels for the orphan sweep.
 #pragma once
 
 #include <map>
@@ -20,6 +20,7 @@ namespace sandbox::docker {
 // Labels on every container we create; the sweep finds containers by kSessionLabel.
 inline constexpr const char* kSessionLabel = "mcp-sandbox.session";
 inline constexpr const char* kOwnerLabel = "mcp-sandbox.owner";
+inline constexpr const char* kHostLabel = "mcp-sandbox.host";
 inline constexpr const char* kImageLabel = "mcp-sandbox.image";
 
 // Where the host's agent dir is seen inside the sandbox, and the agent's entry point.
@@ -27,6 +28,12 @@ inline constexpr const char* kAgentMountPoint = "/.sandbox";
 inline constexpr const char* kAgentInit = "/.sandbox/sandbox-init";
 inline constexpr const char* kWheelhouseMountPoint = "/mnt/wheelhouse";
 inline constexpr const char* kSandboxUser = "1000:1000";
+
+// The creating server, as the orphan sweep reads it (owner.h): its host and its process.
+struct ContainerOwner {
+  std::string host;     // mcp-sandbox.host
+  std::string process;  // mcp-sandbox.owner
+};
 
 struct BindMount {
   std::string source;  // host path
@@ -37,7 +44,7 @@ struct BindMount {
 struct ContainerSpec {
   std::string name;                  // "mcp-sandbox-<session id>"
   std::string image;                 // image reference known to the daemon
-  std::vector<std::string> command;  // argv of the main process (run by tini)
+  std::vector<std::string> command;  // argv of the main process (pid 1 of the container)
   std::vector<std::string> env;      // KEY=VALUE
   std::string working_dir;
   std::string user = kSandboxUser;
@@ -55,7 +62,7 @@ std::string ContainerNameFor(const std::string& session_id);
 // the wheelhouse (if any) read-only at /mnt/wheelhouse. Fails with kInvalidArgument on a
 // session id that cannot name a container or on relative host paths.
 Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::string& image,
-                                       const std::string& owner,
+                                       const ContainerOwner& owner,
                                        const std::string& seccomp_profile_json);
 
 // The JSON body of POST /containers/create for `spec`.

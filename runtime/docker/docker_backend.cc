@@ -138,10 +138,13 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Connect(DockerBackendOptio
 
 DockerBackend::DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackendOptions options)
     : engine_(std::move(engine)),
-      owner_(options.owner.empty() ? CurrentOwner() : options.owner),
+      local_(CurrentIdentity()),
       seccomp_profile_json_(options.seccomp_profile_json ? *options.seccomp_profile_json
                                                          : DefaultSeccompProfile()),
-      usage_from_engine_api_(options.usage_from_engine_api) {}
+      usage_from_engine_api_(options.usage_from_engine_api) {
+  owner_.process = options.owner.empty() ? CurrentOwner() : options.owner;
+  owner_.host = options.host.empty() ? local_.host : options.host;
+}
 
 Status DockerBackend::EnsureImage(const std::string& image, const std::string& archive) {
   SBX_TRY(EnsureImage(image, archive, DockerImageProvider()));
@@ -252,15 +255,30 @@ EnforcedLimits DockerBackend::PlanLimits(const Limits& limits) const {
 Result<int> DockerBackend::SweepOrphans() {
   SBX_ASSIGN_OR_RETURN(std::vector<ContainerSummary> containers,
                        engine_->ListContainers(kSessionLabel));
+  auto label = [](const ContainerSummary& container, const char* key) {
+    auto it = container.labels.find(key);
+    return it == container.labels.end() ? std::string_view() : std::string_view(it->second);
+  };
+  std::lock_guard<std::mutex> lock(sweep_mutex_);
   int swept = 0;
   for (const ContainerSummary& container : containers) {
-    auto owner = container.labels.find(kOwnerLabel);
-    if (owner != container.labels.end() && OwnerIsAlive(owner->second)) continue;
+    OwnerJudgement judged = JudgeOwner(local_, label(container, kHostLabel),
+                                       label(container, kOwnerLabel), ProcessRuns);
+    if (judged.verdict == OwnerVerdict::kAlive) continue;
+    if (judged.verdict == OwnerVerdict::kNotJudged) {
+      if (left_alone_.insert(container.id).second) {
+        spdlog::info(
+            "sweep: leaving container {} alone: {} (remove it with docker rm -f if "
+            "nothing uses it)",
+            container.name, judged.why);
+      }
+      continue;
+    }
     if (auto removed = engine_->RemoveContainer(container.id); !removed) {
       spdlog::warn("sweep: remove container {}: {}", container.name, removed.error().message);
       continue;
     }
-    spdlog::info("swept container {} left by a server that is gone", container.name);
+    spdlog::info("swept container {}: {}", container.name, judged.why);
     ++swept;
   }
   return swept;

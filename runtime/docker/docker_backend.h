@@ -9,16 +9,20 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "runtime/backend.h"
+#include "runtime/docker/container_spec.h"
 #include "runtime/docker/engine_client.h"
+#include "runtime/docker/owner.h"
 
 namespace sandbox::docker {
 
 struct DockerBackendOptions {
   std::string socket_path;  // "" = from DOCKER_HOST (unix:// only), else /var/run/docker.sock
   std::string owner;        // "" = this process (see owner.h)
+  std::string host;         // "" = this host (see owner.h)
   // The seccomp profile (Docker's JSON format). Unset = the project's policy
   // (seccomp::DockerProfileJson) when the seccomp library is built; "" = the daemon's default.
   std::optional<std::string> seccomp_profile_json;
@@ -39,7 +43,9 @@ class DockerBackend : public Backend {
   // create removes the container again.
   Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) override;
   EnforcedLimits PlanLimits(const Limits& limits) const override;
-  // Removes every container labelled mcp-sandbox.session whose owning server is gone.
+  // Removes every container labelled mcp-sandbox.session whose owning server ran on this host
+  // and is provably gone (owner.h); containers of other hosts sharing the daemon stay, and
+  // each is logged once per backend.
   Result<int> SweepOrphans() override;
 
   // Makes `image` known to the daemon: nothing when present, else POST /images/load of
@@ -52,17 +58,21 @@ class DockerBackend : public Backend {
                                   const DockerImageProvider& provider);
 
   const EngineClient& engine() const { return *engine_; }
-  const std::string& owner() const { return owner_; }
+  const std::string& owner() const { return owner_.process; }
+  const std::string& host() const { return owner_.host; }
   const std::string& seccomp_profile_json() const { return seccomp_profile_json_; }
 
  private:
   DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackendOptions options);
 
   std::shared_ptr<EngineClient> engine_;
-  std::string owner_;
+  ContainerOwner owner_;
+  LocalIdentity local_;
   std::string seccomp_profile_json_;
   bool usage_from_engine_api_;
   std::mutex image_mutex_;
+  std::mutex sweep_mutex_;
+  std::set<std::string> left_alone_;  // container ids already logged as not ours to judge
 };
 
 }  // namespace sandbox::docker

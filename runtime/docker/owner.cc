@@ -1,5 +1,7 @@
 #include "runtime/docker/owner.h"
 
+#include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -12,16 +14,44 @@
 namespace sandbox::docker {
 namespace {
 
-std::string BootId() {
-  auto text = ReadFile("/proc/sys/kernel/random/boot_id");
-  if (!text) return "unknown";
-  while (!text->empty() && (text->back() == '\n' || text->back() == ' ')) text->pop_back();
-  return *text;
+std::string Trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+std::string FirstReadable(std::initializer_list<const char*> paths, const char* fallback) {
+  for (const char* path : paths) {
+    if (auto text = ReadFile(path)) {
+      std::string value = Trimmed(std::move(*text));
+      if (!value.empty()) return value;
+    }
+  }
+  return fallback;
 }
 
 std::string StartTimeOf(long pid) {
   auto stat = ReadFile(fmt::format("/proc/{}/stat", pid));
   return stat ? StartTimeFromStat(*stat) : std::string();
+}
+
+// "a/b/c/d" -> its four parts, or an empty vector when it has another shape.
+std::vector<std::string_view> FourParts(std::string_view text) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (parts.size() < 4) {
+    size_t slash = text.find('/', start);
+    if (slash == std::string_view::npos) {
+      parts.push_back(text.substr(start));
+      break;
+    }
+    parts.push_back(text.substr(start, slash - start));
+    start = slash + 1;
+  }
+  if (parts.size() != 4 || text.find('/', start) != std::string_view::npos) return {};
+  for (std::string_view part : parts) {
+    if (part.empty()) return {};
+  }
+  return parts;
 }
 
 }  // namespace
@@ -48,25 +78,56 @@ std::string StartTimeFromStat(std::string_view stat) {
   return "";
 }
 
-std::string CurrentOwner() {
-  long pid = static_cast<long>(::getpid());
-  return fmt::format("{}/{}/{}", BootId(), pid, StartTimeOf(pid));
+LocalIdentity CurrentIdentity() {
+  LocalIdentity identity;
+  // systemd's file, or dbus's older one; a host with neither is named by its hostname alone.
+  std::string machine =
+      FirstReadable({"/etc/machine-id", "/var/lib/dbus/machine-id"}, "no-machine-id");
+  struct utsname names {};
+  std::string hostname = ::uname(&names) == 0 ? std::string(names.nodename) : "no-hostname";
+  // '/' separates the label's parts; neither value can hold one, but a broken file might.
+  for (char& c : machine) c = c == '/' ? '_' : c;
+  identity.host = machine + "/" + hostname;
+  identity.boot_id = FirstReadable({"/proc/sys/kernel/random/boot_id"}, "unknown");
+  struct stat ns {};
+  identity.pid_ns = ::stat("/proc/self/ns/pid", &ns) == 0 ? std::to_string(ns.st_ino) : "unknown";
+  return identity;
 }
 
-bool OwnerIsAlive(std::string_view owner) {
-  size_t first = owner.find('/');
-  size_t second = first == std::string_view::npos ? first : owner.find('/', first + 1);
-  if (second == std::string_view::npos) return false;
-  std::string_view boot = owner.substr(0, first);
-  std::string_view pid_text = owner.substr(first + 1, second - first - 1);
-  std::string_view start = owner.substr(second + 1);
-  long pid = 0;
-  auto [end, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
-  if (ec != std::errc() || end != pid_text.data() + pid_text.size() || pid <= 0 || start.empty()) {
-    return false;
+std::string CurrentOwner() {
+  static const LocalIdentity identity = CurrentIdentity();
+  long pid = static_cast<long>(::getpid());
+  return fmt::format("{}/{}/{}/{}", identity.boot_id, identity.pid_ns, pid, StartTimeOf(pid));
+}
+
+bool ProcessRuns(long pid, std::string_view start) { return StartTimeOf(pid) == start; }
+
+OwnerJudgement JudgeOwner(const LocalIdentity& local, std::string_view host_label,
+                          std::string_view owner_label,
+                          const std::function<bool(long pid, std::string_view start)>& running) {
+  if (host_label.empty()) {
+    return {OwnerVerdict::kNotJudged, "it has no host label (made by an older mcp-sandbox)"};
   }
-  if (boot != BootId()) return false;
-  return StartTimeOf(pid) == start;
+  if (host_label != local.host) {
+    return {OwnerVerdict::kNotJudged, fmt::format("it belongs to host {}", host_label)};
+  }
+  std::vector<std::string_view> parts = FourParts(owner_label);
+  if (parts.empty()) {
+    // Our host wrote the labels, so no live server of ours can be named by a malformed owner.
+    return {OwnerVerdict::kGone, "its owner label is malformed"};
+  }
+  if (parts[0] != local.boot_id) return {OwnerVerdict::kGone, "its owner ran before a reboot"};
+  if (parts[1] != local.pid_ns) {
+    return {OwnerVerdict::kNotJudged,
+            fmt::format("its owner runs in another pid namespace ({}) of this host", parts[1])};
+  }
+  long pid = 0;
+  auto [end, ec] = std::from_chars(parts[2].data(), parts[2].data() + parts[2].size(), pid);
+  if (ec != std::errc() || end != parts[2].data() + parts[2].size() || pid <= 0) {
+    return {OwnerVerdict::kGone, "its owner label is malformed"};
+  }
+  if (running(pid, parts[3])) return {OwnerVerdict::kAlive, "its owner runs"};
+  return {OwnerVerdict::kGone, "its owner is gone"};
 }
 
 }  // namespace sandbox::docker

@@ -26,14 +26,16 @@ sandbox::SandboxSpec Spec() {
 }  // namespace
 
 TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
-  auto spec = ContainerSpecFor(Spec(), "mcp-sandbox/python:latest", "boot/1/2", "{}");
+  auto spec =
+      ContainerSpecFor(Spec(), "mcp-sandbox/python:latest", {"mid/host", "boot/ns/1/2"}, "{}");
   REQUIRE(spec);
   CHECK(spec->name == "mcp-sandbox-sess_0123456789ab");
   CHECK(spec->image == "mcp-sandbox/python:latest");
   CHECK(spec->command == std::vector<std::string>{"/.sandbox/sandbox-init"});
   CHECK(spec->working_dir == "/mnt/data");
   CHECK(spec->labels.at("mcp-sandbox.session") == "sess_0123456789ab");
-  CHECK(spec->labels.at("mcp-sandbox.owner") == "boot/1/2");
+  CHECK(spec->labels.at("mcp-sandbox.owner") == "boot/ns/1/2");
+  CHECK(spec->labels.at("mcp-sandbox.host") == "mid/host");
   CHECK(spec->labels.at("mcp-sandbox.image") == "python");
   REQUIRE(spec->binds.size() == 1);
   CHECK(spec->binds[0].source == "/opt/mcp-sandbox/agent");
@@ -42,7 +44,7 @@ TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
 
   auto with_wheels = Spec();
   with_wheels.wheelhouse = "/srv/wheels";
-  auto spec2 = ContainerSpecFor(with_wheels, "img", "o", "");
+  auto spec2 = ContainerSpecFor(with_wheels, "img", {"h", "o"}, "");
   REQUIRE(spec2);
   REQUIRE(spec2->binds.size() == 2);
   CHECK(spec2->binds[1].target == "/mnt/wheelhouse");
@@ -50,7 +52,8 @@ TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
 }
 
 TEST_CASE("the create body carries every hardening setting", "[unit]") {
-  auto spec = ContainerSpecFor(Spec(), "img", "owner", R"({"defaultAction":"SCMP_ACT_ERRNO"})");
+  auto spec =
+      ContainerSpecFor(Spec(), "img", {"h", "owner"}, R"({"defaultAction":"SCMP_ACT_ERRNO"})");
   REQUIRE(spec);
   json body = CreateContainerBody(*spec);
   CHECK(body["Image"] == "img");
@@ -82,11 +85,13 @@ TEST_CASE("the create body carries every hardening setting", "[unit]") {
   CHECK(host["Ulimits"] ==
         json::array({{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}},
                      {{"Name", "nofile"}, {"Soft", 512}, {"Hard", 512}},
-                     {{"Name", "fsize"}, {"Soft", 10ull << 20}, {"Hard", 10ull << 20}}}));
+                     {{"Name", "fsize"}, {"Soft", 10ull << 20}, {"Hard", 10ull << 20}},
+                     {{"Name", "sigpending"}, {"Soft", 1024}, {"Hard", 1024}},
+                     {{"Name", "msgqueue"}, {"Soft", 819200}, {"Hard", 819200}}}));
   CHECK(host["Tmpfs"]["/tmp"] == "rw,exec,nosuid,nodev,size=67108864,mode=1777");
   CHECK(host["Tmpfs"]["/mnt/data"] ==
         "rw,exec,nosuid,nodev,size=104857600,mode=0755,uid=1000,gid=1000");
-  CHECK(host["Init"] == true);
+  CHECK(host["Init"] == false);  // sandbox-init is pid 1: kill(-1, 9) cannot reach it
   CHECK(host["IpcMode"] == "private");
   CHECK(host["CgroupnsMode"] == "private");
   CHECK(host["AutoRemove"] == false);
@@ -98,7 +103,7 @@ TEST_CASE("the create body carries every hardening setting", "[unit]") {
 }
 
 TEST_CASE("without a profile the daemon's default seccomp profile stays on", "[unit]") {
-  auto spec = ContainerSpecFor(Spec(), "img", "owner", "");
+  auto spec = ContainerSpecFor(Spec(), "img", {"h", "owner"}, "");
   REQUIRE(spec);
   json host = CreateContainerBody(*spec)["HostConfig"];
   CHECK(host["SecurityOpt"] == json::array({"no-new-privileges:true"}));
@@ -109,15 +114,15 @@ TEST_CASE("without a profile the daemon's default seccomp profile stays on", "[u
 TEST_CASE("specs that cannot make a safe container are refused", "[unit]") {
   auto bad_id = Spec();
   bad_id.session_id = "../x";
-  CHECK(ContainerSpecFor(bad_id, "img", "o", "").error().code ==
+  CHECK(ContainerSpecFor(bad_id, "img", {"h", "o"}, "").error().code ==
         sandbox::ErrorCode::kInvalidArgument);
   bad_id.session_id = "";
-  CHECK_FALSE(ContainerSpecFor(bad_id, "img", "o", ""));
+  CHECK_FALSE(ContainerSpecFor(bad_id, "img", {"h", "o"}, ""));
   auto relative = Spec();
   relative.agent_dir = "agent";
-  CHECK_FALSE(ContainerSpecFor(relative, "img", "o", ""));
+  CHECK_FALSE(ContainerSpecFor(relative, "img", {"h", "o"}, ""));
   auto wheels = Spec();
   wheels.wheelhouse = "wheels";
-  CHECK_FALSE(ContainerSpecFor(wheels, "img", "o", ""));
-  CHECK_FALSE(ContainerSpecFor(Spec(), "", "o", ""));
+  CHECK_FALSE(ContainerSpecFor(wheels, "img", {"h", "o"}, ""));
+  CHECK_FALSE(ContainerSpecFor(Spec(), "", {"h", "o"}, ""));
 }

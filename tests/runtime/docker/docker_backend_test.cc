@@ -159,7 +159,7 @@ TEST_CASE("docker: the demuxer splits real attach frames at every chunk size", "
       "i=0; while [ $i -lt 50 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done\n"
       "printf 'no newline'\n");
   SandboxSpec spec = DockerSpec(image, agent.path());
-  auto container = docker::ContainerSpecFor(spec, image, "test/1/1", "");
+  auto container = docker::ContainerSpecFor(spec, image, {backend->host(), "test/1/1/1"}, "");
   REQUIRE(container);
   const auto& engine = backend->engine();
   auto created = engine.CreateContainer(container->name, docker::CreateContainerBody(*container));
@@ -286,24 +286,35 @@ TEST_CASE("docker: an agent that cannot run ends the stream", "[docker]") {
   CHECK(ReadToEof((*sandbox)->stream(), std::chrono::seconds(20)).empty());
 }
 
-TEST_CASE("docker: the orphan sweep removes containers of gone servers only", "[docker]") {
+TEST_CASE("docker: the orphan sweep removes containers of gone servers of this host only",
+          "[docker]") {
   auto backend = ConnectDockerOrSkip();
   std::string image = DockerTestImageOrSkip(*backend);
   FakeAgentDir agent;
   const auto& engine = backend->engine();
-  // A server that "crashed": its containers carry an owner that no longer runs.
-  std::string me = docker::CurrentOwner();
-  std::string gone = me.substr(0, me.find('/')) + "/2147483646/1";
-  std::vector<std::string> orphans;
-  for (bool running : {true, false}) {
+  const docker::LocalIdentity local = docker::CurrentIdentity();
+  auto create = [&](const docker::ContainerOwner& owner, bool running) {
     SandboxSpec spec = DockerSpec(image, agent.path());
-    auto container = docker::ContainerSpecFor(spec, image, gone, "");
+    auto container = docker::ContainerSpecFor(spec, image, owner, "");
     REQUIRE(container);
     auto created = engine.CreateContainer(container->name, docker::CreateContainerBody(*container));
     REQUIRE(created);
     if (running) REQUIRE(engine.StartContainer(created->id));
-    orphans.push_back(container->name);
-  }
+    return container->name;
+  };
+  // A server of this host that "crashed": its containers carry an owner that no longer runs.
+  const std::string dead_here = local.boot_id + "/" + local.pid_ns + "/2147483646/1";
+  std::vector<std::string> orphans;
+  for (bool running : {true, false}) orphans.push_back(create({local.host, dead_here}, running));
+  // Another host sharing this daemon, whose owner names a pid that is dead *here* (and so
+  // looks gone to a sweep that judges it on this host): its sessions must survive.
+  const std::string other_host = "another-machine-id/another-host";
+  std::vector<std::string> foreign = {
+      create({other_host, local.boot_id + "/" + local.pid_ns + "/2147483646/1"}, true),
+      create({other_host, "another-boot/4026531836/1/1"}, false),
+      // A server in another pid namespace of this host (another container on this kernel).
+      create({local.host, local.boot_id + "/1/2147483646/1"}, true),
+  };
   // A live sandbox of this server, which must survive.
   auto live = backend->Start(DockerSpec(image, agent.path()));
   REQUIRE(live);
@@ -312,8 +323,10 @@ TEST_CASE("docker: the orphan sweep removes containers of gone servers only", "[
   REQUIRE(swept);
   CHECK(*swept >= 2);
   for (const auto& orphan : orphans) CHECK_FALSE(ContainerExists(*backend, orphan));
+  for (const auto& name : foreign) CHECK(ContainerExists(*backend, name));
   CHECK(ShellRun((*live)->stream(), "echo alive") == "alive\n");
   CHECK(backend->SweepOrphans().value() == 0);
+  for (const auto& name : foreign) REQUIRE(engine.RemoveContainer(name));
 }
 
 TEST_CASE("docker: usage is read from the container and an OOM-killed child is counted",

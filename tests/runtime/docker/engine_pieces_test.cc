@@ -67,17 +67,54 @@ TEST_CASE("daemon errors carry the call, status and message", "[unit]") {
 }
 
 TEST_CASE("owner labels name a live process or a gone one", "[unit]") {
+  const LocalIdentity local = CurrentIdentity();
   std::string me = CurrentOwner();
-  CHECK(OwnerIsAlive(me));
-  std::string boot = me.substr(0, me.find('/'));
-  CHECK_FALSE(OwnerIsAlive(boot + "/" + std::to_string(getpid()) + "/1"));  // pid reused
-  CHECK_FALSE(OwnerIsAlive("another-boot/" + std::to_string(getpid()) + "/" +
-                           me.substr(me.rfind('/') + 1)));
-  CHECK_FALSE(OwnerIsAlive(boot + "/2147483646/12345"));  // no such pid
-  for (const char* bad : {"", "x", "a/b", "a/b/c", "a//1", "a/-1/1", "a/1/"}) {
+  CHECK(me.starts_with(local.boot_id + "/" + local.pid_ns + "/" + std::to_string(getpid()) + "/"));
+  CHECK(JudgeOwner(local, local.host, me, ProcessRuns).verdict == OwnerVerdict::kAlive);
+  const std::string prefix = local.boot_id + "/" + local.pid_ns + "/";
+  CHECK(JudgeOwner(local, local.host, prefix + std::to_string(getpid()) + "/1", ProcessRuns)
+            .verdict == OwnerVerdict::kGone);  // pid reused
+  CHECK(JudgeOwner(local, local.host, prefix + "2147483646/12345", ProcessRuns).verdict ==
+        OwnerVerdict::kGone);  // no such pid
+  for (const char* bad : {"", "x", "a/b", "a/b/c", "a//1/1", "b/n/1/", "a/b/c/d/e"}) {
     INFO(bad);
-    CHECK_FALSE(OwnerIsAlive(bad));
+    CHECK(JudgeOwner(local, local.host, bad, ProcessRuns).verdict == OwnerVerdict::kGone);
   }
+  CHECK(JudgeOwner(local, local.host, prefix + "-1/1", ProcessRuns).verdict == OwnerVerdict::kGone);
+  CHECK(StartTimeFromStat("garbage") == "");
+}
+
+TEST_CASE("the sweep judges only containers of this host and pid namespace", "[unit]") {
+  const LocalIdentity local{"mid/host", "boot", "4026531836"};
+  int asked = 0;
+  auto dead = [&asked](long, std::string_view) {
+    ++asked;
+    return false;
+  };
+  auto alive = [](long pid, std::string_view start) { return pid == 42 && start == "7"; };
+  // Another host sharing the daemon: a dead-looking pid there says nothing about here.
+  auto other = JudgeOwner(local, "mid2/host", "boot/4026531836/42/7", dead);
+  CHECK(other.verdict == OwnerVerdict::kNotJudged);
+  CHECK_THAT(other.why, Catch::Contains("mid2/host"));
+  CHECK(JudgeOwner(local, "mid/other-host", "boot/4026531836/42/7", dead).verdict ==
+        OwnerVerdict::kNotJudged);
+  // Made before host labels existed: not provably ours.
+  CHECK(JudgeOwner(local, "", "boot/42/7", dead).verdict == OwnerVerdict::kNotJudged);
+  // This host, another pid namespace (a server in another container on this kernel).
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026532000/42/7", dead).verdict ==
+        OwnerVerdict::kNotJudged);
+  CHECK(asked == 0);
+  // This host before a reboot: every process of that boot is gone.
+  CHECK(JudgeOwner(local, "mid/host", "old-boot/4026532000/42/7", dead).verdict ==
+        OwnerVerdict::kGone);
+  CHECK(asked == 0);
+  // This host, this boot, this pid namespace: the process decides.
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026531836/42/7", alive).verdict ==
+        OwnerVerdict::kAlive);
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026531836/42/8", alive).verdict ==
+        OwnerVerdict::kGone);
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026531836/42/7", dead).verdict == OwnerVerdict::kGone);
+  CHECK(asked == 1);
   // comm may hold spaces and parentheses.
   CHECK(StartTimeFromStat("42 (a b) c)) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 "
                           "987654 1000 100 18446744073709551615\n") == "987654");
