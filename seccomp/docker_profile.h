@@ -10,11 +10,13 @@
 //  - the ENOSYS prologue (compile.h): runc (>= 1.0.0-rc93) prepends its own stub answering
 //    ENOSYS above the highest syscall the profile names, which is reviewed_through_nr (456)
 //    here as well. The unassigned hole 335..423 gets EPERM instead of ENOSYS.
-//  - conditional refusals with the default errno (ioctl TIOCSTI/TIOCLINUX/TIOCSETD): runc
-//    (libcontainer/seccomp) skips every rule whose action, errno included, equals the default
-//    action, so such a rule would vanish and the call's unconditional allow would let the
-//    refused requests through. They are exported with EACCES instead (EPERM if the default
-//    were EACCES): runc keeps them, and Python raises the same PermissionError for both.
+//  - an allowed call with refused arguments (ioctl TIOCSTI/TIOCLINUX/TIOCSETD): given an
+//    unconditional allow and conditional refusals for one syscall, libseccomp (as runc drives
+//    it) lets the allow win, and runc also skips any rule whose action, errno included, equals
+//    the default action. Both made TIOCSTI pass under Docker. So the allow is exported as
+//    conditional allows, prefix blocks "(request & mask) == value" over the 32 bits the kernel
+//    reads, that hold every request but the refused ones; those fall to the default action
+//    (EPERM, the errno the policy gives them), or get their own rule if their errno differs.
 //    Unconditional refusals with the default errno are exported as written: runc drops them,
 //    and the default action answers exactly the same.
 //  - BADARCH=KILL_PROCESS: runc keeps libseccomp's default, KILL (the thread).

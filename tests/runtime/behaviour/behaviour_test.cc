@@ -286,3 +286,82 @@ BEHAVIOUR_TEST("pandas analyses an uploaded CSV", "[image]") {
   CHECK(run.exit_code == 0);
   CHECK(run.stdout_text == "{'north': 15, 'south': 32}\n");
 }
+
+// Hostile cells (issue #12 item 10): what ends a cell must not end the session.
+
+BEHAVIOUR_TEST("kill(-1, SIGKILL) from a cell does not end the session", "") {
+  auto id = fixture.NewSession();
+  // kill(-1) reaches every process the sandbox user may signal except the caller and the pid
+  // namespace's init: a child here, and the agent's init if it is not that pid 1.
+  auto run = fixture.Python(id, R"(
+import os, subprocess
+child = subprocess.Popen(['sleep', '300'])
+os.kill(-1, 9)
+print('child', child.wait())
+)");
+  INFO(run.exit_code << " " << run.stdout_text << run.stderr_text);
+  CHECK(run.exit_code == 0);
+  CHECK(run.stdout_text == "child -9\n");
+  auto after = fixture.Python(id, "print('alive')");
+  CHECK(after.exit_code == 0);
+  CHECK(after.stdout_text == "alive\n");
+}
+
+BEHAVIOUR_TEST("TIOCSTI and TIOCSETD on the sandbox's own terminal are refused", "") {
+  auto id = fixture.NewSession();
+  // A pty of the sandbox made its controlling terminal (setsid, then open the slave): there the
+  // kernel itself lets TIOCSTI through, so only the seccomp policy can refuse it.
+  auto run = fixture.Python(id, R"(
+import os, fcntl, struct, termios
+m, s = os.openpty()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    tty = os.open(os.ttyname(s), os.O_RDWR)
+    out = []
+    for name, request, arg in (('tiocsti', termios.TIOCSTI, b'x'),
+                               ('tiocsetd', termios.TIOCSETD, struct.pack('i', 0))):
+        try:
+            fcntl.ioctl(tty, request, arg); out.append(name + ' OK')
+        except OSError as e:
+            out.append(name + ' ' + os.strerror(e.errno))
+    out.append('tcgetattr %d' % len(termios.tcgetattr(tty)))
+    os.write(w, '\n'.join(out).encode() + b'\n')
+    os._exit(0)
+os.close(w)
+os.waitpid(pid, 0)
+print(os.read(r, 4096).decode(), end='')
+)");
+  INFO(run.stdout_text << run.stderr_text);
+  CHECK(run.exit_code == 0);
+  CHECK(run.stdout_text ==
+        "tiocsti Operation not permitted\ntiocsetd Operation not permitted\ntcgetattr 7\n");
+}
+
+BEHAVIOUR_TEST("a /tmp flood of small files ends in an error, not in a dead session", "") {
+  auto id = fixture.NewSession();
+  fixture.Python(id, "keep = 1");
+  sandbox::RunRequest request;
+  request.code = R"(
+import os, errno
+n, err = 0, None
+try:
+    for n in range(150000):
+        with open(f'/tmp/f{n}', 'w') as f:
+            f.write('x')
+    n += 1
+except OSError as e:
+    err = errno.errorcode.get(e.errno, str(e.errno))
+print('files', n, 'error', err)
+)";
+  request.timeout_s = 120;
+  auto run = fixture.manager().Run(id, request);
+  REQUIRE(run);
+  INFO(run->stdout_text << run->stderr_text);
+  // Either the flood fits, or it stops at a filesystem limit; the session lives on either way.
+  CHECK(run->stdout_text.find("files ") != std::string::npos);
+  auto after = fixture.Python(id, "import os\nprint(len(os.listdir('/tmp')) > 0, 'alive')");
+  CHECK(after.exit_code == 0);
+  CHECK(after.stdout_text == "True alive\n");
+}
