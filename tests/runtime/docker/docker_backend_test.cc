@@ -281,14 +281,16 @@ TEST_CASE("docker: a failed start leaves no container behind", "[docker]") {
   CHECK_FALSE(ContainerExists(*backend, docker::ContainerNameFor(no_image.session_id)));
 }
 
-TEST_CASE("docker: an agent that cannot run ends the stream", "[docker]") {
+TEST_CASE("docker: an agent that cannot run fails the start and leaves no container", "[docker]") {
   auto backend = ConnectDockerOrSkip();
   std::string image = DockerTestImageOrSkip(*backend);
-  TempDir empty_agent;  // no sandbox-init: tini starts, fails to exec it, and exits
+  TempDir empty_agent;  // no sandbox-init: the container's pid 1 cannot be executed
   REQUIRE(::chmod(empty_agent.path().c_str(), 0755) == 0);
-  auto sandbox = backend->Start(DockerSpec(image, empty_agent.path()));
-  REQUIRE(sandbox);
-  CHECK(ReadToEof((*sandbox)->stream(), std::chrono::seconds(20)).empty());
+  SandboxSpec spec = DockerSpec(image, empty_agent.path());
+  auto sandbox = backend->Start(spec);
+  REQUIRE_FALSE(sandbox);
+  CHECK_THAT(sandbox.error().message, Catch::Contains("start container"));
+  CHECK_FALSE(ContainerExists(*backend, docker::ContainerNameFor(spec.session_id)));
 }
 
 TEST_CASE("docker: the orphan sweep removes containers of gone servers of this host only",
@@ -351,9 +353,9 @@ TEST_CASE("docker: usage is read from the container and an OOM-killed child is c
       ShellRun(sh, "sleep 1000 &");
       SandboxUsage before = (*sandbox)->Usage();
       CHECK(before.memory_bytes > 0);
-      CHECK(before.pids >= 3);  // tini, sh, sleep
+      CHECK(before.pids >= 2);  // sh (pid 1), sleep
       CHECK(before.oom_kills == 0);
-      // A child allocating past the limit is killed; the sandbox (tini, the shell) lives on.
+      // A child allocating past the limit is killed; the sandbox (the shell) lives on.
       std::string result =
           ShellRun(sh,
                    "python3 -c 'b = bytearray(256 << 20); b[::4096] = b\"x\" * len(b[::4096])'"
