@@ -18,6 +18,19 @@ void SkipTest(std::string_view reason) {
   std::_Exit(77);
 }
 
+void SkipDockerTest(std::string_view reason) {
+  const char* required = getenv("SANDBOX_TEST_REQUIRE_DOCKER");
+  // Not root: the daemon's socket is root's, so the runner's daemon is not this test's to use.
+  if (required == nullptr || std::string_view(required) != "1" || geteuid() != 0) {
+    SkipTest(reason);
+  }
+  std::cout << "FAILED: a Docker test could not run where the daemon is required: " << reason
+            << std::endl;
+  std::cerr << "FAILED: a Docker test could not run where the daemon is required: " << reason
+            << std::endl;
+  std::_Exit(1);
+}
+
 std::string SourceDir() { return SANDBOX_SOURCE_DIR; }
 std::string BinaryDir() { return SANDBOX_BINARY_DIR; }
 

@@ -10,6 +10,12 @@ namespace sandbox::testing {
 // Each ctest test runs one TEST_CASE, so only this test is skipped.
 [[noreturn]] void SkipTest(std::string_view reason);
 
+// For tests that need the Docker daemon: skips like SkipTest, except where the runner has a
+// daemon it prepared itself (tools/test sets SANDBOX_TEST_REQUIRE_DOCKER=1 once dockerd answers
+// and the test image is loaded): there a Docker test that cannot run is a failure, so a missing
+// set-up step cannot pass as a skip (as root; other users skip). Exits 1 after printing why.
+[[noreturn]] void SkipDockerTest(std::string_view reason);
+
 std::string SourceDir();  // the project's source tree
 std::string BinaryDir();  // the build tree
 

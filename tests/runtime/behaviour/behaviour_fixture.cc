@@ -38,7 +38,11 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
   options.state_dir = config_.state_dir;
   options.agent_dir = config_.agent_dir;
   auto made = MakeBackend(options);
-  if (!made) SkipTest(backend + " backend not available here: " + made.error().message);
+  if (!made) {
+    std::string why = backend + " backend not available here: " + made.error().message;
+    if (*kind == BackendKind::kDocker) SkipDockerTest(why);
+    SkipTest(why);
+  }
   backend_impl_ = made->backend;
   manager_ = std::make_unique<SessionManager>(config_, backend_impl_, resolver_);
 }

@@ -18,7 +18,7 @@ std::unique_ptr<docker::DockerBackend> ConnectDockerOrSkip(docker::DockerBackend
   if (::geteuid() != 0) SkipTest("the Docker tests run as root only (the socket is root's)");
   auto backend = docker::DockerBackend::Connect(std::move(options));
   if (!backend) {
-    SkipTest(
+    SkipDockerTest(
         fmt::format("{} (start one with tools/lib/dockerd.sh start)", backend.error().message));
   }
   return std::move(*backend);
@@ -29,7 +29,7 @@ std::string DockerTestImageOrSkip(docker::DockerBackend& backend) {
   const char* archive = std::getenv("SANDBOX_DOCKER_IMAGE_ARCHIVE");
   if (wanted != nullptr && *wanted != '\0') {
     auto ensured = backend.EnsureImage(wanted, archive != nullptr ? archive : "");
-    if (!ensured) SkipTest("SANDBOX_DOCKER_IMAGE: " + ensured.error().message);
+    if (!ensured) SkipDockerTest("SANDBOX_DOCKER_IMAGE: " + ensured.error().message);
     return wanted;
   }
   for (const char* image : {"mcp-sandbox/python:latest", "mcp-sandbox-test/python:bookworm"}) {
@@ -39,10 +39,10 @@ std::string DockerTestImageOrSkip(docker::DockerBackend& backend) {
   }
   if (archive != nullptr && *archive != '\0') {
     auto ensured = backend.EnsureImage("mcp-sandbox/python:latest", archive);
-    if (!ensured) SkipTest(ensured.error().message);
+    if (!ensured) SkipDockerTest(ensured.error().message);
     return "mcp-sandbox/python:latest";
   }
-  SkipTest(
+  SkipDockerTest(
       "no test image in the Docker daemon: run `mcp-sandbox image build` and load it, set "
       "SANDBOX_DOCKER_IMAGE(_ARCHIVE), or `docker import` a Debian rootfs with python3 as "
       "mcp-sandbox-test/python:bookworm");
