@@ -1,5 +1,6 @@
 #include "runtime/agent/wire.h"
 
+#include <algorithm>
 #include <array>
 
 namespace sandbox::agent {
@@ -28,15 +29,21 @@ const Json* Field(const Json& message, const char* key) {
 }  // namespace
 
 std::string EncodeFrame(const Json& message) {
-  std::string body = message.dump(-1, ' ', false, Json::error_handler_t::replace);
-  auto size = static_cast<uint32_t>(body.size());
-  std::string frame;
-  frame.reserve(4 + body.size());
-  frame.push_back(static_cast<char>((size >> 24) & 0xff));
-  frame.push_back(static_cast<char>((size >> 16) & 0xff));
-  frame.push_back(static_cast<char>((size >> 8) & 0xff));
-  frame.push_back(static_cast<char>(size & 0xff));
-  frame += body;
+  // The body is serialized right after a placeholder header, not copied behind one: a frame
+  // holding a file chunk exists once in memory, not twice.
+  std::string frame(4, '\0');
+  nlohmann::detail::serializer<Json> serializer(
+      nlohmann::detail::output_adapter<char, std::string>(frame), ' ',
+      Json::error_handler_t::replace);
+  serializer.dump(message, /*pretty_print=*/false, /*ensure_ascii=*/false, /*indent_step=*/0);
+  size_t body_size = frame.size() - 4;
+  // A body above 4 GiB cannot be framed; the limit (kMaxFrameBytes) is far below, and the
+  // reader refuses the frame by its (wrapped) length anyway.
+  auto size = static_cast<uint32_t>(std::min<size_t>(body_size, UINT32_MAX));
+  frame[0] = static_cast<char>((size >> 24) & 0xff);
+  frame[1] = static_cast<char>((size >> 16) & 0xff);
+  frame[2] = static_cast<char>((size >> 8) & 0xff);
+  frame[3] = static_cast<char>(size & 0xff);
   return frame;
 }
 

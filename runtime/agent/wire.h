@@ -19,9 +19,13 @@ namespace sandbox::agent {
 using Json = nlohmann::json;
 
 inline constexpr int kProtocolVersion = 1;
-// Large enough for a 50 MiB upload in base64 plus its envelope; a bigger frame is a protocol
-// error, never an allocation.
+// A bigger frame is a protocol error, never an allocation. File content never needs this much
+// (it moves in chunks of kFileChunkBytes); what does is a run: its request carries the code
+// (SANDBOX_MAX_CODE_BYTES, JSON-escaped) and its result both captured streams in base64 (init
+// caps each at 32 MiB). Senders refuse to build a frame above it rather than break the stream.
 inline constexpr size_t kMaxFrameBytes = size_t{96} << 20;
+// File content per read_file answer and per write_chunk request (before base64).
+inline constexpr size_t kFileChunkBytes = size_t{4} << 20;
 
 // Serializes one message as a frame. Strings that are not valid UTF-8 are repaired (U+FFFD), so
 // byte payloads must be base64-encoded by the caller.

@@ -40,7 +40,14 @@ tl::unexpected<Error> AgentClient::Broken(std::string message) {
 
 Status AgentClient::SendRequest(const Json& request) {
   if (!broken_.empty()) return Fail(ErrorCode::kSandboxUnavailable, "agent unusable: {}", broken_);
-  if (auto written = stream_.Write(agent::EncodeFrame(request)); !written) {
+  std::string frame = agent::EncodeFrame(request);
+  if (frame.size() - 4 > agent::kMaxFrameBytes) {
+    // init would stop trusting the stream (and end the session): refuse it here instead.
+    return Fail(ErrorCode::kInvalidArgument,
+                "the request of {} bytes exceeds the agent protocol's limit of {} bytes",
+                frame.size() - 4, agent::kMaxFrameBytes);
+  }
+  if (auto written = stream_.Write(frame); !written) {
     return Broken("writing to the agent: " + written.error().message);
   }
   return {};
@@ -219,23 +226,85 @@ Result<Json> AgentClient::Call(Json request, const char* expected_type) {
 
 Status AgentClient::WriteFile(const std::string& path, std::string_view content, bool overwrite,
                               uint32_t mode) {
+  size_t offset = 0;
+  return WriteFile(
+      path,
+      [&](size_t max, std::string& out) {
+        std::string_view piece = content.substr(offset, max);
+        out.append(piece);
+        offset += piece.size();
+      },
+      overwrite, mode);
+}
+
+Status AgentClient::WriteFile(const std::string& path, const ContentSource& content, bool overwrite,
+                              uint32_t mode) {
   std::lock_guard<std::mutex> lock(call_mutex_);
-  SBX_TRY(Call(Json{{"type", "write_file"},
-                    {"path", path},
-                    {"content", agent::Base64Encode(content)},
-                    {"overwrite", overwrite},
-                    {"mode", mode}},
-               "ok"));
+  // write_open, one write_chunk per kFileChunkBytes, write_commit: no frame holds more than a
+  // chunk, and the host holds at most one chunk re-encoded. Any failure after the open aborts
+  // it, so init removes the partial file (as it does when the session ends mid-write).
+  SBX_ASSIGN_OR_RETURN(
+      Json opened,
+      Call(Json{{"type", "write_open"}, {"path", path}, {"overwrite", overwrite}, {"mode", mode}},
+           "ok"));
+  uint64_t write_id = agent::GetUint(opened, "id");
+  auto abort = [&](Error error) -> Status {
+    if (broken_.empty()) (void)Call(Json{{"type", "write_abort"}, {"write", write_id}}, "ok");
+    return tl::unexpected(std::move(error));
+  };
+  std::string piece;
+  for (;;) {
+    piece.clear();
+    content(agent::kFileChunkBytes, piece);
+    if (piece.empty()) break;
+    Json chunk{{"type", "write_chunk"}, {"write", write_id}};
+    chunk["content"] = agent::Base64Encode(piece);
+    if (auto sent = Call(std::move(chunk), "ok"); !sent) return abort(std::move(sent.error()));
+  }
+  if (auto committed = Call(Json{{"type", "write_commit"}, {"write", write_id}}, "ok");
+      !committed) {
+    return abort(std::move(committed.error()));
+  }
   return {};
 }
 
 Result<std::string> AgentClient::ReadFile(const std::string& path, uint64_t max_bytes) {
   std::lock_guard<std::mutex> lock(call_mutex_);
-  SBX_ASSIGN_OR_RETURN(
-      Json answer,
-      Call(Json{{"type", "read_file"}, {"path", path}, {"max_bytes", max_bytes}}, "file"));
-  auto content = agent::GetBytes(answer, "content");
-  if (!content) return Broken("malformed file content from the agent");
+  // Chunk by chunk at increasing offsets; init refuses a file above max_bytes from its size
+  // before it reads anything.
+  std::string content;
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  for (;;) {
+    uint64_t offset = content.size();
+    SBX_ASSIGN_OR_RETURN(Json answer, Call(Json{{"type", "read_file"},
+                                                {"path", path},
+                                                {"max_bytes", max_bytes},
+                                                {"offset", offset},
+                                                {"length", agent::kFileChunkBytes}},
+                                           "file"));
+    auto chunk = agent::GetBytes(answer, "content");
+    if (!chunk || chunk->size() > agent::kFileChunkBytes) {
+      return Broken("malformed file content from the agent");
+    }
+    uint64_t chunk_device = agent::GetUint(answer, "dev");
+    uint64_t chunk_inode = agent::GetUint(answer, "ino");
+    if (offset == 0) {
+      device = chunk_device;
+      inode = chunk_inode;
+      content.reserve(static_cast<size_t>(std::min(agent::GetUint(answer, "size"), max_bytes)));
+    } else if (chunk_device != device || chunk_inode != inode) {
+      // Replaced (e.g. renamed over) between two chunks: the parts would not belong together.
+      return Fail(ErrorCode::kInternal, "{} was replaced while it was read; read it again", path);
+    }
+    content += *chunk;
+    if (content.size() > max_bytes) {
+      return Fail(ErrorCode::kArtifactTooLarge, "{} has more than the limit of {} bytes", path,
+                  max_bytes);
+    }
+    // An empty chunk ends the file too, so an agent that never says eof cannot loop us forever.
+    if (agent::GetBool(answer, "eof") || chunk->empty()) break;
+  }
   return content;
 }
 

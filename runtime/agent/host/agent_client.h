@@ -69,6 +69,11 @@ struct RunResult {
 // stream is 1 for stdout, 2 for stderr.
 using OutputCallback = std::function<void(int stream, std::string_view chunk)>;
 
+// Produces a file's content piece by piece for AgentClient::WriteFile: appends at most `max`
+// bytes to `out`, nothing once the content is over. Lets a caller decode or generate content
+// straight into the chunks that go to the sandbox instead of holding it whole.
+using ContentSource = std::function<void(size_t max, std::string& out)>;
+
 // What the agent said in its hello (valid after WaitReady succeeded).
 struct AgentInfo {
   int protocol = 0;
@@ -99,6 +104,8 @@ class AgentClient {
   // under /mnt/data and /tmp only (kInvalidPath otherwise).
   Status WriteFile(const std::string& path, std::string_view content, bool overwrite,
                    uint32_t mode = 0644);  // kFileExists when !overwrite and it exists
+  Status WriteFile(const std::string& path, const ContentSource& content, bool overwrite,
+                   uint32_t mode = 0644);
   Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes);  // kArtifactTooLarge
   Result<FileInfo> Stat(const std::string& path);                             // kNotFound
   Result<std::vector<FileInfo>> ListFiles(const std::string& path, bool recursive);

@@ -25,7 +25,10 @@ constexpr size_t kReadChunk = 65536;
 // Bounds one drain of a pipe, so a background writer cannot keep init draining forever.
 constexpr int kMaxDrainReads = 256;
 constexpr size_t kStderrTailBytes = 4096;
-constexpr uint64_t kMaxOutputCap = uint64_t{64} << 20;
+// Both streams of a result, base64-encoded (4/3), stay well inside one frame (kMaxFrameBytes).
+constexpr uint64_t kMaxOutputCap = uint64_t{32} << 20;
+// The largest chunk one read_file answer carries (the host asks for less).
+constexpr uint64_t kMaxReadChunk = uint64_t{8} << 20;
 constexpr uint64_t kMaxFigureBytes = uint64_t{32} << 20;
 constexpr size_t kMaxListEntries = 20000;
 constexpr size_t kMaxArtifacts = 1000;
@@ -131,6 +134,10 @@ int Agent::Serve() {
         fds.push_back({proc->child.control_read.get(), POLLIN, 0});
         owners.emplace_back(proc, 0);
       }
+      if (proc->child.control_write && proc->control_out_sent < proc->control_out.size()) {
+        fds.push_back({proc->child.control_write.get(), POLLOUT, 0});
+        owners.emplace_back(proc, 3);
+      }
       if (proc->child.stdout_read) {
         fds.push_back({proc->child.stdout_read.get(), POLLIN, 0});
         owners.emplace_back(proc, 1);
@@ -159,6 +166,8 @@ int Agent::Serve() {
         if (proc != worker_.get() && proc != run_proc_.get()) continue;
         if (owners[i].second == 0) {
           if (proc->child.control_read.get() == fds[i].fd) HandleControl(*proc);
+        } else if (owners[i].second == 3) {
+          if (proc->child.control_write.get() == fds[i].fd) FlushControl(*proc);
         } else {
           HandleOutput(*proc, owners[i].second);
         }
@@ -225,8 +234,14 @@ void Agent::HandleRequest(const Json& request) {
     HandleRun(id, request);
   } else if (type == "cancel") {
     HandleCancel(id);
-  } else if (type == "write_file") {
-    HandleWriteFile(id, request);
+  } else if (type == "write_open") {
+    HandleWriteOpen(id, request);
+  } else if (type == "write_chunk") {
+    HandleWriteChunk(id, request);
+  } else if (type == "write_commit") {
+    HandleWriteCommit(id, request);
+  } else if (type == "write_abort") {
+    HandleWriteAbort(id, request);
   } else if (type == "read_file") {
     HandleReadFile(id, request);
   } else if (type == "stat") {
@@ -331,30 +346,75 @@ void Agent::HandleCancel(uint64_t id) {
   }
 }
 
-void Agent::HandleWriteFile(uint64_t id, const Json& request) {
-  auto content = GetBytes(request, "content");
-  if (!content) {
-    SendError(id, content.error());
+void Agent::HandleWriteOpen(uint64_t id, const Json& request) {
+  write_.reset();  // a write the host abandoned: its file goes
+  auto mode = static_cast<uint32_t>(GetUint(request, "mode", 0644));
+  auto write =
+      files_.BeginWrite(GetString(request, "path"), GetBool(request, "overwrite", true), mode);
+  if (!write) {
+    SendError(id, write.error());
     return;
   }
-  auto mode = static_cast<uint32_t>(GetUint(request, "mode", 0644));
-  auto written =
-      files_.Write(GetString(request, "path"), *content, GetBool(request, "overwrite", true), mode);
-  if (!written) {
-    SendError(id, written.error());
+  write_.emplace(std::move(*write));
+  write_id_ = id;
+  Send(Json{{"type", "ok"}, {"id", id}});
+}
+
+PendingWrite* Agent::FindWrite(uint64_t id, const Json& request) {
+  uint64_t write_id = GetUint(request, "write");
+  if (!write_ || write_id != write_id_) {
+    SendError(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress", write_id));
+    return nullptr;
+  }
+  return &*write_;
+}
+
+void Agent::HandleWriteChunk(uint64_t id, const Json& request) {
+  PendingWrite* write = FindWrite(id, request);
+  if (write == nullptr) return;
+  auto content = GetBytes(request, "content");
+  Status appended = content ? write->Append(*content) : Status(tl::unexpected(content.error()));
+  if (!appended) {
+    write_.reset();
+    SendError(id, appended.error());
     return;
   }
   Send(Json{{"type", "ok"}, {"id", id}});
 }
 
-void Agent::HandleReadFile(uint64_t id, const Json& request) {
-  auto content =
-      files_.Read(GetString(request, "path"), GetUint(request, "max_bytes", uint64_t{50} << 20));
-  if (!content) {
-    SendError(id, content.error());
+void Agent::HandleWriteCommit(uint64_t id, const Json& request) {
+  PendingWrite* write = FindWrite(id, request);
+  if (write == nullptr) return;
+  Status committed = write->Commit();
+  uint64_t size = write->written();
+  write_.reset();
+  if (!committed) {
+    SendError(id, committed.error());
     return;
   }
-  Send(Json{{"type", "file"}, {"id", id}, {"content", Base64Encode(*content)}});
+  Send(Json{{"type", "ok"}, {"id", id}, {"size", size}});
+}
+
+void Agent::HandleWriteAbort(uint64_t id, const Json& request) {
+  if (write_ && GetUint(request, "write") == write_id_) write_.reset();
+  Send(Json{{"type", "ok"}, {"id", id}});
+}
+
+void Agent::HandleReadFile(uint64_t id, const Json& request) {
+  auto chunk = files_.ReadChunk(
+      GetString(request, "path"), GetUint(request, "offset"),
+      static_cast<size_t>(std::min(GetUint(request, "length", kMaxReadChunk), kMaxReadChunk)),
+      GetUint(request, "max_bytes", uint64_t{50} << 20));
+  if (!chunk) {
+    SendError(id, chunk.error());
+    return;
+  }
+  Json answer{{"type", "file"},       {"id", id},
+              {"size", chunk->size},  {"eof", chunk->eof},
+              {"dev", chunk->device}, {"ino", chunk->inode}};
+  answer["content"] = Base64Encode(chunk->content);
+  chunk->content = std::string();
+  Send(answer);
 }
 
 void Agent::HandleStat(uint64_t id, const Json& request) {
@@ -556,10 +616,32 @@ void Agent::OnWorkerDone(Proc& proc, const Json& done) {
 void Agent::SendCode() {
   Proc& proc = *run_->proc;
   run_->code_sent = true;
-  // The worker reads whole frames before running them, so this blocking write cannot deadlock
-  // on its output; EPIPE (the worker just died) is left to the exit that follows.
-  WriteFully(proc.child.control_write.get(),
-             EncodeFrame(Json{{"type", "run"}, {"id", run_->id}, {"code", run_->code}}));
+  // Queued, not written through: a worker that stops reading its control channel (a cell can
+  // make it) would otherwise hang init on code larger than the pipe. The run's deadline still
+  // applies: the interrupt, then the kill, end such a run.
+  proc.control_out += EncodeFrame(Json{{"type", "run"}, {"id", run_->id}, {"code", run_->code}});
+  FlushControl(proc);
+}
+
+void Agent::FlushControl(Proc& proc) {
+  while (proc.control_out_sent < proc.control_out.size() && proc.child.control_write) {
+    std::string_view rest = std::string_view(proc.control_out).substr(proc.control_out_sent);
+    ssize_t n = ::write(proc.child.control_write.get(), rest.data(), rest.size());
+    if (n > 0) {
+      proc.control_out_sent += static_cast<size_t>(n);
+      if (proc.control_out_sent == proc.control_out.size()) {
+        proc.control_out = std::string();
+        proc.control_out_sent = 0;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // poll says when
+    // EPIPE: the worker just died; its exit finishes the run.
+    proc.control_out = std::string();
+    proc.control_out_sent = 0;
+    proc.child.control_write.Reset();
+  }
 }
 
 void Agent::Interrupt() {
@@ -699,7 +781,17 @@ void Agent::FailRun(const Error& error) {
 // --- to the host -----------------------------------------------------------------------------
 
 void Agent::Send(const Json& message) {
-  if (!WriteFully(out_fd_, EncodeFrame(message))) {
+  std::string frame = EncodeFrame(message);
+  if (frame.size() - 4 > kMaxFrameBytes) {
+    // The host would stop trusting the stream: answer with an error that fits instead.
+    Log("an answer of " + std::to_string(frame.size()) + " bytes exceeds the frame limit");
+    frame = EncodeFrame(Json{{"type", "error"},
+                             {"id", GetUint(message, "id")},
+                             {"code", std::string(ErrorCodeName(ErrorCode::kInternal))},
+                             {"message", "the answer of " + std::to_string(frame.size()) +
+                                             " bytes exceeds the agent protocol's frame limit"}});
+  }
+  if (!WriteFully(out_fd_, frame)) {
     stopping_ = true;  // the host is gone
   }
 }

@@ -54,6 +54,10 @@ class Agent {
     bool ran_code = false;  // a worker has run a cell, so its death loses state
     std::string python_version;
     std::string stderr_tail;  // stderr outside runs, kept for startup failures
+    // Frames for the worker's control channel not yet written: init never blocks on a worker
+    // that stops reading, it writes what the pipe takes when poll says it can.
+    std::string control_out;
+    size_t control_out_sent = 0;  // bytes of control_out already written
   };
 
   struct Capture {
@@ -89,12 +93,18 @@ class Agent {
   void HandleRequest(const Json& request);
   void HandleRun(uint64_t id, const Json& request);
   void HandleCancel(uint64_t id);
-  void HandleWriteFile(uint64_t id, const Json& request);
+  void HandleWriteOpen(uint64_t id, const Json& request);
+  void HandleWriteChunk(uint64_t id, const Json& request);
+  void HandleWriteCommit(uint64_t id, const Json& request);
+  void HandleWriteAbort(uint64_t id, const Json& request);
+  // The write a write_chunk/commit/abort names, or nullptr after answering the error.
+  PendingWrite* FindWrite(uint64_t id, const Json& request);
   void HandleReadFile(uint64_t id, const Json& request);
   void HandleStat(uint64_t id, const Json& request);
   void HandleList(uint64_t id, const Json& request);
 
   void HandleControl(Proc& proc);
+  void FlushControl(Proc& proc);
   void HandleOutput(Proc& proc, int stream);
   void HandleSignals();
   void ReapChildren();
@@ -126,6 +136,10 @@ class Agent {
   std::unique_ptr<Proc> worker_;    // the persistent Python worker
   std::unique_ptr<Proc> run_proc_;  // the fresh worker or shell of the run in flight
   std::optional<ActiveRun> run_;
+  // The upload in progress (at most one: the host sends one request at a time), named by the
+  // id of its write_open. Dropping it removes its file, also when init exits.
+  uint64_t write_id_ = 0;
+  std::optional<PendingWrite> write_;
   bool hello_sent_ = false;
   bool state_lost_pending_ = false;  // the worker died between runs: tell the next run
   bool stopping_ = false;

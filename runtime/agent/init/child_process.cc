@@ -138,7 +138,11 @@ Result<ChildProcess> SpawnChild(const ChildSpec& spec) {
   }
   SBX_TRY(SetNonBlocking(child.stdout_read.get()));
   SBX_TRY(SetNonBlocking(child.stderr_read.get()));
-  if (spec.control_channel) SBX_TRY(SetNonBlocking(child.control_read.get()));
+  if (spec.control_channel) {
+    SBX_TRY(SetNonBlocking(child.control_read.get()));
+    // init queues what the worker does not take yet (Agent::FlushControl), never blocks on it.
+    SBX_TRY(SetNonBlocking(child.control_write.get()));
+  }
 
   std::vector<char*> argv = CStringArray(spec.argv);
   std::vector<char*> envp = CStringArray(spec.env);

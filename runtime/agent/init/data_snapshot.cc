@@ -13,43 +13,46 @@ namespace sandbox::agent {
 namespace {
 
 constexpr int kMaxDepth = 32;
-constexpr size_t kMaxFiles = 100000;
 
 int64_t Nanos(const struct timespec& ts) {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-void Walk(int dir_fd, const std::string& prefix, int depth,
-          std::unordered_map<std::string, FileStamp>& files) {
+}  // namespace
+
+void DataSnapshot::Walk(int dir_fd, const std::string& prefix, int depth, size_t max_entries) {
   DIR* dir = ::fdopendir(dir_fd);  // takes ownership of dir_fd
   if (dir == nullptr) {
     ::close(dir_fd);
     return;
   }
   while (dirent* entry = ::readdir(dir)) {
-    if (files.size() >= kMaxFiles) break;
     const char* name = entry->d_name;
     if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+    if (visited_ >= max_entries) {
+      truncated_ = true;
+      break;
+    }
+    ++visited_;
     struct stat st {};
     if (::fstatat(::dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     std::string path = prefix + "/" + name;
     if (S_ISREG(st.st_mode)) {
-      files.emplace(std::move(path), FileStamp{static_cast<uint64_t>(st.st_size), Nanos(st.st_mtim),
-                                               Nanos(st.st_ctim), st.st_ino});
+      files_.emplace(std::move(path), FileStamp{static_cast<uint64_t>(st.st_size),
+                                                Nanos(st.st_mtim), Nanos(st.st_ctim), st.st_ino});
     } else if (S_ISDIR(st.st_mode) && depth < kMaxDepth && std::strcmp(name, "__pycache__") != 0) {
       int child = ::openat(::dirfd(dir), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (child >= 0) Walk(child, path, depth + 1, files);
+      if (child >= 0) Walk(child, path, depth + 1, max_entries);
     }
+    if (truncated_) break;  // the cap ends the whole walk, not only this directory
   }
   ::closedir(dir);
 }
 
-}  // namespace
-
-DataSnapshot DataSnapshot::Take(const std::string& root) {
+DataSnapshot DataSnapshot::Take(const std::string& root, size_t max_entries) {
   DataSnapshot snapshot;
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) Walk(fd, root, 0, snapshot.files_);
+  if (fd >= 0) snapshot.Walk(fd, root, 0, max_entries);
   return snapshot;
 }
 

@@ -118,15 +118,6 @@ Result<Fd> MakeDirsBeneath(int root_fd, const std::string& rel) {
   return parent;
 }
 
-Status WriteContent(int fd, std::string_view content, uint32_t mode, std::string_view path) {
-  if (auto written = WriteAll(fd, content); !written) {
-    return tl::unexpected(PathError("write", path, written.error().sys_errno));
-  }
-  // The mode asked for, not the one the umask left.
-  if (::fchmod(fd, static_cast<mode_t>(mode & 0777)) != 0) return FailSys("fchmod", path);
-  return {};
-}
-
 FileEntry EntryFromStat(std::string path, const struct stat& st) {
   FileEntry entry;
   entry.path = std::move(path);
@@ -195,6 +186,13 @@ Result<std::string> FileOps::Normalize(std::string_view path) const {
 
 Status FileOps::Write(std::string_view path, std::string_view content, bool overwrite,
                       uint32_t mode) const {
+  SBX_ASSIGN_OR_RETURN(PendingWrite write, BeginWrite(path, overwrite, mode));
+  SBX_TRY(write.Append(content));
+  return write.Commit();
+}
+
+Result<PendingWrite> FileOps::BeginWrite(std::string_view path, bool overwrite,
+                                         uint32_t mode) const {
   SBX_ASSIGN_OR_RETURN(std::string absolute, Normalize(path));
   const std::string* root = nullptr;
   for (const std::string* candidate : {&data_dir_, &tmp_dir_}) {
@@ -216,36 +214,67 @@ Status FileOps::Write(std::string_view path, std::string_view content, bool over
   if (!root_fd) return tl::unexpected(PathError("open", *root, errno));
   SBX_ASSIGN_OR_RETURN(Fd parent, MakeDirsBeneath(root_fd.get(), parent_rel));
 
-  if (!overwrite) {
-    // O_EXCL also refuses an existing symlink of that name without following it.
-    Fd fd(::openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                   0600));
-    if (!fd) return tl::unexpected(PathError("open", absolute, errno));
-    if (auto written = WriteContent(fd.get(), content, mode, absolute); !written) {
-      ::unlinkat(parent.get(), name.c_str(), 0);
-      return written;
-    }
-    return {};
+  // Overwrite: write a temp file next to it and rename it over the name at the end, so a reader
+  // never sees half a file and a symlink of that name is replaced rather than followed. No
+  // overwrite: O_EXCL takes the name at once (also refusing an existing symlink without
+  // following it), so the client learns of a clash before it sends the content.
+  std::string temp = name;
+  if (overwrite) {
+    static std::atomic<unsigned> counter{0};
+    temp = "." + name.substr(0, 200) + ".upload-" + std::to_string(::getpid()) + "-" +
+           std::to_string(counter++);
   }
-  // Overwrite: write a temp file next to it and rename it over the name, so a reader never sees
-  // half a file and a symlink of that name is replaced rather than followed.
-  static std::atomic<unsigned> counter{0};
-  std::string temp = "." + name.substr(0, 200) + ".upload-" + std::to_string(::getpid()) + "-" +
-                     std::to_string(counter++);
   Fd fd(::openat(parent.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                  0600));
   if (!fd) return tl::unexpected(PathError("open", absolute, errno));
-  if (auto written = WriteContent(fd.get(), content, mode, absolute); !written) {
-    ::unlinkat(parent.get(), temp.c_str(), 0);
-    return written;
+  return PendingWrite(std::move(parent), std::move(fd), std::move(temp), std::move(name),
+                      std::move(absolute), mode);
+}
+
+PendingWrite::PendingWrite(Fd parent, Fd file, std::string temp_name, std::string name,
+                           std::string absolute, uint32_t mode)
+    : parent_(std::move(parent)),
+      file_(std::move(file)),
+      temp_name_(std::move(temp_name)),
+      name_(std::move(name)),
+      absolute_(std::move(absolute)),
+      mode_(mode) {}
+
+Status PendingWrite::Append(std::string_view data) {
+  if (!open_) return Fail(ErrorCode::kInvalidArgument, "{}: the write is over", absolute_);
+  if (auto written = WriteAll(file_.get(), data); !written) {
+    Error error = PathError("write", absolute_, written.error().sys_errno);
+    Abort();
+    return tl::unexpected(std::move(error));
   }
-  fd.Reset();
-  if (::renameat(parent.get(), temp.c_str(), parent.get(), name.c_str()) != 0) {
-    int err = errno;
-    ::unlinkat(parent.get(), temp.c_str(), 0);
-    return tl::unexpected(PathError("rename", absolute, err));
-  }
+  written_ += data.size();
   return {};
+}
+
+Status PendingWrite::Commit() {
+  if (!open_) return Fail(ErrorCode::kInvalidArgument, "{}: the write is over", absolute_);
+  // The mode asked for, not the one the umask left.
+  if (::fchmod(file_.get(), static_cast<mode_t>(mode_ & 0777)) != 0) {
+    Error error = SysError("fchmod", absolute_);
+    Abort();
+    return tl::unexpected(std::move(error));
+  }
+  file_.Reset();
+  if (temp_name_ != name_ &&
+      ::renameat(parent_.get(), temp_name_.c_str(), parent_.get(), name_.c_str()) != 0) {
+    Error error = PathError("rename", absolute_, errno);
+    Abort();
+    return tl::unexpected(std::move(error));
+  }
+  open_ = false;
+  return {};
+}
+
+void PendingWrite::Abort() {
+  if (!open_ || !parent_) return;  // done, or moved from
+  open_ = false;
+  file_.Reset();
+  ::unlinkat(parent_.get(), temp_name_.c_str(), 0);
 }
 
 Result<std::string> FileOps::Read(std::string_view path, uint64_t max_bytes) const {
@@ -279,6 +308,53 @@ Result<std::string> FileOps::Read(std::string_view path, uint64_t max_bytes) con
     if (content.size() > max_bytes) return too_large(content.size());
   }
   return content;
+}
+
+Result<FileChunk> FileOps::ReadChunk(std::string_view path, uint64_t offset, size_t length,
+                                     uint64_t max_bytes) const {
+  SBX_ASSIGN_OR_RETURN(std::string absolute, Normalize(path));
+  // O_NONBLOCK: a FIFO must not hang the agent; it is refused below anyway.
+  Fd fd(::open(absolute.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd) return tl::unexpected(PathError("open", absolute, errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return FailSys("fstat", absolute);
+  if (S_ISDIR(st.st_mode)) return Fail(ErrorCode::kInvalidPath, "{} is a directory", absolute);
+  if (!S_ISREG(st.st_mode))
+    return Fail(ErrorCode::kInvalidPath, "{} is not a regular file", absolute);
+  auto too_large = [&](uint64_t size) {
+    return Fail(ErrorCode::kArtifactTooLarge, "{} has {} bytes, more than the limit of {}",
+                absolute, size, max_bytes);
+  };
+  auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) return too_large(size);
+  if (offset > max_bytes) return too_large(offset);
+  // One byte beyond the limit is enough to tell a file that grew past it.
+  length = static_cast<size_t>(std::min<uint64_t>(length, max_bytes - offset + 1));
+  FileChunk chunk;
+  chunk.size = size;
+  chunk.device = static_cast<uint64_t>(st.st_dev);
+  chunk.inode = static_cast<uint64_t>(st.st_ino);
+  chunk.content.resize(length);
+  size_t got = 0;
+  while (got < length) {
+    ssize_t n = ::pread(fd.get(), chunk.content.data() + got, length - got,
+                        static_cast<off_t>(offset + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return tl::unexpected(PathError("read", absolute, errno));
+    }
+    if (n == 0) {
+      chunk.eof = true;
+      break;
+    }
+    got += static_cast<size_t>(n);
+  }
+  chunk.content.resize(got);
+  if (offset + got > max_bytes) return too_large(offset + got);
+  // A file that reports its size ends there for this reader (one that grows is read as it was);
+  // /proc files report 0 and end when a read returns nothing.
+  if (size > 0 && offset + got >= size) chunk.eof = true;
+  return chunk;
 }
 
 Result<FileEntry> FileOps::Stat(std::string_view path) const {

@@ -97,3 +97,86 @@ TEST_CASE("a snapshot diff finds new and rewritten files, not untouched ones", "
   CHECK(changed[1].path == dir.Join("sub/new"));
   CHECK(changed[1].size == 3);
 }
+
+TEST_CASE("a snapshot counts every entry against its cap, directories included", "[unit]") {
+  TempDir dir;
+  // 300 directories and not one file: a cap that counted files only would walk them all.
+  for (int i = 0; i < 30; ++i) {
+    for (int j = 0; j < 9; ++j) {
+      REQUIRE(sandbox::MakeDirs(dir.Join("d" + std::to_string(i) + "/e" + std::to_string(j))));
+    }
+  }
+  auto capped = DataSnapshot::Take(dir.path(), 50);
+  CHECK(capped.visited() == 50);
+  CHECK(capped.truncated());
+  CHECK(capped.size() == 0);
+  auto whole = DataSnapshot::Take(dir.path());
+  CHECK(whole.visited() == 300);
+  CHECK_FALSE(whole.truncated());
+  // Symlinks and other entries count too.
+  REQUIRE(::symlink("d0", dir.Join("link").c_str()) == 0);
+  REQUIRE(::mkfifo(dir.Join("fifo").c_str(), 0600) == 0);
+  CHECK(DataSnapshot::Take(dir.path()).visited() == 302);
+}
+
+TEST_CASE("chunked reads: offsets, eof, the size limit judged before reading", "[unit]") {
+  TempDir dir;
+  FileOps files(dir.path(), dir.path());
+  REQUIRE(sandbox::WriteFile(dir.Join("f"), "0123456789"));
+  auto first = files.ReadChunk("f", 0, 4, 100);
+  REQUIRE(first);
+  CHECK(first->content == "0123");
+  CHECK(first->size == 10);
+  CHECK_FALSE(first->eof);
+  auto last = files.ReadChunk("f", 8, 4, 100);
+  REQUIRE(last);
+  CHECK(last->content == "89");
+  CHECK(last->eof);
+  CHECK(last->inode == first->inode);
+  auto exact = files.ReadChunk("f", 6, 4, 100);
+  REQUIRE(exact);
+  CHECK(exact->content == "6789");
+  CHECK(exact->eof);  // ends at the file's size: no extra empty round trip
+  auto too_large = files.ReadChunk("f", 0, 4, 9);
+  REQUIRE_FALSE(too_large);
+  CHECK(too_large.error().code == ErrorCode::kArtifactTooLarge);
+  // /proc files report size 0 and still read to their end.
+  auto proc = files.ReadChunk("/proc/self/status", 0, 1 << 20, 1 << 20);
+  REQUIRE(proc);
+  CHECK(proc->content.find("VmRSS") != std::string::npos);
+  CHECK(proc->eof);
+}
+
+TEST_CASE("a chunked write is invisible until committed and leaves nothing when dropped",
+          "[unit]") {
+  TempDir dir;
+  FileOps files(dir.path(), dir.path());
+  {
+    auto write = files.BeginWrite("out.bin", true, 0640);
+    REQUIRE(write);
+    REQUIRE(write->Append("abc"));
+    REQUIRE(write->Append("def"));
+    CHECK(::access(dir.Join("out.bin").c_str(), F_OK) != 0);
+    REQUIRE(write->Commit());
+  }
+  CHECK(*sandbox::ReadFile(dir.Join("out.bin")) == "abcdef");
+  struct stat st {};
+  REQUIRE(::stat(dir.Join("out.bin").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0640);
+  {
+    auto dropped = files.BeginWrite("out.bin", true, 0644);  // overwrite: a temp file
+    REQUIRE(dropped);
+    REQUIRE(dropped->Append("never"));
+    auto exclusive = files.BeginWrite("new.bin", false, 0644);  // the name itself, O_EXCL
+    REQUIRE(exclusive);
+    REQUIRE(exclusive->Append("never"));
+    auto clash = files.BeginWrite("new.bin", false, 0644);
+    REQUIRE_FALSE(clash);
+    CHECK(clash.error().code == ErrorCode::kFileExists);
+  }
+  CHECK(*sandbox::ReadFile(dir.Join("out.bin")) == "abcdef");
+  auto listing = files.List("", false, 100);
+  REQUIRE(listing);
+  REQUIRE(listing->entries.size() == 1);
+  CHECK(listing->entries[0].path == dir.Join("out.bin"));
+}
