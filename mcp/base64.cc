@@ -52,11 +52,7 @@ std::string Base64Encode(std::string_view bytes) {
   return out;
 }
 
-std::optional<std::string> Base64Decode(std::string_view text) {
-  std::string out;
-  out.reserve(Base64DecodedSizeBound(text));
-  uint32_t acc = 0;
-  int bits = 0;
+std::optional<size_t> Base64DecodedSize(std::string_view text) {
   size_t symbols = 0;
   size_t padding = 0;
   for (char c : text) {
@@ -66,19 +62,36 @@ std::optional<std::string> Base64Decode(std::string_view text) {
       continue;
     }
     if (padding > 0) return std::nullopt;  // data after padding
-    int8_t v = kDecode[static_cast<unsigned char>(c)];
-    if (v < 0) return std::nullopt;
+    if (kDecode[static_cast<unsigned char>(c)] < 0) return std::nullopt;
     ++symbols;
-    acc = acc << 6 | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>(acc >> bits & 0xFF);
-    }
   }
   // A single leftover symbol cannot encode a byte; padding, when present, must complete a quad.
   if (symbols % 4 == 1) return std::nullopt;
   if (padding > 2 || (padding > 0 && (symbols + padding) % 4 != 0)) return std::nullopt;
+  return symbols / 4 * 3 + (symbols % 4 == 0 ? 0 : symbols % 4 - 1);
+}
+
+bool Base64Reader::Next(size_t max, std::string& out) {
+  size_t start = out.size();
+  while (position_ < text_.size() && out.size() - start < max) {
+    int8_t v = kDecode[static_cast<unsigned char>(text_[position_++])];
+    if (v < 0) continue;  // whitespace and padding
+    accumulator_ = accumulator_ << 6 | static_cast<uint32_t>(v);
+    bits_ += 6;
+    if (bits_ >= 8) {
+      bits_ -= 8;
+      out += static_cast<char>(accumulator_ >> bits_ & 0xFF);
+    }
+  }
+  return out.size() > start;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  auto size = Base64DecodedSize(text);
+  if (!size) return std::nullopt;
+  std::string out;
+  out.reserve(*size);
+  Base64Reader(text).Next(*size, out);
   return out;
 }
 

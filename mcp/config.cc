@@ -141,7 +141,8 @@ const std::vector<ConfigVariable> kVariables = {
     {"SANDBOX_MAX_OUTPUT_BYTES", "--max-output-bytes", "100k",
      "stdout and stderr kept per run (each); the rest is cut and flagged",
      [](ServeConfig& config, const std::string& value) -> Status {
-       SBX_ASSIGN_FIELD(max_output_bytes, Size(value, 1024, 64ull << 20));
+       // 32 MiB: the agent's cap, so both streams of a result fit in one protocol frame.
+       SBX_ASSIGN_FIELD(max_output_bytes, Size(value, 1024, 32ull << 20));
        return {};
      }},
     {"SANDBOX_MAX_CODE_BYTES", "--max-code-bytes", "100k", "Largest code or command per call",

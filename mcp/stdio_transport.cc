@@ -81,10 +81,13 @@ Status ServeStdio(Server& server, const StdioOptions& options,
   auto reply = std::make_shared<StdioReply>(writer);
   auto connection = server.NewConnection();
 
-  auto handle_line = [&](std::string_view line) {
+  // `owner`, when given, holds the line's bytes: they are freed once parsed, so a large message
+  // (an upload) is not held as text and as JSON while it is handled.
+  auto handle_line = [&](std::string_view line, std::string* owner) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) return;
     auto value = ParseJson(line);
+    if (owner != nullptr) std::string().swap(*owner);
     if (!value) {
       writer->Write(MakeErrorResponse(nullptr, kParseError, "Parse error: the line is not JSON"));
       return;
@@ -142,16 +145,16 @@ Status ServeStdio(Server& server, const StdioOptions& options,
         break;
       }
       if (buffer.empty()) {
-        handle_line(data.substr(0, newline));
+        handle_line(data.substr(0, newline), nullptr);
       } else {
         buffer.append(data.substr(0, newline));
-        handle_line(buffer);
+        handle_line(buffer, &buffer);
         buffer.clear();
       }
       data.remove_prefix(newline + 1);
     }
   }
-  if (!buffer.empty() && !discarding) handle_line(buffer);  // a last line without '\n'
+  if (!buffer.empty() && !discarding) handle_line(buffer, &buffer);  // a last line without '\n'
 
   spdlog::info("stdio transport: {}; shutting down", reason);
   connection->CancelAll();

@@ -19,15 +19,16 @@ Json WrittenSchema() {
                       {"session_id", "path", "size"});
 }
 
-// Writes `content` to `path` in the session the arguments name (or a new one).
+// Writes `size` bytes from `content` to `path` in the session the arguments name (or a new one).
 Json WriteToSession(ToolContext& context, ToolCall& call, const Json& arguments,
-                    const std::string& path, std::string_view content, bool overwrite,
-                    std::string_view verb) {
+                    const std::string& path, uint64_t size, const ContentSource& content,
+                    bool overwrite, std::string_view verb) {
   auto session = ResolveSession(context, call, arguments);
   if (!session) return ToolError(session.error());
   Json extra = {{"session_id", session->id}};
   if (session->created) extra["session_created"] = true;
-  if (auto written = context.sessions.WriteFile(session->id, path, content, overwrite); !written) {
+  if (auto written = context.sessions.WriteFile(session->id, path, size, content, overwrite);
+      !written) {
     Error error = written.error();
     if (error.code == ErrorCode::kFileExists) {
       error.message = fmt::format("{} already exists; pass overwrite=true to replace it", path);
@@ -37,13 +38,13 @@ Json WriteToSession(ToolContext& context, ToolCall& call, const Json& arguments,
   ToolResultBuilder result(context.settings.max_result_bytes);
   std::string url = call.DownloadUrl(session->id, path);
   std::string text =
-      fmt::format("{} {} ({}) in session {}.", verb, path, HumanBytes(content.size()), session->id);
+      fmt::format("{} {} ({}) in session {}.", verb, path, HumanBytes(size), session->id);
   if (session->created) {
     text += fmt::format(" A new session was created: pass session_id \"{}\" to use the file.",
                         session->id);
   }
   result.AddText(text);
-  Json structured = {{"session_id", session->id}, {"path", path}, {"size", content.size()}};
+  Json structured = {{"session_id", session->id}, {"path", path}, {"size", size}};
   if (session->created) structured["session_created"] = true;
   if (!url.empty()) structured["download_url"] = url;
   result.SetStructured(std::move(structured));
@@ -87,19 +88,24 @@ Tool MakeUploadFileTool(const ContextPtr& context) {
     }
     auto path = UploadPath(arguments["filename"].get<std::string>());
     if (!path) return ToolError(path.error());
-    auto content = Base64Decode(encoded);
-    if (!content) {
+    // Checked whole first (no session is created for junk), then decoded straight into the
+    // chunks that go to the sandbox: the decoded file is never held whole next to its text.
+    auto size = Base64DecodedSize(encoded);
+    if (!size) {
       return ToolError(ErrorCode::kInvalidArgument,
                        "content is not valid base64 (standard or URL-safe alphabet)");
     }
-    if (content->size() > limit) {
+    if (*size > limit) {
       return ToolError(ErrorCode::kUploadTooLarge,
                        fmt::format("the file has {} bytes; uploads are limited to {} "
                                    "(SANDBOX_MAX_UPLOAD_BYTES)",
-                                   content->size(), FormatBytes(limit)));
+                                   *size, FormatBytes(limit)));
     }
-    return WriteToSession(*context, call, arguments, *path, *content,
-                          arguments.value("overwrite", false), "Uploaded");
+    Base64Reader reader(encoded);
+    return WriteToSession(
+        *context, call, arguments, *path, *size,
+        [&reader](size_t max, std::string& out) { reader.Next(max, out); },
+        arguments.value("overwrite", false), "Uploaded");
   };
   return tool;
 }
@@ -133,8 +139,15 @@ Tool MakeWriteFileTool(const ContextPtr& context) {
     }
     auto path = SandboxPath(arguments["path"].get<std::string>());
     if (!path) return ToolError(path.error());
-    return WriteToSession(*context, call, arguments, *path, content,
-                          arguments.value("overwrite", true), "Wrote");
+    size_t offset = 0;
+    return WriteToSession(
+        *context, call, arguments, *path, content.size(),
+        [&content, &offset](size_t max, std::string& out) {
+          std::string_view piece = std::string_view(content).substr(offset, max);
+          out.append(piece);
+          offset += piece.size();
+        },
+        arguments.value("overwrite", true), "Wrote");
   };
   return tool;
 }

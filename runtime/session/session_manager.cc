@@ -409,6 +409,25 @@ Status SessionManager::WriteFile(const std::string& id, const std::string& path,
   return session->agent->WriteFile(path, content, overwrite);
 }
 
+Status SessionManager::WriteFile(const std::string& id, const std::string& path, uint64_t size,
+                                 const ContentSource& content, bool overwrite) {
+  if (size > config_.max_upload_bytes) {
+    return Fail(ErrorCode::kUploadTooLarge, "the file is {} bytes; the limit is {} bytes", size,
+                config_.max_upload_bytes);
+  }
+  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  uint64_t left = size;
+  return session->agent->WriteFile(
+      path,
+      [&](size_t max, std::string& out) {
+        // Never more than announced, whatever the source would give.
+        size_t before = out.size();
+        content(static_cast<size_t>(std::min<uint64_t>(max, left)), out);
+        left -= std::min<uint64_t>(left, out.size() - before);
+      },
+      overwrite);
+}
+
 Result<std::string> SessionManager::ReadFile(const std::string& id, const std::string& path,
                                              uint64_t max_bytes) {
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));

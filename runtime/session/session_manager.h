@@ -109,8 +109,12 @@ class SessionManager {
   Result<RunResult> Run(const std::string& id, RunRequest request,
                         const OutputCallback& on_output = {}, CancelToken* cancel = nullptr);
 
+  // kUploadTooLarge above the configured upload limit, judged before anything is sent.
   Status WriteFile(const std::string& id, const std::string& path, std::string_view content,
                    bool overwrite);
+  // The same for content produced piece by piece (see ContentSource), `size` bytes in all.
+  Status WriteFile(const std::string& id, const std::string& path, uint64_t size,
+                   const ContentSource& content, bool overwrite);
   Result<std::string> ReadFile(const std::string& id, const std::string& path, uint64_t max_bytes);
   Result<FileInfo> Stat(const std::string& id, const std::string& path);
   Result<std::vector<FileInfo>> ListFiles(const std::string& id, const std::string& path,

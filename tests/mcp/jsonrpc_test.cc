@@ -101,6 +101,28 @@ TEST_CASE("not-JSON text is reported as such", "[unit]") {
   CHECK(ParseJson(R"({"a":1})").has_value());
 }
 
+TEST_CASE("base64 decodes piece by piece to what a whole decode gives", "[unit]") {
+  std::string binary;
+  for (int i = 0; i < 1000; ++i) binary += static_cast<char>(i * 7 % 256);
+  std::string text = Base64Encode(binary);
+  text.insert(76, "\r\n");  // MIME line breaks are skipped in both
+  REQUIRE(Base64DecodedSize(text) == binary.size());
+  for (size_t piece : {1, 2, 3, 7, 64, 4096}) {
+    Base64Reader reader(text);
+    std::string out;
+    size_t pieces = 0;
+    while (reader.Next(piece, out)) ++pieces;
+    CHECK(out == binary);
+    CHECK(pieces == (binary.size() + piece - 1) / piece);
+  }
+  CHECK(Base64DecodedSize("Zm9vYmE") == 5u);
+  CHECK(Base64DecodedSize("Zm9vYmE=") == 5u);
+  CHECK(Base64DecodedSize("") == 0u);
+  CHECK_FALSE(Base64DecodedSize("Zm9v!").has_value());
+  CHECK_FALSE(Base64DecodedSize("Z").has_value());
+  CHECK_FALSE(Base64DecodedSize("Zm==Zm").has_value());
+}
+
 TEST_CASE("base64 round-trips and rejects what is not base64", "[unit]") {
   for (std::string text : {"", "f", "fo", "foo", "foob", "fooba", "foobar"}) {
     CHECK(Base64Decode(Base64Encode(text)) == text);

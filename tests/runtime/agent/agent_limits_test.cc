@@ -181,3 +181,33 @@ TEST_CASE("a worker that stops reading its control channel cannot hang init", "[
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(25));
   s.CheckAlive();
 }
+
+namespace {
+
+// VmRSS or VmHWM of this process, in bytes.
+uint64_t StatusBytes(const std::string& field) {
+  std::string status = *sandbox::ReadFile("/proc/self/status");
+  size_t at = status.find(field + ":");
+  REQUIRE(at != std::string::npos);
+  return std::stoull(status.substr(at + field.size() + 1)) * 1024;
+}
+
+}  // namespace
+
+TEST_CASE("an upload costs the host one chunk, not copies of the file", "[agent]") {
+  Session s;
+  std::string content = Pattern(40'000'000);
+  REQUIRE(s.agent->client().WriteFile("warm.bin", "x", true));
+  // Resets VmHWM to the current RSS (proc(5), clear_refs "5"), so the peak below is this call's.
+  REQUIRE(sandbox::WriteFile("/proc/self/clear_refs", "5"));
+  uint64_t before = StatusBytes("VmRSS");
+  REQUIRE(s.agent->client().WriteFile("upload.bin", content, true));
+  uint64_t growth = StatusBytes("VmHWM") - std::min(before, StatusBytes("VmHWM"));
+  // One 4 MiB chunk in base64, its frame, and the answer: ~16 MiB at most. The single-frame
+  // protocol held the file in base64 four times (~210 MB).
+  INFO("peak growth " << growth << " bytes for a " << content.size() << " byte upload");
+  CHECK(growth < content.size() / 2);
+  struct stat st {};
+  REQUIRE(::stat((s.data + "/upload.bin").c_str(), &st) == 0);
+  CHECK(static_cast<uint64_t>(st.st_size) == content.size());
+}
