@@ -139,7 +139,7 @@ const std::vector<ConfigVariable> kVariables = {
        return {};
      }},
     {"SANDBOX_MAX_OUTPUT_BYTES", "--max-output-bytes", "100k",
-     "stdout and stderr kept per run (each); the rest is cut and flagged",
+     "stdout and stderr kept per run (each, at most 32m); the rest is cut and flagged",
      [](ServeConfig& config, const std::string& value) -> Status {
        // 32 MiB: the agent's cap, so both streams of a result fit in one protocol frame.
        SBX_ASSIGN_FIELD(max_output_bytes, Size(value, 1024, 32ull << 20));
