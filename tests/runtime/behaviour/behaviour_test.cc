@@ -124,6 +124,35 @@ BEHAVIOUR_TEST("files go in and out of /mnt/data and new files are reported as a
   CHECK(listing->size() >= 2);
 }
 
+BEHAVIOUR_TEST("files at the size limits go in and out, and the session still answers", "") {
+  auto id = fixture.NewSession();
+  // At the upload limit (SANDBOX_MAX_UPLOAD_BYTES, 50 MiB by default), and a file above what
+  // one agent frame held in base64 (~72 MB), read back as the 256 MiB download cap allows.
+  std::string upload(fixture.manager().config().max_upload_bytes, '\0');
+  for (size_t i = 0; i < upload.size(); ++i) upload[i] = static_cast<char>(i * 31 % 251);
+  REQUIRE(fixture.manager().WriteFile(id, "upload.bin", upload, false));
+  auto check =
+      fixture.Python(id,
+                     "d = open('/mnt/data/upload.bin', 'rb').read()\n"
+                     "p = bytes(i * 31 % 251 for i in range(251))\n"
+                     "print(len(d), d == (p * (len(d) // 251 + 1))[:len(d)])\n"
+                     "del d, p\n"
+                     "n = open('/mnt/data/big.bin', 'wb').write(bytes(range(256)) * 312500)");
+  CHECK(check.stdout_text == std::to_string(upload.size()) + " True\n");
+  auto big = fixture.manager().ReadFile(id, "/mnt/data/big.bin", uint64_t{256} << 20);
+  REQUIRE(big);
+  REQUIRE(big->size() == 80'000'000);
+  bool pattern = true;
+  for (size_t i = 0; i < big->size() && pattern; i += 4093) {
+    pattern = static_cast<unsigned char>((*big)[i]) == i % 256;
+  }
+  CHECK(pattern);
+  auto refused = fixture.manager().ReadFile(id, "/mnt/data/big.bin", 1 << 20);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code == ErrorCode::kArtifactTooLarge);
+  CHECK(fixture.Python(id, "print(6 * 7)").stdout_text == "42\n");
+}
+
 BEHAVIOUR_TEST("writes outside /mnt/data and /tmp are refused", "") {
   auto id = fixture.NewSession();
   auto refused = fixture.manager().WriteFile(id, "/etc/evil", "x", true);
