@@ -1,5 +1,5 @@
-// sandbox-init: the first process of every sandbox (pid 1 of its pid namespace, or a child of
-// tini under Docker). Statically linked, so it runs in any image. Speaks the agent protocol on
+// sandbox-init: the first process of every sandbox (pid 1 of its pid namespace, on both
+// backends). Statically linked, so it runs in any image. Speaks the agent protocol on
 // fd 0 (requests) and fd 1 (responses and events); fd 2 is a log the host may read or discard.
 //
 // Environment (all optional):
@@ -95,7 +95,7 @@ int Main(int argc, char** argv) {
   // Not dumpable: code in the sandbox runs as the same uid and must not reach init's protocol
   // fds through /proc/1/fd or ptrace (proc(5), PR_SET_DUMPABLE in prctl(2)).
   ::prctl(PR_SET_DUMPABLE, 0);
-  // When init is not pid 1 (Docker behind tini, tests on the host), orphans of the sandbox
+  // When init is not pid 1 (tests on the host), orphans of the sandbox
   // are reparented to it instead of to the host's init, so it can reap them.
   if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
