@@ -34,6 +34,27 @@ nlohmann::json Ulimit(const char* name, uint64_t value) {
   return {{"Name", name}, {"Soft", value}, {"Hard", value}};
 }
 
+// What /proc and /sys hide, said explicitly instead of left to the daemon: its defaults depend on
+// its version (Docker 20.10 still shows /proc/interrupts, GHSA-6fw5-f8r9-fgfm), and the
+// namespace backend masks the same /proc paths (runtime/ns/proc_masks.cc). powercap: the RAPL
+// energy counters are a side channel on other tenants' work (CVE-2020-8694).
+const nlohmann::json& MaskedPaths() {
+  static const nlohmann::json paths = {
+      "/proc/acpi",        "/proc/asound",  "/proc/interrupts",
+      "/proc/kcore",       "/proc/keys",    "/proc/latency_stats",
+      "/proc/sched_debug", "/proc/scsi",    "/proc/timer_list",
+      "/proc/timer_stats", "/sys/firmware", "/sys/devices/virtual/powercap",
+  };
+  return paths;
+}
+
+const nlohmann::json& ReadonlyPaths() {
+  static const nlohmann::json paths = {
+      "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
+  };
+  return paths;
+}
+
 }  // namespace
 
 std::string ContainerNameFor(const std::string& session_id) { return "mcp-sandbox-" + session_id; }
@@ -92,6 +113,8 @@ nlohmann::json CreateContainerBody(const ContainerSpec& spec) {
       {"CapDrop", {"ALL"}},
       {"CapAdd", nlohmann::json::array()},
       {"Privileged", false},
+      {"MaskedPaths", MaskedPaths()},
+      {"ReadonlyPaths", ReadonlyPaths()},
       {"ReadonlyRootfs", true},
       {"SecurityOpt", security_opt},
       {"Memory", limits.memory_bytes},
