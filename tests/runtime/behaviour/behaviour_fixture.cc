@@ -24,7 +24,13 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
   config_.exec_timeout_s = 60;
   config_.max_sessions = 10;
 
+  // This user's store, else the root server's (readable by all): the unprivileged run of the
+  // namespace half (behaviour_tests_unpriv) uses the images CI built as root.
   auto store = std::make_shared<rootfs::ImageStore>(rootfs::ImageStore::DefaultStateDir());
+  if (!store->Find(config_.default_image)) {
+    auto shared = std::make_shared<rootfs::ImageStore>("/var/lib/mcp-sandbox");
+    if (shared->Find(config_.default_image)) store = shared;
+  }
   if (!store->Find(config_.default_image)) {
     SkipTest("image '" + config_.default_image + "' is not in the store at " + store->state_dir() +
              " (tools/test builds it with 'mcp-sandbox image build')");

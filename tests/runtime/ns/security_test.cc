@@ -1,14 +1,11 @@
-// The security acceptance list of the namespace backend (issue 3): from inside a sandbox each
-// attempt must fail while the host is unaffected. Driven through the agent, the way users reach
-// a sandbox. Each check has a positive control, so a broken sandbox cannot pass by accident.
+// The namespace backend's own security acceptance list (issue 3): the attempts that need its host
+// view (host pids, per-session host uids, the process tree under its init). Every escape attempt
+// that does not depend on the backend lives in the behaviour suite
+// (tests/runtime/behaviour/escape_test.cc), which runs it against both backends. Driven through
+// the agent, the way users reach a sandbox; each check has a positive control.
 // Runs as root and, registered a second time, as an unprivileged user (see CMakeLists.txt).
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <spawn.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,365 +90,36 @@ std::vector<ns::ProcessIdentity> WaitForTree(pid_t init, Pred done,
 
 }  // namespace
 
-TEST_CASE("security: the rootfs is read-only while /tmp and /mnt/data are writable",
-          "[sandbox][security]") {
-  Fixture f;
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(R"(
-import errno
-for p in ['/etc/passwd', '/usr/bin/sbx-new', '/sbx-new', '/.sandbox/sbx-new',
-          '/.sandbox/worker.py', '/dev/sbx-new', '/mnt/data/ok', '/tmp/ok']:
-    try:
-        with open(p, 'a') as fh:
-            fh.write('x')
-        print(p, 'WROTE')
-    except OSError as e:
-        print(p, errno.errorcode[e.errno])
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  // Existing files: the permission check may answer before the read-only one.
-  CHECK((Contains(r.stdout_text, "/etc/passwd EROFS") ||
-         Contains(r.stdout_text, "/etc/passwd EACCES")));
-  CHECK((Contains(r.stdout_text, "/.sandbox/worker.py EROFS") ||
-         Contains(r.stdout_text, "/.sandbox/worker.py EACCES")));
-  CHECK(Contains(r.stdout_text, "\n/sbx-new EROFS"));
-  CHECK(Contains(r.stdout_text, "/usr/bin/sbx-new EROFS"));
-  CHECK(Contains(r.stdout_text, "/.sandbox/sbx-new EROFS"));
-  CHECK(Contains(r.stdout_text, "/dev/sbx-new EROFS"));
-  CHECK(Contains(r.stdout_text, "/mnt/data/ok WROTE"));
-  CHECK(Contains(r.stdout_text, "/tmp/ok WROTE"));
-  CHECK(!Contains(r.stdout_text, "/etc/passwd WROTE"));
-  CHECK(!Contains(r.stdout_text, "/usr/bin/sbx-new WROTE"));
-  struct stat st;
-  CHECK(::lstat((f.rootfs + "/sbx-new").c_str(), &st) != 0);
-  CHECK(::lstat((f.rootfs + "/usr/bin/sbx-new").c_str(), &st) != 0);
-}
-
-TEST_CASE("security: host files outside the image cannot be read", "[sandbox][security]") {
-  Fixture f;
-  std::string sentinel = f.tmp.Join("sentinel.txt");
-  REQUIRE(WriteFile(sentinel, "host-secret-7d1f\n"));
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(
-      "import os, errno\n"
-      "p = '" +
-      sentinel +
-      "'\n"
-      "for q in [p, '/proc/1/root' + p, '/proc/1/cwd/' + p]:\n"
-      "    try:\n"
-      "        print(q, 'READ', open(q).read())\n"
-      "    except OSError as e:\n"
-      "        print(q, errno.errorcode[e.errno])\n"
-      "print('tmpdir exists', os.path.exists('" +
-      f.tmp.path() +
-      "'))\n"
-      "print('image', open('/etc/os-release').readline().strip())\n");
-  INFO(r.stdout_text << r.stderr_text);
-  CHECK(!Contains(r.stdout_text, "host-secret"));
-  CHECK(!Contains(r.stdout_text, "READ"));
-  CHECK(Contains(r.stdout_text, "tmpdir exists False"));
-  CHECK(Contains(r.stdout_text, "image "));  // positive control: the image's own files are there
-}
-
-TEST_CASE("security: host processes are invisible", "[sandbox][security]") {
-  Fixture f;
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(R"(
-import os
-procs = {}
-for d in os.listdir('/proc'):
-    if d.isdigit():
-        try:
-            procs[int(d)] = open('/proc/%s/comm' % d).read().strip()
-        except OSError:
-            pass
-print('count', len(procs))
-print('comms', sorted(set(procs.values())))
-print('init', procs.get(1))
-print('maxpid', max(procs))
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "init sandbox-init"));
-  CHECK(!Contains(r.stdout_text, "ns_tests"));
-  CHECK(!Contains(r.stdout_text, "systemd"));
-  CHECK(!Contains(r.stdout_text, "'init'"));
-  // init + worker (+ maybe a helper): a handful, never the host's hundreds.
-  CHECK((Contains(r.stdout_text, "count 2\n") || Contains(r.stdout_text, "count 3\n") ||
-         Contains(r.stdout_text, "count 4\n")));
-}
-
-TEST_CASE("security: another session and the server cannot be signalled or traced",
-          "[sandbox][security]") {
+TEST_CASE("security: another session cannot be signalled or traced", "[sandbox][security]") {
   Fixture f;
   auto a = StartAgent(*f.backend, f.Spec());
   auto b = StartAgent(*f.backend, f.Spec());
   pid_t b_pid = b.ns().init_pid();
-  pid_t server = ::getpid();
   if (f.backend->privileged()) {
     // Root server: the two sandbox users are different host users.
     CHECK(a.ns().host_uid() != b.ns().host_uid());
     CHECK(a.ns().host_uid() >= 0x10000000u);
   }
+  // B's host pid: the pid namespace hides it, and with a root server B's host uid differs too.
   auto r = a.Python(
       "import os, errno, ctypes, signal\n"
       "libc = ctypes.CDLL(None, use_errno=True)\n"
-      "for pid in [" +
-      std::to_string(b_pid) + ", " + std::to_string(server) +
-      "]:\n"
-      "    try:\n"
-      "        os.kill(pid, signal.SIGKILL); print(pid, 'KILLED')\n"
-      "    except OSError as e:\n"
-      "        print(pid, errno.errorcode[e.errno])\n"
-      "    rc = libc.ptrace(16, pid, 0, 0)\n"
-      "    print('ptrace', pid, rc, errno.errorcode.get(ctypes.get_errno()))\n"
-      "rc = libc.ptrace(16, 1, 0, 0)\n"
-      "print('ptrace-own-init', rc, errno.errorcode.get(ctypes.get_errno()))\n"
+      "pid = " +
+      std::to_string(b_pid) +
+      "\n"
       "try:\n"
-      "    os.kill(-1, signal.SIGKILL)\n"  // everything it may signal
+      "    os.kill(pid, signal.SIGKILL); print(pid, 'KILLED')\n"
       "except OSError as e:\n"
-      "    print('kill -1', errno.errorcode[e.errno])\n"
-      "print('survived')\n");
+      "    print(pid, errno.errorcode[e.errno])\n"
+      "rc = libc.ptrace(16, pid, 0, 0)\n"
+      "print('ptrace', pid, rc, errno.errorcode.get(ctypes.get_errno()))\n");
   INFO(r.stdout_text << r.stderr_text);
   CHECK(!Contains(r.stdout_text, "KILLED"));
   CHECK(Contains(r.stdout_text, "ptrace " + std::to_string(b_pid) + " -1 EPERM"));
-  CHECK(Contains(r.stdout_text, "ptrace-own-init -1 EPERM"));
-  // The host side: B and the server are untouched.
+  // The host side: B is untouched.
   auto rb = b.Python("print(6 * 7)");
   CHECK(rb.stdout_text == "42\n");
   CHECK(ns::IdentifyProcess(b_pid).has_value());
-}
-
-TEST_CASE("security: mount unshare setns user namespaces and kernel modules are refused",
-          "[sandbox][security]") {
-  Fixture f;
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(R"(
-import ctypes, errno, os
-libc = ctypes.CDLL(None, use_errno=True)
-libc.syscall.restype = ctypes.c_long
-def show(name, rc):
-    print(name, rc, errno.errorcode.get(ctypes.get_errno()) if rc == -1 else 'OK')
-show('mount', libc.mount(b'tmpfs', b'/tmp', b'tmpfs', 0, None))
-show('umount', libc.umount2(b'/proc', 2))
-show('unshare-user', libc.unshare(0x10000000))
-show('unshare-mnt', libc.unshare(0x00020000))
-show('unshare-net', libc.unshare(0x40000000))
-fd = os.open('/proc/self/ns/net', os.O_RDONLY)
-show('setns', libc.setns(fd, 0))
-show('clone-newuser', libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0))
-show('clone3', libc.syscall(435, 0, 0))
-show('chroot', libc.chroot(b'/tmp'))
-show('init_module', libc.syscall(175, b'\0' * 64, 64, b''))
-mod = os.open('/etc/hostname', os.O_RDONLY)
-show('finit_module', libc.syscall(313, mod, b'', 0))
-show('delete_module', libc.syscall(176, b'ext4', 0))
-show('bpf', libc.syscall(321, 0, 0, 0))
-show('keyctl', libc.syscall(250, 0, 0, 0, 0, 0))
-pid = os.fork()
-if pid == 0:
-    os._exit(0)
-print('fork', 'OK' if os.waitpid(pid, 0)[1] == 0 else 'FAILED')
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  for (const char* call :
-       {"mount", "umount", "unshare-user", "unshare-mnt", "unshare-net", "setns", "clone-newuser",
-        "chroot", "init_module", "finit_module", "delete_module", "bpf", "keyctl"}) {
-    CHECK(Contains(r.stdout_text, std::string(call) + " -1 EPERM"));
-  }
-  CHECK(Contains(r.stdout_text, "clone3 -1 ENOSYS"));  // so that libc falls back to clone
-  CHECK(Contains(r.stdout_text, "fork OK"));           // positive control
-  // The unprivileged shell tools give up as well.
-  auto sh = box.Shell("unshare -r true; echo unshare=$?; mount -t tmpfs x /tmp; echo mount=$?");
-  INFO(sh.stdout_text << sh.stderr_text);
-  CHECK(!Contains(sh.stdout_text, "unshare=0"));
-  CHECK(!Contains(sh.stdout_text, "mount=0"));
-}
-
-TEST_CASE("security: raw packet and non-route netlink sockets are refused", "[sandbox][security]") {
-  Fixture f;
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(R"(
-import socket, errno
-def s(name, fam, typ, proto=0):
-    try:
-        socket.socket(fam, typ, proto).close(); print(name, 'OK')
-    except OSError as e:
-        print(name, errno.errorcode[e.errno])
-s('raw4', socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
-s('raw6', socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
-s('rawudp', socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
-s('packet', socket.AF_PACKET, socket.SOCK_RAW, 0)
-s('packet-dgram', socket.AF_PACKET, socket.SOCK_DGRAM, 0)
-s('nl-audit', socket.AF_NETLINK, socket.SOCK_RAW, 9)
-s('nl-uevent', socket.AF_NETLINK, socket.SOCK_RAW, 15)
-s('nl-netfilter', socket.AF_NETLINK, socket.SOCK_RAW, 12)
-s('vsock', 40, socket.SOCK_STREAM)
-s('alg', 38, socket.SOCK_SEQPACKET)
-s('nl-route', socket.AF_NETLINK, socket.SOCK_RAW, 0)
-s('tcp', socket.AF_INET, socket.SOCK_STREAM)
-s('unix', socket.AF_UNIX, socket.SOCK_STREAM)
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  for (const char* kind : {"raw4", "raw6", "rawudp", "packet", "packet-dgram", "nl-audit",
-                           "nl-uevent", "nl-netfilter", "vsock", "alg"}) {
-    CHECK(!Contains(r.stdout_text, std::string(kind) + " OK"));
-    CHECK(Contains(r.stdout_text, std::string(kind) + " E"));
-  }
-  CHECK(Contains(r.stdout_text, "nl-route OK"));
-  CHECK(Contains(r.stdout_text, "tcp OK"));
-  CHECK(Contains(r.stdout_text, "unix OK"));
-}
-
-TEST_CASE("security: no network beyond the sandbox's own loopback", "[sandbox][security]") {
-  Fixture f;
-  // A service on the host's loopback.
-  Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  REQUIRE(listener);
-  sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  REQUIRE(::listen(listener.get(), 8) == 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  // A non-loopback address of the host, if it has one.
-  std::string host_ip = "10.255.255.1";
-  ifaddrs* ifs = nullptr;
-  if (::getifaddrs(&ifs) == 0) {
-    for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
-      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-      auto* in = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
-      if (ntohl(in->sin_addr.s_addr) == INADDR_LOOPBACK) continue;
-      char buf[INET_ADDRSTRLEN];
-      host_ip = ::inet_ntop(AF_INET, &in->sin_addr, buf, sizeof buf);
-      break;
-    }
-    ::freeifaddrs(ifs);
-  }
-
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(
-      "import socket, errno\n"
-      "def conn(host, port):\n"
-      "    s = socket.socket(); s.settimeout(3)\n"
-      "    try:\n"
-      "        s.connect((host, port)); return 'CONNECTED'\n"
-      "    except OSError as e:\n"
-      "        return errno.errorcode.get(e.errno, str(e))\n"
-      "    finally:\n"
-      "        s.close()\n"
-      "print('host-lo', conn('127.0.0.1', " +
-      std::to_string(port) +
-      "))\n"
-      "print('host-ip', conn('" +
-      host_ip + "', " + std::to_string(port) +
-      "))\n"
-      "print('internet', conn('1.1.1.1', 53))\n"
-      "srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen()\n"
-      "print('own-lo', conn('127.0.0.1', srv.getsockname()[1]))\n"
-      "print('ifaces', [n for _, n in socket.if_nameindex()])\n"
-      "try:\n"
-      "    socket.getaddrinfo('example.com', 80); print('dns RESOLVED')\n"
-      "except OSError as e:\n"
-      "    print('dns', type(e).__name__)\n");
-  INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "host-lo ECONNREFUSED"));  // its own lo: nobody listens there
-  CHECK(Contains(r.stdout_text, "host-ip ENETUNREACH"));
-  CHECK(Contains(r.stdout_text, "internet ENETUNREACH"));
-  CHECK(Contains(r.stdout_text, "own-lo CONNECTED"));  // positive control
-  CHECK(Contains(r.stdout_text, "ifaces ['lo']"));
-  CHECK(!Contains(r.stdout_text, "dns RESOLVED"));
-  // Nothing reached the host's service.
-  CHECK(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC) < 0);
-}
-
-TEST_CASE("security: /proc/kcore /proc/keys and friends are masked and /proc/sys is read-only",
-          "[sandbox][security]") {
-  Fixture f;
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(R"(
-import errno
-for p in ['/proc/kcore', '/proc/keys', '/proc/timer_list', '/proc/sched_debug',
-          '/proc/interrupts', '/proc/acpi']:
-    try:
-        print(p, 'LEN', len(open(p, 'rb').read(65536)))
-    except OSError as e:
-        print(p, errno.errorcode[e.errno])
-for p in ['/proc/sys/kernel/hostname', '/proc/sysrq-trigger', '/proc/sys/vm/drop_caches']:
-    try:
-        with open(p, 'w') as fh:
-            fh.write('1')
-        print(p, 'WROTE')
-    except OSError as e:
-        print(p, errno.errorcode[e.errno])
-print('hostname', open('/proc/sys/kernel/hostname').read().strip())
-print('cpuinfo', len(open('/proc/cpuinfo').read()) > 0)
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  for (const char* p : {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/interrupts"}) {
-    bool empty_or_denied = Contains(r.stdout_text, std::string(p) + " LEN 0\n") ||
-                           Contains(r.stdout_text, std::string(p) + " E");
-    CHECK(empty_or_denied);
-  }
-  CHECK(!Contains(r.stdout_text, "WROTE"));
-  CHECK(Contains(r.stdout_text, "hostname sandbox"));
-  CHECK(Contains(r.stdout_text, "cpuinfo True"));  // positive control: /proc itself works
-}
-
-TEST_CASE("security: setuid binaries give no privilege", "[sandbox][security]") {
-  Fixture f;
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(R"(
-import os
-st = open('/proc/self/status').read()
-print([l for l in st.splitlines() if l.startswith(('NoNewPrivs', 'CapEff', 'CapPrm', 'CapBnd', 'CapAmb', 'Seccomp:'))])
-for line in open('/proc/self/mountinfo'):
-    f = line.split()
-    if f[4] == '/':
-        print('root-opts', f[5])
-print('ids', os.getresuid(), os.getresgid(), os.getgroups())
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "'NoNewPrivs:\\t1'"));
-  CHECK(Contains(r.stdout_text, "'CapEff:\\t0000000000000000'"));
-  CHECK(Contains(r.stdout_text, "'CapPrm:\\t0000000000000000'"));
-  CHECK(Contains(r.stdout_text, "'CapBnd:\\t0000000000000000'"));
-  CHECK(Contains(r.stdout_text, "'Seccomp:\\t2'"));
-  CHECK(Contains(r.stdout_text, "ro,nosuid,nodev"));
-  // No supplementary group of the server survives (root: setgroups(0); ours: none to begin with).
-  CHECK(Contains(r.stdout_text, "ids (1000, 1000, 1000) (1000, 1000, 1000) []"));
-  if (RootfsHas(f.rootfs, "/usr/bin/su")) {
-    auto su = box.Shell("ls -l /usr/bin/su; su -c id root </dev/null; echo rc=$?; id -u");
-    INFO(su.stdout_text << su.stderr_text);
-    CHECK(!Contains(su.stdout_text, "uid=0"));
-    CHECK(!Contains(su.stdout_text, "rc=0"));
-    CHECK(Contains(su.stdout_text, "\n1000\n"));
-  }
-}
-
-TEST_CASE("security: no controlling terminal and TIOCSTI is refused", "[sandbox][security]") {
-  Fixture f;
-  auto box = StartAgent(*f.backend, f.Spec());
-  auto r = box.Python(R"(
-import os, fcntl, termios, errno
-try:
-    os.open('/dev/tty', os.O_RDWR); print('tty OPENED')
-except OSError as e:
-    print('tty', errno.errorcode[e.errno])
-m, s = os.openpty()
-print('pty', os.ttyname(s))
-for fd in (s, m):
-    try:
-        fcntl.ioctl(fd, termios.TIOCSTI, b'x'); print('tiocsti OK')
-    except OSError as e:
-        print('tiocsti', errno.errorcode[e.errno])
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "tty ENXIO"));
-  CHECK(Contains(r.stdout_text, "pty /dev/pts/0"));  // positive control: its own devpts works
-  CHECK(!Contains(r.stdout_text, "tiocsti OK"));
-  CHECK(Contains(r.stdout_text, "tiocsti EPERM"));
 }
 
 TEST_CASE("security: a fork bomb stops at the pids limit and the host stays responsive",
@@ -460,29 +128,9 @@ TEST_CASE("security: a fork bomb stops at the pids limit and the host stays resp
   auto spec = f.Spec();
   spec.limits.pids = 64;
   auto box = StartAgent(*f.backend, spec);
-  // A bounded count first: how many processes it gets.
-  auto counted = box.Python(R"(
-import os, time, errno
-pids, err = [], None
-for i in range(5000):
-    try:
-        pid = os.fork()
-    except OSError as e:
-        err = errno.errorcode[e.errno]; break
-    if pid == 0:
-        time.sleep(60); os._exit(0)
-    pids.append(pid)
-print('forked', len(pids), err)
-for p in pids:
-    os.kill(p, 9); os.waitpid(p, 0)
-)");
-  INFO(counted.stdout_text << counted.stderr_text);
-  CHECK(Contains(counted.stdout_text, " EAGAIN"));
-  int forked = std::atoi(counted.stdout_text.c_str() + std::string("forked ").size());
-  CHECK(forked > 10);
-  CHECK(forked <= 64);
-
-  // Then the real thing, while the host forks and execs a program a few times.
+  // That forking stops at the limit is checked on both backends by the behaviour suite
+  // (escape_test.cc); here the host side: the tree under init and the host's own fork+exec.
+  // A bomb, while the host forks and execs a program a few times.
   std::thread bomb([&] {
     RunRequest request;
     // Every process keeps forking: the sandbox sits at its limit until the run is cancelled
@@ -492,8 +140,9 @@ for p in pids:
     request.timeout_s = 60;
     (void)box.client->Run(request);
   });
-  // Measure only once the bomb is near its limit (the count above, less some slack).
-  size_t near_limit = static_cast<size_t>(forked) * 3 / 4;
+  // Measure only once the bomb is near its limit (less some slack: init, the worker, and pids
+  // the kernel has not yet freed count too).
+  size_t near_limit = static_cast<size_t>(spec.limits.pids) * 3 / 4;
   auto tree = WaitForTree(
       box.ns().init_pid(), [&](const auto& t) { return t.size() >= near_limit; }, 10s);
   size_t in_sandbox = tree.size();
@@ -525,45 +174,6 @@ for p in pids:
   auto t0 = Clock::now();
   box.sandbox.reset();
   CHECK(Clock::now() - t0 < 10s);
-}
-
-TEST_CASE("security: allocating past the memory limit fails or is killed", "[sandbox][security]") {
-  Fixture f;
-  auto spec = f.Spec();
-  spec.limits.memory_bytes = 128ull << 20;
-  auto box = StartAgent(*f.backend, spec);
-  auto r = box.Python("b = bytearray(512 << 20)\nprint('ALLOCATED', len(b))\n", 60);
-  INFO(r.stdout_text << r.stderr_text << " worker_killed=" << r.worker_killed
-                     << " signal=" << r.term_signal);
-  CHECK(!Contains(r.stdout_text, "ALLOCATED"));
-  // With a memory cgroup the kernel kills the worker; with RLIMIT_AS the allocation fails.
-  CHECK((r.worker_killed || Contains(r.stderr_text, "MemoryError")));
-  auto again = box.Python("print(6 * 7)");  // the session stays usable
-  CHECK(again.stdout_text == "42\n");
-}
-
-TEST_CASE("security: /mnt/data and /tmp stop at their size", "[sandbox][security]") {
-  Fixture f;
-  auto spec = f.Spec();
-  spec.limits.disk_bytes = 8ull << 20;
-  spec.limits.tmp_bytes = 4ull << 20;
-  auto box = StartAgent(*f.backend, spec);
-  auto r = box.Python(R"(
-import errno, os
-for path in ['/mnt/data/fill', '/tmp/fill']:
-    written = 0
-    try:
-        with open(path, 'wb') as fh:
-            for _ in range(64):
-                fh.write(b'\0' * (1 << 20)); fh.flush(); written += 1 << 20
-        print(path, 'FULL-WRITE', written)
-    except OSError as e:
-        print(path, errno.errorcode[e.errno], os.path.getsize(path) >> 20)
-)");
-  INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "/mnt/data/fill ENOSPC"));
-  CHECK(Contains(r.stdout_text, "/tmp/fill ENOSPC"));
-  CHECK(!Contains(r.stdout_text, "FULL-WRITE"));
 }
 
 TEST_CASE("security: no process outlives its sandbox", "[sandbox][security]") {
