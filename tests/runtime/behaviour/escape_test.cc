@@ -331,6 +331,10 @@ print('ids', os.getresuid(), os.getresgid(), os.getgroups())
   }
   CHECK(Contains(r.stdout_text, "'Seccomp:\\t2'"));
   CHECK(Contains(r.stdout_text, "root-opts ro,"));
+  // Docker's Engine API cannot mount the rootfs nosuid or nodev (README, Docker fallback): there
+  // no_new_privs and the empty bounding set keep setuid bits inert, and the device cgroup
+  // refuses device nodes an imported image might carry.
+  if (fixture.backend() == "namespace") CHECK(Contains(r.stdout_text, "root-opts ro,nosuid,nodev"));
   // No supplementary group of the server survives. Docker (runc) lists the user's own primary
   // group as a supplementary one: no group beyond the gid it already has.
   CHECK((Contains(r.stdout_text, "ids (1000, 1000, 1000) (1000, 1000, 1000) []") ||
@@ -400,7 +404,7 @@ for p in pids:
   CHECK(fixture.Python(id, "print(6 * 7)").stdout_text == "42\n");
 }
 
-BEHAVIOUR_TEST("escape: /mnt/data and /tmp stop at their size", "") {
+BEHAVIOUR_TEST("escape: /mnt/data, /tmp and /dev/shm stop at their size", "") {
   fixture.Reconfigure([](sandbox::SessionConfig& config) {
     config.limits.disk_bytes = 8ull << 20;
     config.limits.tmp_bytes = 4ull << 20;
@@ -408,19 +412,39 @@ BEHAVIOUR_TEST("escape: /mnt/data and /tmp stop at their size", "") {
   auto id = fixture.NewSession();
   auto r = fixture.Python(id, R"(
 import errno, os
-for path in ['/mnt/data/fill', '/tmp/fill']:
+# /dev/shm: 64 MiB on both backends (Docker's ShmSize default).
+for path, mib in [('/mnt/data/fill', 64), ('/tmp/fill', 64), ('/dev/shm/fill', 128)]:
     written = 0
     try:
         with open(path, 'wb') as fh:
-            for _ in range(64):
+            for _ in range(mib):
                 fh.write(b'\0' * (1 << 20)); fh.flush(); written += 1 << 20
         print(path, 'FULL-WRITE', written)
     except OSError as e:
         print(path, errno.errorcode[e.errno], os.path.getsize(path) >> 20)
+    os.unlink(path)
 )");
   INFO(r.stdout_text << r.stderr_text);
   CHECK(Contains(r.stdout_text, "/mnt/data/fill ENOSPC"));
   CHECK(Contains(r.stdout_text, "/tmp/fill ENOSPC"));
+  CHECK(Contains(r.stdout_text, "/dev/shm/fill ENOSPC"));
   CHECK(!Contains(r.stdout_text, "FULL-WRITE"));
   CHECK(fixture.Python(id, "print(6 * 7)").stdout_text == "42\n");
+}
+
+BEHAVIOUR_TEST("escape: no writable mount but /tmp, /mnt/data and the IPC filesystems", "") {
+  auto id = fixture.NewSession();
+  // Every directory mount point the sandbox user may write to. /dev/shm (both backends) and
+  // /dev/mqueue (Docker) are charged to the memory limit and the msgqueue rlimit.
+  auto r = fixture.Python(id, R"(
+import os
+writable = set()
+for line in open('/proc/self/mountinfo'):
+    mp = line.split()[4]
+    if os.path.isdir(mp) and os.access(mp, os.W_OK):
+        writable.add(mp)
+print('writable', sorted(writable - {'/dev/shm', '/dev/mqueue'}))
+)");
+  INFO(r.stdout_text << r.stderr_text);
+  CHECK(r.stdout_text == "writable ['/mnt/data', '/tmp']\n");
 }
