@@ -448,3 +448,43 @@ print('writable', sorted(writable - {'/dev/shm', '/dev/mqueue'}))
   INFO(r.stdout_text << r.stderr_text);
   CHECK(r.stdout_text == "writable ['/mnt/data', '/tmp']\n");
 }
+
+BEHAVIOUR_TEST("escape: no device nodes beyond the harmless ones, and none can be made", "") {
+  auto id = fixture.NewSession();
+  auto r = fixture.Python(id, R"(
+import os, stat, errno
+devs = set()
+for root, dirs, files in os.walk('/dev'):
+    for name in files:
+        p = os.path.join(root, name)
+        try:
+            st = os.lstat(p)
+        except OSError:
+            continue
+        if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            devs.add((os.major(st.st_rdev), os.minor(st.st_rdev)))
+# null zero full random urandom tty ptmx, the sandbox's own ptys (136), nothing else.
+extra = sorted(d for d in devs if d not in {(1, 3), (1, 5), (1, 7), (1, 8), (1, 9), (5, 0), (5, 2)}
+               and d[0] != 136)
+print('extra', extra)
+for name, mode, dev in (('mem', stat.S_IFCHR, (1, 1)), ('sda', stat.S_IFBLK, (8, 0)),
+                        ('null', stat.S_IFCHR, (1, 3))):
+    try:
+        os.mknod('/tmp/' + name, mode | 0o666, os.makedev(*dev)); print('mknod', name, 'OK')
+    except OSError as e:
+        print('mknod', name, errno.errorcode[e.errno])
+for p in ['/dev/mem', '/dev/kmsg', '/dev/sda', '/dev/vda', '/dev/fuse', '/dev/net/tun']:
+    try:
+        os.close(os.open(p, os.O_RDONLY)); print(p, 'OPENED')
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])
+print('null', len(open('/dev/null', 'rb').read()), 'zero', len(open('/dev/zero', 'rb').read(4)))
+)");
+  INFO(r.stdout_text << r.stderr_text);
+  CHECK(Contains(r.stdout_text, "extra []\n"));
+  CHECK(!Contains(r.stdout_text, " OK\n"));
+  CHECK(Contains(r.stdout_text, "mknod mem EPERM"));
+  CHECK(Contains(r.stdout_text, "mknod sda EPERM"));
+  CHECK(!Contains(r.stdout_text, "OPENED"));
+  CHECK(Contains(r.stdout_text, "null 0 zero 4"));  // positive control: the harmless ones work
+}
