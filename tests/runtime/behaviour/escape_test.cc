@@ -6,10 +6,18 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
 
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
@@ -17,6 +25,8 @@
 #include "tests/support/test_support.h"
 
 using sandbox::RunRequest;
+
+extern char** environ;
 
 namespace {
 
@@ -487,4 +497,83 @@ print('null', len(open('/dev/null', 'rb').read()), 'zero', len(open('/dev/zero',
   CHECK(Contains(r.stdout_text, "mknod sda EPERM"));
   CHECK(!Contains(r.stdout_text, "OPENED"));
   CHECK(Contains(r.stdout_text, "null 0 zero 4"));  // positive control: the harmless ones work
+}
+
+BEHAVIOUR_TEST(
+    "escape: a fork bomb is stopped, leaves nothing behind, and the host stays responsive", "") {
+  sandbox::SessionOptions options;
+  options.pids = 64;
+  auto id = fixture.NewSession(options);
+  // Every process keeps forking; the cell's own process says once when it first hit the limit.
+  std::mutex mutex;
+  std::condition_variable full_cv;
+  bool full = false;
+  sandbox::CancelToken cancel;
+  sandbox::Result<sandbox::RunResult> bomb_run;  // checked on this thread after the join
+  std::thread bomb([&] {
+    std::string seen;
+    RunRequest request;
+    request.code = R"(
+import os
+me, said = os.getpid(), False
+while True:
+    try:
+        os.fork()
+    except OSError:
+        if not said and os.getpid() == me:
+            print('full', flush=True)
+            said = True
+)";
+    request.timeout_s = 60;  // a backstop: the test cancels it
+    bomb_run = fixture.manager().Run(
+        id, request,
+        [&](int, std::string_view chunk) {
+          seen += chunk;
+          if (seen.find("full") == std::string::npos) return;
+          std::lock_guard<std::mutex> lock(mutex);
+          full = true;
+          full_cv.notify_all();
+        },
+        &cancel);
+    std::lock_guard<std::mutex> lock(mutex);  // also ends the wait if the run failed early
+    full = true;
+    full_cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    full_cv.wait_for(lock, std::chrono::seconds(30), [&] { return full; });
+  }
+  // The host forks and execs while the sandbox sits at its limit.
+  double worst_ms = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    pid_t pid = 0;
+    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    int spawned = ::posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ);
+    CHECK(spawned == 0);  // not REQUIRE: the bomb thread must be joined first
+    if (spawned != 0) break;
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status));
+    worst_ms = std::max(
+        worst_ms,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  auto cancelled_at = std::chrono::steady_clock::now();
+  cancel.Cancel();
+  bomb.join();
+  auto stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at);
+  WARN("host fork+exec during the bomb: worst " << worst_ms << " ms; stopped in " << stop_s.count()
+                                                << " s");
+  REQUIRE(bomb_run);
+  INFO(bomb_run->stdout_text << bomb_run->stderr_text);
+  CHECK(bomb_run->stdout_text.find("full") != std::string::npos);
+  CHECK(bomb_run->cancelled);
+  CHECK(stop_s.count() < 15);
+  // A bound far above a loaded machine's fork+exec, far below a host starved of pids or CPU.
+  CHECK(worst_ms < 5000);
+  // The session lives on with nothing of the bomb left: init and the worker (+ a helper).
+  auto after = fixture.Python(
+      id, "import os\nprint(len([d for d in os.listdir('/proc') if d.isdigit()]) <= 4)");
+  CHECK(after.stdout_text == "True\n");
 }

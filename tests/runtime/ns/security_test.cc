@@ -5,8 +5,6 @@
 // the agent, the way users reach a sandbox; each check has a positive control.
 // Runs as root and, registered a second time, as an unprivileged user (see CMakeLists.txt).
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -23,8 +21,6 @@
 using namespace sandbox;
 using namespace sandbox::testing;
 using namespace std::chrono_literals;
-
-extern char** environ;
 
 namespace {
 
@@ -122,15 +118,15 @@ TEST_CASE("security: another session cannot be signalled or traced", "[sandbox][
   CHECK(ns::IdentifyProcess(b_pid).has_value());
 }
 
-TEST_CASE("security: a fork bomb stops at the pids limit and the host stays responsive",
+TEST_CASE("security: a fork bomb's process tree stays within the pids limit",
           "[sandbox][security]") {
   Fixture f;
   auto spec = f.Spec();
   spec.limits.pids = 64;
   auto box = StartAgent(*f.backend, spec);
-  // That forking stops at the limit is checked on both backends by the behaviour suite
-  // (escape_test.cc); here the host side: the tree under init and the host's own fork+exec.
-  // A bomb, while the host forks and execs a program a few times.
+  // That forking stops at the limit, the bomb is stopped and the host stays responsive is
+  // checked on both backends by the behaviour suite (escape_test.cc); here the host's view of
+  // the tree under the sandbox's init.
   std::thread bomb([&] {
     RunRequest request;
     // Every process keeps forking: the sandbox sits at its limit until the run is cancelled
@@ -147,29 +143,10 @@ TEST_CASE("security: a fork bomb stops at the pids limit and the host stays resp
       box.ns().init_pid(), [&](const auto& t) { return t.size() >= near_limit; }, 10s);
   size_t in_sandbox = tree.size();
   CHECK(in_sandbox >= near_limit);
-  double worst_ms = 0;
-  for (int i = 0; i < 5; ++i) {
-    auto t0 = Clock::now();
-    pid_t pid = 0;
-    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
-    int spawned = ::posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ);
-    CHECK(spawned == 0);  // not REQUIRE: the bomb thread must be joined first
-    if (spawned != 0) break;
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    CHECK(WIFEXITED(status));
-    worst_ms =
-        std::max(worst_ms, std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-    std::this_thread::sleep_for(100ms);
-  }
   in_sandbox = std::max(in_sandbox, ProcessTree(box.ns().init_pid()).size());
   box.client->Cancel();
   bomb.join();
-  WARN("host fork+exec during the bomb: worst " << worst_ms << " ms; sandbox processes "
-                                                << in_sandbox);
-  // The host stays responsive: a bound far above a loaded machine's fork+exec, far below a
-  // host that is starved of pids or CPU.
-  CHECK(worst_ms < 5000);
+  WARN("sandbox processes during the bomb: " << in_sandbox);
   CHECK(in_sandbox <= 64 + 2);
   auto t0 = Clock::now();
   box.sandbox.reset();
