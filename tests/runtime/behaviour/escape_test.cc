@@ -115,6 +115,33 @@ print('init', procs.get(1))
          Contains(r.stdout_text, "count 4\n")));
 }
 
+BEHAVIOUR_TEST("escape: a session can neither see nor signal another session", "") {
+  auto a = fixture.NewSession();
+  auto b = fixture.NewSession();
+  fixture.Python(b, "import subprocess\nkeep = 5\nchild = subprocess.Popen(['sleep', '313'])");
+  // On Docker both sandboxes run as host uid 1000 (README): only the pid namespaces part them.
+  auto r = fixture.Python(a, R"(
+import os
+seen = []
+for d in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        seen.append(open(f'/proc/{d}/cmdline', 'rb').read())
+    except OSError:
+        pass
+print('sees-b', any(c.startswith(b'sleep\x00313') for c in seen))
+try:
+    os.kill(-1, 9)
+except OSError as e:
+    print('kill -1', e.errno)
+print('a alive')
+)");
+  INFO(r.stdout_text << r.stderr_text);
+  CHECK(Contains(r.stdout_text, "sees-b False"));
+  CHECK(Contains(r.stdout_text, "a alive"));
+  auto rb = fixture.Python(b, "print(keep, child.poll())");
+  CHECK(rb.stdout_text == "5 None\n");  // B's state and its child are untouched
+}
+
 BEHAVIOUR_TEST("escape: the server cannot be signalled and nothing can be traced", "") {
   auto id = fixture.NewSession();
   std::string server = std::to_string(::getpid());
