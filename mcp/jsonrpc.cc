@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "runtime/base/json_parse.h"
+
 namespace sandbox::mcp {
 
 namespace {
@@ -98,10 +100,16 @@ std::string_view Utf8Suffix(std::string_view text, size_t max_bytes) {
   return text.substr(start);
 }
 
+tl::expected<Json, std::string> ParseMessageJson(std::string_view text) {
+  auto value = ParseJsonBounded(text, kMaxJsonDepth);
+  if (!value) return tl::unexpected(fmt::format("Parse error: {}", value.error().message));
+  return std::move(*value);
+}
+
 std::optional<Json> ParseJson(std::string_view text) {
-  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) return std::nullopt;
-  return value;
+  auto value = ParseMessageJson(text);
+  if (!value) return std::nullopt;
+  return std::move(*value);
 }
 
 tl::expected<Message, Json> ClassifyMessage(const Json& value) {

@@ -33,7 +33,11 @@ struct Message {
   Json params;         // an object, or null when absent
 };
 
-// Parses text as JSON. nullopt when it is not JSON (the caller answers -32700 with id null).
+// Parses a client message as JSON, refusing nesting deeper than kMaxJsonDepth before anything
+// recursive sees it (runtime/base/json_parse.h). The error says which (invalid or too deep); the
+// caller answers -32700 with id null.
+tl::expected<Json, std::string> ParseMessageJson(std::string_view text);
+// The same, without the reason: nullopt when it is not JSON or is nested too deep.
 std::optional<Json> ParseJson(std::string_view text);
 
 // Classifies one JSON value as a message. When it is not a valid JSON-RPC message, returns the

@@ -86,10 +86,10 @@ Status ServeStdio(Server& server, const StdioOptions& options,
   auto handle_line = [&](std::string_view line, std::string* owner) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) return;
-    auto value = ParseJson(line);
+    auto value = ParseMessageJson(line);
     if (owner != nullptr) std::string().swap(*owner);
     if (!value) {
-      writer->Write(MakeErrorResponse(nullptr, kParseError, "Parse error: the line is not JSON"));
+      writer->Write(MakeErrorResponse(nullptr, kParseError, value.error()));
       return;
     }
     connection->Handle(*value, reply);

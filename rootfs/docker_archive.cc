@@ -27,6 +27,7 @@
 #include "rootfs/libarchive_handles.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
+#include "runtime/base/json_parse.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -247,8 +248,9 @@ Status WriteLayer(const std::string& root, const TreeScan& scan, LayerSink* sink
 // The old history stays, as empty layers, so `docker history` still tells where it came from.
 Result<std::string> ExportConfig(std::string_view stored_config, const std::string& store_hex,
                                  const std::string& layer_hex) {
-  Json config = Json::parse(stored_config, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) {
+  auto parsed = ParseJsonBounded(stored_config);
+  Json config = parsed ? std::move(*parsed) : Json();
+  if (!config.is_object()) {
     return Fail(ErrorCode::kInternal, "the stored config of sha256:{} is not a JSON object",
                 store_hex);
   }
@@ -303,8 +305,9 @@ CachePaths CacheFor(const std::string& state_dir, const std::string& hex) {
 std::optional<DockerArchive> ReadRecord(const CachePaths& paths, const StoredImage& image) {
   auto text = ReadFile(paths.Record());
   if (!text) return std::nullopt;
-  Json record = Json::parse(*text, nullptr, false);
-  if (record.is_discarded() || !record.is_object()) return std::nullopt;
+  auto parsed = ParseJsonBounded(*text);
+  if (!parsed || !parsed->is_object()) return std::nullopt;
+  const Json& record = *parsed;
   if (record.value("format", 0) != kArchiveFormat ||
       record.value("store_digest", "") != image.digest) {
     return std::nullopt;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rootfs/digest.h"
+#include "runtime/base/json_parse.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -38,9 +39,11 @@ Result<std::vector<std::string>> StringList(const Json& object, const char* key,
   return out;
 }
 
-Result<Json> ParseJson(std::string_view text, std::string_view what) {
-  Json json = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return Fail(ErrorCode::kInvalidArgument, "{} is not valid JSON", what);
+// Image documents come from archives anyone can build: depth is bounded (json_parse.h).
+Result<Json> ParseObject(std::string_view text, std::string_view what) {
+  auto parsed = ParseJsonBounded(text);
+  if (!parsed) return Fail(std::move(parsed.error()).Context(what));
+  Json json = std::move(*parsed);
   if (!json.is_object()) return Fail(ErrorCode::kInvalidArgument, "{} is not a JSON object", what);
   return json;
 }
@@ -83,7 +86,9 @@ bool IsManifestMediaType(std::string_view media_type) {
 }
 
 DocumentKind SniffDocumentKind(std::string_view text) {
-  Json json = Json::parse(text.begin(), text.end(), nullptr, false);
+  auto parsed = ParseJsonBounded(text);
+  if (!parsed) return DocumentKind::kUnknown;
+  const Json& json = *parsed;
   if (Member(json, "manifests") != nullptr) return DocumentKind::kIndex;
   if (Member(json, "layers") != nullptr) return DocumentKind::kManifest;
   return DocumentKind::kUnknown;
@@ -134,7 +139,7 @@ std::vector<std::string> DescriptorNames(const Descriptor& descriptor) {
 }
 
 Result<ImageIndex> ParseImageIndex(std::string_view text) {
-  SBX_ASSIGN_OR_RETURN(Json json, ParseJson(text, "image index"));
+  SBX_ASSIGN_OR_RETURN(Json json, ParseObject(text, "image index"));
   ImageIndex index;
   const Json* manifests = Member(json, "manifests");
   if (manifests == nullptr || manifests->is_null()) return index;
@@ -149,7 +154,7 @@ Result<ImageIndex> ParseImageIndex(std::string_view text) {
 }
 
 Result<ImageManifest> ParseImageManifest(std::string_view text) {
-  SBX_ASSIGN_OR_RETURN(Json json, ParseJson(text, "image manifest"));
+  SBX_ASSIGN_OR_RETURN(Json json, ParseObject(text, "image manifest"));
   ImageManifest manifest;
   const Json* config = Member(json, "config");
   if (config == nullptr) return Fail(ErrorCode::kInvalidArgument, "image manifest has no config");
@@ -166,7 +171,7 @@ Result<ImageManifest> ParseImageManifest(std::string_view text) {
 }
 
 Result<ParsedConfig> ParseImageConfig(std::string_view text) {
-  SBX_ASSIGN_OR_RETURN(Json json, ParseJson(text, "image config"));
+  SBX_ASSIGN_OR_RETURN(Json json, ParseObject(text, "image config"));
   ParsedConfig parsed;
   parsed.created = StringOr(json, "created");
   parsed.config.architecture = StringOr(json, "architecture", parsed.config.architecture);
@@ -190,8 +195,10 @@ Result<ParsedConfig> ParseImageConfig(std::string_view text) {
 }
 
 Result<std::vector<DockerSaveEntry>> ParseDockerSaveManifest(std::string_view text) {
-  Json json = Json::parse(text.begin(), text.end(), nullptr, false);
-  if (json.is_discarded() || !json.is_array()) {
+  auto parsed = ParseJsonBounded(text);
+  if (!parsed) return Fail(std::move(parsed.error()).Context("manifest.json"));
+  Json json = std::move(*parsed);
+  if (!json.is_array()) {
     return Fail(ErrorCode::kInvalidArgument, "manifest.json is not a JSON list");
   }
   std::vector<DockerSaveEntry> entries;

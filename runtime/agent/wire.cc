@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "runtime/base/json_parse.h"
+
 namespace sandbox::agent {
 
 namespace {
@@ -67,12 +69,17 @@ Result<std::optional<Json>> FrameDecoder::Next() {
   }
   if (buffered() < 4 + size) return std::optional<Json>();
   const char* body = buffer_.data() + consumed_ + 4;
-  Json message = Json::parse(body, body + size, nullptr, /*allow_exceptions=*/false);
+  // Either side may be hostile (cell code can write init's frames' worth of JSON through the
+  // worker; a host is trusted but the codec is shared): depth is bounded before parsing.
+  auto message = ParseJsonBounded(std::string_view(body, size));
   consumed_ += 4 + size;
-  if (message.is_discarded() || !message.is_object()) {
+  if (!message) {
+    return Fail(std::move(message.error()).Context(fmt::format("frame of {} bytes", size)));
+  }
+  if (!message->is_object()) {
     return Fail(ErrorCode::kInvalidArgument, "frame of {} bytes is not a JSON object", size);
   }
-  return std::optional<Json>(std::move(message));
+  return std::optional<Json>(std::move(*message));
 }
 
 std::string Base64Encode(std::string_view bytes) {

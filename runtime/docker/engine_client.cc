@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 
+#include "runtime/base/json_parse.h"
 #include "runtime/docker/engine_error.h"
 
 namespace sandbox::docker {
@@ -28,12 +29,21 @@ HttpRequest PostJson(std::string target, std::string body) {
   return request;
 }
 
+// The daemon is another program behind a socket: its answers are bounded in depth like any
+// JSON from outside (runtime/base/json_parse.h).
 Result<nlohmann::json> ParseJson(std::string_view text, std::string_view what) {
-  nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    return Fail(ErrorCode::kSandboxUnavailable, "{}: the Docker daemon sent malformed JSON", what);
+  auto parsed = ParseJsonBounded(text);
+  if (!parsed) {
+    return Fail(ErrorCode::kSandboxUnavailable, "{}: the Docker daemon sent malformed JSON ({})",
+                what, parsed.error().message);
   }
-  return parsed;
+  return std::move(*parsed);
+}
+
+// One line of a JSON stream, or null when it is not (bounded) JSON.
+nlohmann::json ParseStreamLine(std::string_view line) {
+  auto parsed = ParseJsonBounded(line);
+  return parsed ? std::move(*parsed) : nlohmann::json();
 }
 
 std::string StringField(const nlohmann::json& object, const char* key) {
@@ -150,8 +160,8 @@ Status EngineClient::LoadImage(const std::string& archive_path) const {
   while (start < response.body.size()) {
     size_t end = response.body.find('\n', start);
     if (end == std::string::npos) end = response.body.size();
-    nlohmann::json message = nlohmann::json::parse(
-        std::string_view(response.body).substr(start, end - start), nullptr, false);
+    nlohmann::json message =
+        ParseStreamLine(std::string_view(response.body).substr(start, end - start));
     start = end + 1;
     if (message.is_object() && message.contains("error")) {
       return Fail(ErrorCode::kSandboxUnavailable, "load image {}: {}", archive_path,
@@ -295,8 +305,8 @@ Result<int> EngineClient::CountContainerEvents(const std::string& id, const std:
   while (start < response.body.size()) {
     size_t end = response.body.find('\n', start);
     if (end == std::string::npos) end = response.body.size();
-    nlohmann::json event = nlohmann::json::parse(
-        std::string_view(response.body).substr(start, end - start), nullptr, false);
+    nlohmann::json event =
+        ParseStreamLine(std::string_view(response.body).substr(start, end - start));
     start = end + 1;
     if (event.is_object() && StringField(event, "Action") == action) ++count;
   }

@@ -2,11 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/base/json_parse.h"
+
 namespace sandbox::docker {
 
 Error EngineError(std::string_view what, long status, std::string_view body) {
   std::string message;
-  nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  auto bounded = ParseJsonBounded(body);
+  nlohmann::json parsed = bounded ? std::move(*bounded) : nlohmann::json();
   if (parsed.is_object() && parsed.contains("message") && parsed["message"].is_string()) {
     message = parsed["message"].get<std::string>();
   } else {

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/base/files.h"
+#include "runtime/base/json_parse.h"
 
 namespace sandbox::ns {
 
@@ -28,7 +29,10 @@ std::string RecordToJson(const SessionRecord& record) {
 std::optional<SessionRecord> RecordFromJson(const std::string& text) {
   // nlohmann reports type errors with exceptions; they stay inside this function.
   try {
-    nlohmann::json json = nlohmann::json::parse(text);
+    // The record is a file in the state dir: bounded like every other JSON read from outside.
+    auto parsed = ParseJsonBounded(text);
+    if (!parsed) return std::nullopt;
+    const nlohmann::json& json = *parsed;
     SessionRecord record;
     record.session_id = json.at("session_id").get<std::string>();
     record.init.pid = json.at("pid").get<pid_t>();

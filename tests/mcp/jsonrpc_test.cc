@@ -123,6 +123,27 @@ TEST_CASE("base64 decodes piece by piece to what a whole decode gives", "[unit]"
   CHECK_FALSE(Base64DecodedSize("Zm==Zm").has_value());
 }
 
+TEST_CASE("a request nested 100 000 deep is a parse error, never a crash", "[unit]") {
+  // Before the bound, parsing succeeded and copying params or serialising recursed 100 000
+  // frames deep: a stack overflow that took every session down (issue #12).
+  for (auto [open, close] : {std::pair{'[', ']'}, std::pair{'{', '}'}}) {
+    std::string nested;
+    for (size_t i = 0; i < 100000; ++i) nested += open == '[' ? "[" : "{\"a\":";
+    nested += "1" + std::string(100000, close);
+    std::string request =
+        R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":)" + nested + "}}";
+    auto parsed = ParseMessageJson(request);
+    if (parsed) {
+      auto message = ClassifyMessage(*parsed);  // what the transports do next
+      CHECK(Serialize(*parsed).size() > 0);
+    }
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().find("nested deeper than") != std::string::npos);
+    CHECK_FALSE(ParseJson(request).has_value());
+  }
+  CHECK(ParseMessageJson(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":[[[1]]]}})"));
+}
+
 TEST_CASE("base64 round-trips and rejects what is not base64", "[unit]") {
   for (std::string text : {"", "f", "fo", "foo", "foob", "fooba", "foobar"}) {
     CHECK(Base64Decode(Base64Encode(text)) == text);

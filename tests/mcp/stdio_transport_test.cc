@@ -147,3 +147,30 @@ TEST_CASE("stdio: an oversized line is refused and the stream recovers", "[unit]
   pipes.client_in.Reset();
   serving.join();
 }
+
+TEST_CASE("stdio: a request nested 100 000 deep gets a parse error and serving goes on", "[unit]") {
+  Pipes pipes;
+  Server server(ServerOptions{}, {});
+  StdioOptions options;
+  options.in_fd = pipes.server_in.get();
+  options.out_fd = pipes.server_out.get();
+  options.own_process_stdio = false;
+  std::thread serving([&] { (void)ServeStdio(server, options, {}); });
+  std::thread writer([&] {
+    std::string deep = R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":)" +
+                       std::string(100000, '[') + std::string(100000, ']') + "}}\n";
+    (void)sandbox::WriteAll(pipes.client_in.get(), deep);
+    (void)sandbox::WriteAll(pipes.client_in.get(), R"({"jsonrpc":"2.0","id":2,"method":"ping"})"
+                                                   "\n");
+  });
+  auto lines = ReadLines(pipes.client_out.get(), 2, 30s);
+  writer.join();
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0]["id"].is_null());
+  CHECK(lines[0]["error"]["code"] == kParseError);
+  CHECK(lines[0]["error"]["message"].get<std::string>().find("nested deeper") != std::string::npos);
+  CHECK(lines[1]["id"] == 2);
+  CHECK(lines[1]["result"] == Json::object());
+  pipes.client_in.Reset();
+  serving.join();
+}

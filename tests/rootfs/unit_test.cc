@@ -157,6 +157,22 @@ TEST_CASE("docker save manifest.json parses", "[unit]") {
   CHECK_FALSE(ParseDockerSaveManifest(R"([{"Layers":[]}])"));
 }
 
+TEST_CASE("image documents nested 100 000 deep are refused before parsing", "[unit]") {
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string object = R"({"schemaVersion":2,"manifests":[],"layers":[],"x":)" + deep + "}";
+  auto refused = [](const auto& parsed) {
+    REQUIRE_FALSE(parsed);
+    INFO(parsed.error().message);
+    CHECK(parsed.error().code == sandbox::ErrorCode::kInvalidArgument);
+    CHECK(parsed.error().message.find("nested deeper") != std::string::npos);
+  };
+  refused(ParseImageIndex(object));
+  refused(ParseImageManifest(object));
+  refused(ParseImageConfig(object));
+  refused(ParseDockerSaveManifest("[" + deep + "]"));
+  CHECK(SniffDocumentKind(object) == DocumentKind::kUnknown);
+}
+
 TEST_CASE("platform choice: the host's linux platform, attestations skipped", "[unit]") {
   CHECK(PlatformScore(Platform{"linux", HostArchitecture(), ""}) == 2);
   CHECK(PlatformScore(std::nullopt) == 1);

@@ -81,6 +81,27 @@ TEST_CASE("a frame that is not a JSON object is an error, not an exception", "[u
   }
 }
 
+TEST_CASE("a frame nested 100 000 deep is refused before parsing, either direction", "[unit]") {
+  // The same decoder reads init's frames on the host and the host's frames in init; a frame
+  // from a subverted sandbox must not overflow the server's stack in whatever recurses later.
+  for (std::string inner : {std::string(100000, '[') + std::string(100000, ']'), [] {
+                              std::string text;
+                              for (int i = 0; i < 100000; ++i) text += "{\"a\":";
+                              return text + "1" + std::string(100000, '}');
+                            }()}) {
+    std::string body = R"({"type":"result","id":1,"figures":)" + inner + "}";
+    FrameDecoder decoder;
+    std::string frame;
+    auto size = static_cast<uint32_t>(body.size());
+    for (int shift : {24, 16, 8, 0}) frame += static_cast<char>((size >> shift) & 0xff);
+    decoder.Append(frame + body);
+    auto next = decoder.Next();
+    REQUIRE_FALSE(next);
+    CHECK(next.error().code == ErrorCode::kInvalidArgument);
+    CHECK(next.error().message.find("nested deeper") != std::string::npos);
+  }
+}
+
 TEST_CASE("invalid UTF-8 in a string field does not throw when encoding", "[unit]") {
   std::string frame = EncodeFrame(Json{{"code", std::string("a\xff"
                                                             "b")}});

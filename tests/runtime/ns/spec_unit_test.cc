@@ -265,3 +265,16 @@ TEST_CASE("session records: JSON round trip with junk skipped", "[unit][ns]") {
   records.Remove(record.session_id);
   CHECK(records.ReadAll().empty());
 }
+
+TEST_CASE("a session record nested 100 000 deep is refused, a normal one read", "[unit][ns]") {
+  SessionRecord record;
+  record.session_id = "sess_0123456789ab";
+  record.init.pid = 42;
+  record.host_uid = 1000;
+  std::string text = RecordToJson(record);
+  REQUIRE(RecordFromJson(text));
+  // The same record with one more field nested deep: refused before anything recursive reads it.
+  std::string deep = text.substr(0, text.rfind('}')) + ",\"x\":" + std::string(100000, '[') +
+                     std::string(100000, ']') + "}";
+  CHECK_FALSE(RecordFromJson(deep));
+}
