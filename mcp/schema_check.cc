@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/base/quoted.h"
+
 namespace sandbox::mcp {
 
 namespace {
@@ -38,7 +40,8 @@ std::string TypeNames(const Json& type) {
 }
 
 std::string Where(const std::string& path) {
-  return path.empty() ? "the arguments" : fmt::format("argument '{}'", path);
+  // Names come from the client's arguments: quoted cut (runtime/base/quoted.h).
+  return path.empty() ? "the arguments" : fmt::format("argument {}", Quoted(path, 128));
 }
 
 std::optional<std::string> Check(const Json& schema, const Json& value, const std::string& path) {
@@ -105,7 +108,7 @@ std::optional<std::string> Check(const Json& schema, const Json& value, const st
         if (!value.contains(name.get<std::string>())) {
           std::string child =
               path.empty() ? name.get<std::string>() : path + "." + name.get<std::string>();
-          return fmt::format("argument '{}' is required", child);
+          return fmt::format("argument {} is required", Quoted(child, 128));
         }
       }
     }
@@ -121,7 +124,7 @@ std::optional<std::string> Check(const Json& schema, const Json& value, const st
           for (const auto& [known_name, unused] : properties.items()) {
             known += known.empty() ? known_name : ", " + known_name;
           }
-          return fmt::format("unknown argument '{}' (this tool takes: {})", child,
+          return fmt::format("unknown argument {} (this tool takes: {})", Quoted(child, 128),
                              known.empty() ? "no arguments" : known);
         }
         continue;

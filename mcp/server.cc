@@ -10,6 +10,7 @@
 #include "mcp/progress.h"
 #include "mcp/schema_check.h"
 #include "mcp/tool_result.h"
+#include "runtime/base/quoted.h"
 
 namespace sandbox::mcp {
 
@@ -426,7 +427,7 @@ void Connection::HandleRequest(const Message& message, const std::shared_ptr<Rep
     if (method == "resources/read") return StartResourceRead(message, reply);
   }
   answer(MakeErrorResponse(message.id, kMethodNotFound,
-                           fmt::format("Method not found: {}", ValidUtf8(method))));
+                           fmt::format("Method not found: {}", ValidUtf8(Quoted(method)))));
 }
 
 void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& reply,
@@ -489,7 +490,7 @@ void Connection::StartToolCall(const Message& message, const std::shared_ptr<Rep
   }
   std::string name = params["name"].get<std::string>();
   const Tool* tool = server_.FindTool(name);
-  if (tool == nullptr) return fail(fmt::format("Unknown tool: {}", ValidUtf8(name)));
+  if (tool == nullptr) return fail(fmt::format("Unknown tool: {}", ValidUtf8(Quoted(name))));
   Json arguments = Json::object();
   if (auto it = params.find("arguments"); it != params.end() && !it->is_null()) {
     if (!it->is_object()) return fail("Invalid params: arguments must be an object");
@@ -545,7 +546,8 @@ void Connection::StartResourceRead(const Message& message, const std::shared_ptr
     auto contents = reader(uri);
     if (contents) return MakeResponse(id, {{"contents", std::move(*contents)}});
     const Error& error = contents.error();
-    Json data = {{"uri", ValidUtf8(uri)}, {"error", ErrorCodeName(error.code)}};
+    // The uri is the client's: echoed cut, like every value an error quotes.
+    Json data = {{"uri", ValidUtf8(Utf8Prefix(uri, 256))}, {"error", ErrorCodeName(error.code)}};
     if (error.code == ErrorCode::kNotFound || error.code == ErrorCode::kSessionNotFound) {
       return MakeErrorResponse(id, kResourceNotFound, "Resource not found", std::move(data));
     }

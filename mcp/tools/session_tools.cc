@@ -206,7 +206,7 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
   tool.handler = [context](ToolCall&, const Json& arguments) {
     std::string id = arguments["session_id"].get<std::string>();
     auto info = context->sessions.Get(id);
-    if (!info) return ToolError(info.error(), {{"session_id", id}});
+    if (!info) return ToolError(info.error(), SessionIdExtra(id));
     double ttl_s = std::chrono::duration<double>(context->sessions.config().ttl).count();
     double idle = SecondsSince(info->last_used);
     int64_t expires_in = static_cast<int64_t>(std::max(0.0, ttl_s - idle));
@@ -248,7 +248,7 @@ Tool MakeCloseSessionTool(const ContextPtr& context) {
   tool.handler = [context](ToolCall&, const Json& arguments) {
     std::string id = arguments["session_id"].get<std::string>();
     if (auto closed = context->sessions.Close(id, arguments.value("force", false)); !closed) {
-      return ToolError(closed.error(), {{"session_id", id}});
+      return ToolError(closed.error(), SessionIdExtra(id));
     }
     ToolResultBuilder result(context->settings.max_result_bytes);
     result.AddText(fmt::format("Closed session {}; its processes and files are gone.", id));

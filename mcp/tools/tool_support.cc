@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "mcp/jsonrpc.h"
+#include "runtime/base/quoted.h"
 
 namespace sandbox::mcp::tools {
 
@@ -56,8 +57,8 @@ Result<SessionChoice> ResolveSession(ToolContext& context, ToolCall& call, const
     std::string id = it->get<std::string>();
     if (!IsValidSessionId(id)) {
       return Fail(ErrorCode::kInvalidSessionId,
-                  "'{}' is not a session id (expected sess_ followed by 12 hex digits)",
-                  ValidUtf8(Utf8Prefix(id, 64)));
+                  "{} is not a session id (expected sess_ followed by 12 hex digits)",
+                  ValidUtf8(Quoted(id)));
     }
     return SessionChoice{std::move(id), false};
   }
@@ -65,6 +66,11 @@ Result<SessionChoice> ResolveSession(ToolContext& context, ToolCall& call, const
   call.Log(LogLevel::kInfo, fmt::format("created session {} (image {}, {} backend)", info.id,
                                         info.image, info.backend));
   return SessionChoice{info.id, true};
+}
+
+Json SessionIdExtra(const std::string& id) {
+  if (!IsValidSessionId(id)) return Json::object();
+  return Json{{"session_id", id}};
 }
 
 namespace {
@@ -80,8 +86,8 @@ bool HasControl(std::string_view text) {
 
 Result<std::string> UploadPath(std::string_view filename) {
   auto invalid = [&](std::string_view why) {
-    return Fail(ErrorCode::kInvalidFilename, "invalid filename '{}': {}",
-                ValidUtf8(Utf8Prefix(filename, 200)), why);
+    return Fail(ErrorCode::kInvalidFilename, "invalid filename {}: {}",
+                ValidUtf8(Quoted(filename, 200)), why);
   };
   if (filename.empty()) return invalid("it is empty");
   if (filename.size() > 1024) return invalid("longer than 1024 bytes");

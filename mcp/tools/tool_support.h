@@ -47,6 +47,9 @@ struct SessionChoice {
 // The session named by arguments["session_id"], or a new one when it is absent (the client
 // is told through a log notification).
 Result<SessionChoice> ResolveSession(ToolContext& context, ToolCall& call, const Json& arguments);
+// {"session_id": id} for a tool error's structuredContent, or {} when `id` is not a session id:
+// an error never echoes what the client sent whole (the message quotes it cut).
+Json SessionIdExtra(const std::string& id);
 
 // --- Paths -----------------------------------------------------------------------------------
 

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/base/quoted.h"
+
 namespace sandbox {
 
 namespace {
@@ -243,7 +245,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const std::string& id) {
   if (!IsValidSessionId(id)) {
     return Fail(ErrorCode::kInvalidSessionId,
-                "'{}' is not a session id (expected sess_ followed by 12 hex digits)", id);
+                "{} is not a session id (expected sess_ followed by 12 hex digits)", Quoted(id));
   }
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = sessions_.find(id);

@@ -219,6 +219,24 @@ TEST_CASE("invalid params get -32602", "[unit]") {
         kInvalidParams);
 }
 
+TEST_CASE("errors quote a client's method, tool or argument name cut, never whole", "[unit]") {
+  Fixture f;
+  f.Initialize();
+  std::string huge(1 << 20, 'm');
+  Json method = f.Request(R"({"jsonrpc":"2.0","id":1,"method":")" + huge + R"("})");
+  CHECK(method["error"]["code"] == kMethodNotFound);
+  CHECK(Serialize(method).size() < 1024);
+  CHECK(method["error"]["message"].get<std::string>().find("(1048576 bytes)") != std::string::npos);
+  Json tool = f.Request(Call(2, huge));
+  CHECK(tool["error"]["code"] == kInvalidParams);
+  CHECK(Serialize(tool).size() < 1024);
+  Json argument = f.Request(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":)"
+                            R"("echo","arguments":{"text":"x",")" +
+                            huge + R"(":1}}})");
+  CHECK(argument["result"]["isError"] == true);
+  CHECK(Serialize(argument).size() < 1024);
+}
+
 TEST_CASE("logging/setLevel takes RFC 5424 levels and filters notifications", "[unit]") {
   Fixture f;
   f.Initialize();
