@@ -131,6 +131,12 @@ void ToolResultBuilder::AddEmbeddedResource(const ResultFile& file, std::string_
 }
 
 void ToolResultBuilder::AddResourceLink(const ResultFile& file) {
+  Block block;
+  block.json = ResourceLinkJson(file);
+  blocks_.push_back(std::move(block));
+}
+
+Json ToolResultBuilder::ResourceLinkJson(const ResultFile& file) {
   std::string name = file.path.substr(file.path.rfind('/') + 1);
   Json link = {{"type", "resource_link"},
                {"uri", SandboxUri(file.session_id, file.path)},
@@ -140,14 +146,14 @@ void ToolResultBuilder::AddResourceLink(const ResultFile& file) {
   std::string description = ValidUtf8(file.path);
   if (!file.download_url.empty()) description += " — download: " + file.download_url;
   link["description"] = description;
-  Block block;
-  block.json = std::move(link);
-  blocks_.push_back(std::move(block));
+  return link;
 }
 
-Json ToolResultBuilder::Assemble() const {
+Json ToolResultBuilder::Assemble(bool with_blocks) const {
   Json content = Json::array();
-  for (const auto& block : blocks_) content.push_back(block.json);
+  if (with_blocks) {
+    for (const auto& block : blocks_) content.push_back(block.json);
+  }
   if (!notes_.empty()) {
     std::string notes;
     for (const auto& note : notes_) notes += "\n" + note;
@@ -164,32 +170,76 @@ Json ToolResultBuilder::Assemble() const {
 }
 
 Json ToolResultBuilder::Build() {
+  // Sizes are measured once and kept up to date by arithmetic: a result with thousands of
+  // blocks (a cell can forge its figure list) is decided in one pass, never by serialising the
+  // whole result again after each change.
+  std::vector<size_t> sizes(blocks_.size());
+  size_t total = JsonSize(Assemble(/*with_blocks=*/false));
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    sizes[i] = JsonSize(blocks_[i].json) + 1;  // and its comma
+    total += sizes[i];
+  }
+  // 1. Binary blocks, largest first, are left out until the rest fits. Each gets a note, up to
+  // kMaxNotes; the rest are counted in one.
+  std::vector<size_t> binary;
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (blocks_[i].binary) binary.push_back(i);
+  }
+  // Of equal sizes the later block goes first: the first figures of a run are the ones kept.
+  std::sort(binary.begin(), binary.end(),
+            [&](size_t a, size_t b) { return sizes[a] != sizes[b] ? sizes[a] > sizes[b] : a > b; });
+  std::vector<size_t> dropped;
+  size_t unnoted = 0;
+  for (size_t index : binary) {
+    if (total <= max_bytes_) break;
+    total -= sizes[index];
+    dropped.push_back(index);
+    if (notes_.size() < kMaxNotes) {
+      const Block& block = blocks_[index];
+      notes_.push_back(fmt::format(
+          "[{} ({} encoded) left out: the result limit is {} (SANDBOX_MAX_RESULT_BYTES){}]",
+          ValidUtf8(Utf8Prefix(block.label, 256)), HumanBytes(sizes[index] - 1),
+          HumanBytes(max_bytes_),
+          block.fallback ? "; read it with sandbox_read_artifact or its download_url" : ""));
+      total += JsonSize(Json(notes_.back())) + 1;
+    } else {
+      ++unnoted;
+    }
+  }
+  // 2. A left-out file is linked in its place while links fit (a link is small but not free);
+  // the others are only counted.
+  size_t unlinked = 0;
+  for (size_t index : dropped) {
+    Block& block = blocks_[index];
+    std::optional<ResultFile> fallback = std::move(block.fallback);
+    block = Block{};
+    sizes[index] = 0;
+    if (!fallback) continue;
+    Json link = ResourceLinkJson(*fallback);
+    size_t link_size = JsonSize(link) + 1;
+    if (total + link_size + kSummaryReserve > max_bytes_) {
+      ++unlinked;
+      continue;
+    }
+    block.json = std::move(link);
+    sizes[index] = link_size;
+    total += link_size;
+  }
+  if (!dropped.empty()) {
+    blocks_.erase(std::remove_if(blocks_.begin(), blocks_.end(),
+                                 [](const Block& block) { return block.json.is_null(); }),
+                  blocks_.end());
+  }
+  if (unnoted > 0 || unlinked > 0) {
+    notes_.push_back(fmt::format(
+        "[{} more file(s) left out{}: the result limit is {} (SANDBOX_MAX_RESULT_BYTES); "
+        "sandbox_list_artifacts lists them]",
+        unnoted, unlinked > 0 ? fmt::format(", {} without a link", unlinked) : std::string(),
+        HumanBytes(max_bytes_)));
+  }
   Json result = Assemble();
   size_t size = JsonSize(result);
-  // 1. Binary blocks, largest first, become links or notes.
-  while (size > max_bytes_) {
-    size_t largest = blocks_.size();
-    size_t largest_size = 0;
-    for (size_t i = 0; i < blocks_.size(); ++i) {
-      if (!blocks_[i].binary) continue;
-      size_t bytes = JsonSize(blocks_[i].json);
-      if (bytes > largest_size) {
-        largest = i;
-        largest_size = bytes;
-      }
-    }
-    if (largest == blocks_.size()) break;
-    Block block = std::move(blocks_[largest]);
-    blocks_.erase(blocks_.begin() + static_cast<long>(largest));
-    notes_.push_back(fmt::format(
-        "[{} ({} encoded) left out: the result limit is {} (SANDBOX_MAX_RESULT_BYTES){}]",
-        ValidUtf8(block.label), HumanBytes(largest_size), HumanBytes(max_bytes_),
-        block.fallback ? "; read it with sandbox_read_artifact or its download_url" : ""));
-    if (block.fallback) AddResourceLink(*block.fallback);  // small, and not binary
-    result = Assemble();
-    size = JsonSize(result);
-  }
-  // 2. The longest text blocks are shortened.
+  // 3. The longest text blocks are shortened (a few rounds at most, each one serialisation).
   for (int round = 0; round < 8 && size > max_bytes_; ++round) {
     size_t longest = blocks_.size();
     size_t longest_size = 0;
@@ -213,7 +263,7 @@ Json ToolResultBuilder::Build() {
     result = Assemble();
     size = JsonSize(result);
   }
-  // 3. A structuredContent too large on its own: long strings in it are shortened.
+  // 4. A structuredContent too large on its own: long strings in it are shortened.
   if (size > max_bytes_ && structured_.is_object()) {
     for (auto& [key, value] : structured_.items()) {
       if (value.is_string() && value.get_ref<const std::string&>().size() > 1024) {

@@ -55,8 +55,9 @@ class ToolResultBuilder {
   void SetStructured(Json structured) { structured_ = std::move(structured); }
   void MarkError() { is_error_ = true; }
 
-  // The result, cut to the budget: binary blocks go first (largest first), then
-  // the longest text blocks are shortened; each cut leaves a note saying so.
+  // The result, cut to the budget: binary blocks go first (largest first, linked in their place
+  // while links fit), then the longest text blocks are shortened; each cut leaves a note saying
+  // so. Linear in the number and size of blocks.
   Json Build();
 
  private:
@@ -66,7 +67,14 @@ class ToolResultBuilder {
     std::optional<ResultFile> fallback;
     std::string label;
   };
-  Json Assemble() const;
+  // The result; without its blocks (only the envelope and structuredContent) to measure them.
+  Json Assemble(bool with_blocks = true) const;
+  static Json ResourceLinkJson(const ResultFile& file);
+
+  // Notes for left-out blocks, each named; past that, one note counts the rest.
+  static constexpr size_t kMaxNotes = 8;
+  // Kept free for that counting note when links are placed.
+  static constexpr size_t kSummaryReserve = 256;
 
   size_t max_bytes_;
   std::vector<Block> blocks_;

@@ -213,6 +213,10 @@ def _run_cell(code, namespace):
         return 1, False
 
 
+# Figures one run returns; kMaxRunFigures in runtime/agent/run_limits.h.
+MAX_FIGURES = 32
+
+
 def _unique_figure_path(data_dir):
     while True:
         _State.figure_count += 1
@@ -231,7 +235,21 @@ def _save_figures(data_dir):
         numbers = list(pyplot.get_fignums())
     except Exception:
         return []
-    for number in numbers:
+    for index, number in enumerate(numbers):
+        if len(paths) >= MAX_FIGURES:
+            # init reads at most this many (runtime/agent/run_limits.h); the rest are closed
+            # unsaved rather than written for nothing.
+            print(
+                "%d more open figure(s) closed unsaved: a run returns at most %d"
+                % (len(numbers) - index, MAX_FIGURES),
+                file=sys.stderr,
+            )
+            for rest in numbers[index:]:
+                try:
+                    pyplot.close(rest)
+                except Exception:
+                    pass
+            break
         try:
             figure = pyplot.figure(number)
             path = _unique_figure_path(data_dir)

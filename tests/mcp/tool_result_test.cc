@@ -1,6 +1,8 @@
 // Building tool results: the byte budget, error shape, sandbox:// URIs, progress messages.
 #include "mcp/tool_result.h"
 
+#include <chrono>
+
 #include <catch2/catch.hpp>
 
 #include "mcp/jsonrpc.h"
@@ -102,4 +104,53 @@ TEST_CASE("a progress message is the last line of output", "[unit]") {
   CHECK(ProgressMessage("") == "");
   CHECK(ProgressMessage(std::string(500, 'x'), 100).size() == 100);
   CHECK(ProgressMessage("tail \xE2\x82\xAC", 3) == "\xE2\x82\xAC");
+}
+
+TEST_CASE("5 000 figures are decided in one pass and the result stays under the cap", "[unit]") {
+  // A cell that forges the worker's figure list once made the builder drop images one at a
+  // time, serialising the whole result after each: 3 400 figures took about a minute of server
+  // CPU (issue #12). The bound here is generous; the linear builder takes milliseconds.
+  constexpr size_t kMax = 1 << 20;
+  ToolResultBuilder builder(kMax);
+  builder.AddText("exit_code: 0");
+  std::string png(2000, 'p');
+  for (int i = 0; i < 5000; ++i) {
+    ResultFile file{"sess_0123456789ab", "/mnt/data/figure_" + std::to_string(i) + ".png",
+                    "image/png", png.size(), ""};
+    builder.AddImage(png, "image/png", file);
+  }
+  Json structured = {{"figures", Json::array()}};
+  builder.SetStructured(structured);
+  auto start = std::chrono::steady_clock::now();
+  Json result = builder.Build();
+  auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took < std::chrono::seconds(5));
+  size_t size = Serialize(result).size();
+  CHECK(size <= kMax);
+  size_t images = 0, links = 0;
+  for (const auto& block : result["content"]) {
+    if (block["type"] == "image") ++images;
+    if (block["type"] == "resource_link") ++links;
+  }
+  CHECK(images > 0);
+  CHECK(images < 5000);
+  const std::string& text = result["content"][0]["text"].get_ref<const std::string&>();
+  // Named notes are bounded; the rest are counted in one line.
+  CHECK(text.find("more file(s) left out") != std::string::npos);
+  CHECK(text.size() < 8192);
+  INFO("images " << images << ", links " << links << ", bytes " << size);
+}
+
+TEST_CASE("left-out images are linked only while links fit", "[unit]") {
+  ToolResultBuilder builder(4000);
+  builder.AddText("summary");
+  for (int i = 0; i < 200; ++i) {
+    ResultFile file{"sess_0123456789ab", "/mnt/data/f" + std::to_string(i) + ".png", "image/png",
+                    5000, ""};
+    builder.AddImage(std::string(5000, 'x'), "image/png", file);
+  }
+  Json result = builder.Build();
+  CHECK(Serialize(result).size() <= 4000);
+  CHECK(result["content"][0]["text"].get<std::string>().find("without a link") !=
+        std::string::npos);
 }

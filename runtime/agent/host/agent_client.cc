@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/agent/run_limits.h"
 #include "runtime/agent/wire.h"
 
 namespace sandbox {
@@ -179,15 +180,42 @@ Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallba
   result.worker_killed = agent::GetBool(*answer, "worker_killed");
   result.term_signal = static_cast<int>(agent::GetInt(*answer, "term_signal"));
   result.duration_s = agent::GetDouble(*answer, "duration_s");
+  // init runs inside the sandbox: what it reports is bounded again here (run_limits.h), so a
+  // subverted init cannot make the server build a result of thousands of blocks.
+  size_t left_out = 0;
   if (auto it = answer->find("artifacts"); it != answer->end() && it->is_array()) {
-    for (const auto& entry : *it) result.artifacts.push_back(FileInfoFromJson(entry));
+    for (const auto& entry : *it) {
+      FileInfo info = FileInfoFromJson(entry);
+      if (result.artifacts.size() >= agent::kMaxRunArtifacts ||
+          info.path.size() > agent::kMaxReportedPathBytes) {
+        ++left_out;
+        continue;
+      }
+      result.artifacts.push_back(std::move(info));
+    }
   }
   if (auto it = answer->find("figures"); it != answer->end() && it->is_array()) {
+    uint64_t figure_bytes = 0;
     for (const auto& entry : *it) {
+      std::string path = agent::GetString(entry, "path");
+      if (result.figures.size() >= agent::kMaxRunFigures ||
+          path.size() > agent::kMaxReportedPathBytes) {
+        ++left_out;
+        continue;
+      }
       auto png = agent::GetBytes(entry, "png");
       if (!png) return Broken("malformed figure in the run result");
-      result.figures.push_back(Figure{agent::GetString(entry, "path"), std::move(*png)});
+      figure_bytes += png->size();
+      if (figure_bytes > agent::kMaxRunFigureBytes) {
+        ++left_out;
+        continue;
+      }
+      result.figures.push_back(Figure{std::move(path), std::move(*png)});
     }
+  }
+  if (left_out > 0) {
+    spdlog::warn("the agent reported {} figure(s) or artifact(s) past the run's bounds; left out",
+                 left_out);
   }
   // Output events stop short of the end (they are throttled): the rest goes out now, so the
   // callback sees exactly the captured output.

@@ -12,6 +12,7 @@
 
 #include "runtime/agent/init/process_group.h"
 #include "runtime/agent/mime.h"
+#include "runtime/agent/run_limits.h"
 
 namespace sandbox::agent {
 
@@ -31,7 +32,6 @@ constexpr uint64_t kMaxOutputCap = uint64_t{32} << 20;
 constexpr uint64_t kMaxReadChunk = uint64_t{8} << 20;
 constexpr uint64_t kMaxFigureBytes = uint64_t{32} << 20;
 constexpr size_t kMaxListEntries = 20000;
-constexpr size_t kMaxArtifacts = 1000;
 
 void Log(const std::string& message) {
   std::string line = "sandbox-init: " + message + "\n";
@@ -573,6 +573,39 @@ void Agent::OnWorkerReady(Proc& proc) {
   if (run_ && run_->proc == &proc && !run_->code_sent && !run_->interrupted) SendCode();
 }
 
+Json Agent::FiguresFromDone(const Json& done) {
+  // The figure list is whatever the worker's pipe carried, and cell code can write there: at
+  // most kMaxRunFigures distinct paths and kMaxRunFigureBytes in all are read (run_limits.h).
+  Json figures = Json::array();
+  auto it = done.find("figures");
+  if (it == done.end() || !it->is_array()) return figures;
+  uint64_t budget = kMaxRunFigureBytes;
+  size_t skipped = 0;
+  std::vector<std::string> seen;
+  for (const auto& entry : *it) {
+    if (!entry.is_string()) continue;
+    const std::string& path = entry.get_ref<const std::string&>();
+    if (figures.size() >= kMaxRunFigures || budget == 0 || path.size() > kMaxReportedPathBytes ||
+        std::find(seen.begin(), seen.end(), path) != seen.end()) {
+      ++skipped;
+      continue;
+    }
+    seen.push_back(path);
+    auto png = files_.Read(path, std::min(kMaxFigureBytes, budget));
+    if (!png) {
+      Log("figure " + path.substr(0, 256) + ": " + png.error().message);
+      continue;
+    }
+    budget -= std::min<uint64_t>(budget, png->size());
+    figures.push_back(Json{{"path", path}, {"png", Base64Encode(*png)}});
+  }
+  if (skipped > 0) {
+    Log("the worker reported " + std::to_string(skipped) +
+        " figure(s) past the run's bounds; left out");
+  }
+  return figures;
+}
+
 void Agent::OnWorkerDone(Proc& proc, const Json& done) {
   if (!run_ || run_->proc != &proc || run_->killed || GetUint(done, "id") != run_->id) return;
   proc.ran_code = true;
@@ -582,19 +615,7 @@ void Agent::OnWorkerDone(Proc& proc, const Json& done) {
   result["term_signal"] = 0;
   result["worker_killed"] = false;
   result["state_lost"] = false;
-  Json figures = Json::array();
-  if (auto it = done.find("figures"); it != done.end() && it->is_array()) {
-    for (const auto& path : *it) {
-      if (!path.is_string()) continue;
-      auto png = files_.Read(path.get<std::string>(), kMaxFigureBytes);
-      if (!png) {
-        Log("figure " + path.get<std::string>() + ": " + png.error().message);
-        continue;
-      }
-      figures.push_back(Json{{"path", path}, {"png", Base64Encode(*png)}});
-    }
-  }
-  result["figures"] = std::move(figures);
+  result["figures"] = FiguresFromDone(done);
   if (run_->interrupted) {
     // The cell was stopped (timeout, cancel) and the worker kept its state; what the cell
     // started in the background is stopped with it, as a killed worker's group would be.
@@ -761,7 +782,7 @@ void Agent::FinishRun(Json result) {
   result["duration_s"] = Seconds(Clock::now() - run.started);
   Json artifacts = Json::array();
   for (const auto& file : run.before.ChangedIn(DataSnapshot::Take(config_.data_dir))) {
-    if (artifacts.size() >= kMaxArtifacts) break;
+    if (artifacts.size() >= kMaxRunArtifacts) break;
     artifacts.push_back(Json{{"path", file.path},
                              {"size", file.size},
                              {"mime", std::string(MimeTypeForPath(file.path))},

@@ -111,6 +111,8 @@ class Agent {
   void OnProcExit(Proc& proc, int wait_status);
   void OnWorkerReady(Proc& proc);
   void OnWorkerDone(Proc& proc, const Json& done);
+  // The figures of a `done` message, read and bounded (run_limits.h).
+  Json FiguresFromDone(const Json& done);
 
   void SendCode();
   void Interrupt();

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "runtime/agent/run_limits.h"
 #include "runtime/base/files.h"
 #include "tests/runtime/agent/local_agent.h"
 #include "tests/support/test_support.h"
@@ -420,6 +421,34 @@ TEST_CASE("files new or changed under the data dir are reported as artifacts", "
   CHECK(shell.artifacts[0].mime_type == "text/plain");
 
   CHECK(s.Python("print('nothing')").artifacts.empty());
+}
+
+TEST_CASE("a cell that forges the worker's figure list gets a bounded result", "[agent]") {
+  // Cell code can rewrite the worker's globals: here its figure list names 5 000 files (each
+  // twice). init reads at most kMaxRunFigures of them; before, it sent every one (issue #12).
+  Session s;
+  auto result = s.Python(
+      "import os, sys\n"
+      "paths = []\n"
+      "for i in range(5000):\n"
+      "    p = os.path.join(" +
+      ("'" + s.data + "'") +
+      ", 'forged_%d.png' % i)\n"
+      "    with open(p, 'wb') as f:\n"
+      "        f.write(b'\\x89PNG\\r\\n\\x1a\\n' + b'x' * 1000)\n"
+      "    paths.append(p)\n"
+      "frame = sys._getframe()\n"
+      "while frame is not None:\n"
+      "    if '_save_figures' in frame.f_globals:\n"
+      "        frame.f_globals['_save_figures'] = lambda data_dir: paths + paths\n"
+      "    frame = frame.f_back\n");
+  CHECK(result.exit_code == 0);
+  CHECK(result.stderr_text.empty());
+  CHECK(result.figures.size() == sandbox::agent::kMaxRunFigures);
+  CHECK(result.artifacts.size() <= sandbox::agent::kMaxRunArtifacts);
+  for (const auto& figure : result.figures) CHECK(figure.png.size() == 1008);
+  // Distinct paths: the doubled list did not return a file twice.
+  CHECK(result.figures.front().path != result.figures.back().path);
 }
 
 TEST_CASE("file operations: write, read, stat, list", "[agent]") {

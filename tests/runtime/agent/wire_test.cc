@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "runtime/agent/host/agent_client.h"
 #include "runtime/agent/host/fd_byte_stream.h"
 #include "runtime/agent/mime.h"
+#include "runtime/agent/run_limits.h"
 #include "runtime/base/files.h"
 
 using namespace std::chrono_literals;
@@ -257,4 +259,48 @@ TEST_CASE("AgentClient: no hello in time, malformed frames and EOF mean unavaila
     REQUIRE_FALSE(gone);
     CHECK(gone.error().code == ErrorCode::kSandboxUnavailable);
   }
+}
+
+TEST_CASE("AgentClient bounds a run result from init: figures and artifacts", "[unit]") {
+  // init runs inside the sandbox; a subverted one may report anything. The host keeps at most
+  // kMaxRunFigures figures and kMaxRunArtifacts artifacts (issue #12).
+  auto [ours, theirs] = SocketPair();
+  sandbox::FdByteStream stream(std::move(ours));
+  sandbox::AgentClient client(stream);
+  REQUIRE(sandbox::WriteAll(theirs.get(),
+                            EncodeFrame(Json{{"type", "hello"}, {"id", 0}, {"protocol", 1}})));
+  REQUIRE(client.WaitReady(5s));
+  std::thread agent([fd = theirs.get()] {
+    FrameDecoder decoder;
+    std::optional<Json> request;
+    char buf[4096];
+    while (!request) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return;
+      decoder.Append(std::string_view(buf, static_cast<size_t>(n)));
+      auto next = decoder.Next();
+      if (!next) return;
+      request = *next;
+    }
+    Json figures = Json::array();
+    Json artifacts = Json::array();
+    for (int i = 0; i < 5000; ++i) {
+      std::string path = "/mnt/data/f" + std::to_string(i) + ".png";
+      figures.push_back(Json{{"path", path}, {"png", Base64Encode("png")}});
+      artifacts.push_back(Json{{"path", path}, {"size", 3}, {"mime", "image/png"}});
+    }
+    Json result = {{"type", "result"},      {"id", (*request)["id"]}, {"exit_code", 0},
+                   {"stdout", ""},          {"stderr", ""},           {"figures", figures},
+                   {"artifacts", artifacts}};
+    (void)sandbox::WriteAll(fd, EncodeFrame(result));
+  });
+  sandbox::RunRequest request;
+  request.code = "pass";
+  request.timeout_s = 30;
+  auto run = client.Run(request);
+  agent.join();
+  REQUIRE(run);
+  CHECK(run->figures.size() == sandbox::agent::kMaxRunFigures);
+  CHECK(run->artifacts.size() == sandbox::agent::kMaxRunArtifacts);
+  CHECK(run->figures.front().png == "png");
 }
