@@ -66,6 +66,16 @@ TEST_CASE("daemon errors carry the call, status and message", "[unit]") {
   CHECK(plain.message == "start: Docker daemon answered 500: page not found");
 }
 
+TEST_CASE("a daemon error body nested 100 000 deep is not parsed, only quoted cut", "[unit]") {
+  // Daemon answers are JSON from outside like any other: past the depth bound the body is
+  // treated as text (its first 300 bytes), never handed to the parser.
+  std::string body =
+      R"({"message":"x","d":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto error = EngineError("inspect", 500, body);
+  CHECK(error.message.size() < 400);
+  CHECK_THAT(error.message, Catch::StartsWith("inspect: Docker daemon answered 500: {\"message\""));
+}
+
 TEST_CASE("owner labels name a live process or a gone one", "[unit]") {
   const LocalIdentity local = CurrentIdentity();
   std::string me = CurrentOwner();
