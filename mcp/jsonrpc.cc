@@ -112,7 +112,7 @@ std::optional<Json> ParseJson(std::string_view text) {
   return std::move(*value);
 }
 
-tl::expected<Message, Json> ClassifyMessage(const Json& value) {
+tl::expected<Message, Json> ClassifyMessage(Json value) {
   auto invalid = [](const Json& id, std::string_view why) {
     return tl::unexpected<Json>(MakeErrorResponse(id, kInvalidRequest, why));
   };
@@ -145,7 +145,7 @@ tl::expected<Message, Json> ClassifyMessage(const Json& value) {
   if (auto params = value.find("params"); params != value.end()) {
     // JSON-RPC allows arrays, but every MCP method takes an object.
     if (!params->is_object()) return invalid(id, "Invalid Request: params must be an object");
-    message.params = *params;
+    message.params = std::move(*params);
   }
   if (!has_id) {
     message.kind = Message::Kind::kNotification;

@@ -42,7 +42,7 @@ std::optional<Json> ParseJson(std::string_view text);
 
 // Classifies one JSON value as a message. When it is not a valid JSON-RPC message, returns the
 // error response to send back (-32600, with the id if one could be read, else null).
-tl::expected<Message, Json> ClassifyMessage(const Json& value);
+tl::expected<Message, Json> ClassifyMessage(Json value);
 
 // A key that tells request ids apart by value and type ("1" vs 1), for in-flight maps.
 std::string IdKey(const Json& id);

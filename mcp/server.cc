@@ -255,9 +255,9 @@ void Connection::CancelAll() {
   for (auto& flight : flights) flight->Cancel();
 }
 
-void Connection::Handle(const Json& value, std::shared_ptr<Reply> reply) {
+void Connection::Handle(Json value, std::shared_ptr<Reply> reply) {
   if (!value.is_array()) {
-    HandleMessage(value, reply, /*in_batch=*/false);
+    HandleMessage(std::move(value), reply, /*in_batch=*/false);
     return;
   }
   // Batches exist only in 2025-03-26 (removed in 2025-06-18); initialize may not be batched,
@@ -279,12 +279,12 @@ void Connection::Handle(const Json& value, std::shared_ptr<Reply> reply) {
     return;
   }
   auto batch = std::make_shared<BatchReply>(reply, value.size());
-  for (const auto& element : value) HandleMessage(element, batch->Element(), /*in_batch=*/true);
+  for (auto& element : value)
+    HandleMessage(std::move(element), batch->Element(), /*in_batch=*/true);
 }
 
-void Connection::HandleMessage(const Json& value, const std::shared_ptr<Reply>& reply,
-                               bool in_batch) {
-  auto message = ClassifyMessage(value);
+void Connection::HandleMessage(Json value, const std::shared_ptr<Reply>& reply, bool in_batch) {
+  auto message = ClassifyMessage(std::move(value));
   if (!message) {
     reply->Send(message.error());
     reply->Close();
@@ -368,7 +368,7 @@ Json Connection::Initialize(const Json& params) {
   return result;
 }
 
-void Connection::HandleRequest(const Message& message, const std::shared_ptr<Reply>& reply,
+void Connection::HandleRequest(Message& message, const std::shared_ptr<Reply>& reply,
                                bool in_batch) {
   auto answer = [&](Json response) {
     reply->Send(response);
@@ -479,8 +479,8 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
   }
 }
 
-void Connection::StartToolCall(const Message& message, const std::shared_ptr<Reply>& reply) {
-  const Json& params = message.params;
+void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& reply) {
+  Json& params = message.params;
   auto fail = [&](std::string text) {
     reply->Send(MakeErrorResponse(message.id, kInvalidParams, text));
     reply->Close();
@@ -494,7 +494,7 @@ void Connection::StartToolCall(const Message& message, const std::shared_ptr<Rep
   Json arguments = Json::object();
   if (auto it = params.find("arguments"); it != params.end() && !it->is_null()) {
     if (!it->is_object()) return fail("Invalid params: arguments must be an object");
-    arguments = *it;
+    arguments = std::move(*it);  // an upload's content moves on, it is not copied
   }
   Json progress_token = nullptr;
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {

@@ -87,8 +87,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Handles one JSON value from the client: a message, or (2025-03-26 only) a batch array.
   // Fast methods reply before returning; tool calls reply later from a worker thread (or
-  // before returning, with set_run_inline).
-  void Handle(const Json& value, std::shared_ptr<Reply> reply);
+  // before returning, with set_run_inline). Takes the value by value: its strings (an upload's
+  // content) are moved on to the tool, never copied.
+  void Handle(Json value, std::shared_ptr<Reply> reply);
 
   // Run tool calls on the calling thread instead of the worker pool: for transports that
   // give each request a thread of its own (HTTP), which saves two thread hand-offs per call.
@@ -113,11 +114,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct InFlight;
   class Call;
 
-  void HandleMessage(const Json& value, const std::shared_ptr<Reply>& reply, bool in_batch);
-  void HandleRequest(const Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void HandleMessage(Json value, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void HandleRequest(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   void HandleNotification(const Message& message);
   Json Initialize(const Json& params);
-  void StartToolCall(const Message& message, const std::shared_ptr<Reply>& reply);
+  void StartToolCall(Message& message, const std::shared_ptr<Reply>& reply);
   void StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply);
   // Registers a request in flight and runs `work` on the pool (or inline, see
   // set_run_inline, unless it `streams` progress that must reach the client while it runs);

@@ -92,7 +92,7 @@ Status ServeStdio(Server& server, const StdioOptions& options,
       writer->Write(MakeErrorResponse(nullptr, kParseError, value.error()));
       return;
     }
-    connection->Handle(*value, reply);
+    connection->Handle(std::move(*value), reply);
   };
 
   std::string buffer;

@@ -21,8 +21,9 @@ inline constexpr size_t kMaxJsonDepth = 128;
 // linear pass that skips strings (with their escapes); it does not check the rest of the syntax.
 Status CheckJsonDepth(std::string_view text, size_t max_depth = kMaxJsonDepth);
 
-// Parses `text` after CheckJsonDepth. Fails (kInvalidArgument) on deep nesting or invalid JSON;
-// never throws.
+// Parses `text`, stopping where arrays and objects nest deeper than `max_depth`. Strings are
+// moved out of the parser, not copied. Fails (kInvalidArgument) on deep nesting or invalid
+// JSON; never throws.
 Result<nlohmann::json> ParseJsonBounded(std::string_view text, size_t max_depth = kMaxJsonDepth);
 
 }  // namespace sandbox
