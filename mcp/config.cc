@@ -298,6 +298,7 @@ CheckedServeConfig CheckServeConfig(const EnvLookup& env,
         "SANDBOX_MEMORY_LIMIT to at least {}",
         FormatBytes(config.disk_bytes), FormatBytes(config.memory_bytes),
         FormatBytes(MaxDataBytes(config.memory_bytes)), FormatBytes(2 * config.disk_bytes)));
+    config.disk_bytes = DefaultDataBytes(config.memory_bytes);  // as for any refused value
   }
   return checked;
 }

@@ -101,9 +101,8 @@ EnforcedLimits BuildPlan(const std::string& mode, const Limits& limits,
 
   // Sizes derived from the memory limit (runtime/limits.h): /mnt/data at most half of it.
   std::string tmpfs_note =
-      cgroup.memory ? "tmpfs size, within the memory limit: its pages count as the session's "
-                      "memory, so a full tmpfs fails writes with ENOSPC and leaves the rest "
-                      "of the memory limit to the processes"
+      cgroup.memory ? "tmpfs size; its pages count as the session's memory, and it fits in the "
+                      "memory limit: full, it fails writes with ENOSPC, not with an OOM kill"
                     : "tmpfs size; its pages use host memory outside any per-sandbox memory "
                       "limit";
   add("disk", LimitMechanism::kTmpfsSize, FormatBytes(limits.disk_bytes), tmpfs_note);

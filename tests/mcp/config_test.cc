@@ -133,6 +133,7 @@ TEST_CASE("the disk limit is derived from the memory limit and refused above hal
   CHECK(refused.errors[0].find("SANDBOX_DISK_LIMIT (1GiB) is more than half of "
                                "SANDBOX_MEMORY_LIMIT (512MiB)") != std::string::npos);
   CHECK(refused.errors[0].find("at most 256MiB") != std::string::npos);
+  CHECK(refused.config.disk_bytes == 256ull << 20);  // the default, as doctor reports it
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_DISK_LIMIT", "1g"}}), {}));
 }
 

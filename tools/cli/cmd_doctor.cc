@@ -138,7 +138,7 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string
   out << fmt::format("\nlimits serve would use ({}):\n", r.limits.cgroup_mode == "none"
                                                              ? "no cgroups: rlimits only"
                                                              : r.limits.cgroup_mode);
-  constexpr size_t kL1 = 12;
+  constexpr size_t kL1 = 18;
   constexpr size_t kL2 = 14;
   out << "  "
       << "LIMIT" << std::string(kL1 - 5, ' ') << "VALUE" << std::string(kL2 - 5, ' ')
