@@ -235,9 +235,11 @@ void Spawner::Clone(Request& request) {
   // Like fork(2): no stack given, the child runs on a copy of this thread's stack.
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) RunChild(plan);
-  if (pid < 0 && (errno == ENOSYS || errno == E2BIG || (errno == EINVAL && in_cgroup))) {
+  if (pid < 0 && (errno == ENOSYS || errno == E2BIG ||
+                  (in_cgroup && (errno == EINVAL || errno == EACCES || errno == EPERM)))) {
     // clone3 missing (< 5.3), or refused by a seccomp filter (Docker's answers ENOSYS), or no
-    // CLONE_INTO_CGROUP (< 5.7): the caller joins the cgroup before the go byte instead.
+    // CLONE_INTO_CGROUP (< 5.7), or the cgroup's permission check refused the namespace
+    // owner's credentials: the caller joins the cgroup before the go byte instead (as root).
     in_cgroup = false;
     pid = ::syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr,
                     nullptr);
