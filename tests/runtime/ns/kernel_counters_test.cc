@@ -6,10 +6,12 @@
 // its user namespace as its own host uid) and again as an unprivileged user (each sandbox gets
 // a share of the user's budget).
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <mqueue.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -103,6 +105,17 @@ TEST_CASE("security: kernel per-user counters are charged to the sandbox, not th
   auto spec = MakeSpec(rootfs, agent_dir);
   spec.limits.memory_bytes = 512ull << 20;  // room for 192k inotify marks (kernel memory)
   auto box = StartAgent(*backend, spec);
+  // The sandbox's user namespace belongs to the session's host uid (as root, its own one).
+  {
+    std::string path = "/proc/" + std::to_string(box.ns().init_pid()) + "/ns/user";
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    uid_t owner = 0;
+    CHECK(::ioctl(fd, NS_GET_OWNER_UID, &owner) == 0);
+    ::close(fd);
+    CHECK(owner == box.ns().host_uid());
+    if (::geteuid() == 0) CHECK(owner != 0);
+  }
   auto r = box.Python(kExhaust, 120);
   INFO(r.stdout_text << r.stderr_text);
   REQUIRE(r.exit_code == 0);
