@@ -111,7 +111,9 @@ const std::vector<ConfigVariable> kVariables = {
        SBX_ASSIGN_FIELD(pids, Integer(value, 8, 1 << 22));
        return {};
      }},
-    {"SANDBOX_DISK_LIMIT", "--disk-limit", "1g", "Size of each session's /mnt/data",
+    {"SANDBOX_DISK_LIMIT", "--disk-limit", "",
+     "Size of each session's /mnt/data (a tmpfs: its pages count as the session's memory); "
+     "default half of SANDBOX_MEMORY_LIMIT, at most 1g; refused above half",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(disk_bytes, Size(value, 1ull << 20, 1ull << 40));
        return {};
@@ -284,6 +286,20 @@ CheckedServeConfig CheckServeConfig(const EnvLookup& env,
     }
     config = std::move(trial);
   }
+  // /mnt/data is a tmpfs charged to the session's memory (runtime/limits.h): derived from the
+  // memory limit when unset, refused when the memory limit could never hold it.
+  if (config.disk_bytes == 0) {
+    config.disk_bytes = DefaultDataBytes(config.memory_bytes);
+  } else if (config.disk_bytes > MaxDataBytes(config.memory_bytes)) {
+    checked.errors.push_back(fmt::format(
+        "SANDBOX_DISK_LIMIT ({}) is more than half of SANDBOX_MEMORY_LIMIT ({}): /mnt/data is a "
+        "tmpfs whose pages count as the session's memory, so filling it would get the session "
+        "OOM-killed instead of ENOSPC; set SANDBOX_DISK_LIMIT to at most {} or raise "
+        "SANDBOX_MEMORY_LIMIT to at least {}",
+        FormatBytes(config.disk_bytes), FormatBytes(config.memory_bytes),
+        FormatBytes(MaxDataBytes(config.memory_bytes)), FormatBytes(2 * config.disk_bytes)));
+    config.disk_bytes = DefaultDataBytes(config.memory_bytes);  // as for any refused value
+  }
   return checked;
 }
 
@@ -302,6 +318,7 @@ Limits SessionLimits(const ServeConfig& config) {
   limits.cpus = config.cpus;
   limits.pids = config.pids;
   limits.disk_bytes = config.disk_bytes;
+  limits.tmp_bytes = TmpBytesFor(config.memory_bytes);
   return limits;
 }
 

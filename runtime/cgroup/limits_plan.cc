@@ -25,6 +25,8 @@ const char* LimitMechanismName(LimitMechanism mechanism) {
       return "tmpfs";
     case LimitMechanism::kDocker:
       return "docker";
+    case LimitMechanism::kUserNamespace:
+      return "userns";
   }
   return "none";
 }
@@ -97,10 +99,12 @@ EnforcedLimits BuildPlan(const std::string& mode, const Limits& limits,
         "server's uid");
   }
 
-  std::string tmpfs_note = cgroup.memory
-                               ? "tmpfs size; its pages also count toward the memory limit"
-                               : "tmpfs size; its pages use host memory outside any "
-                                 "per-sandbox memory limit";
+  // Sizes derived from the memory limit (runtime/limits.h): /mnt/data at most half of it.
+  std::string tmpfs_note =
+      cgroup.memory ? "tmpfs size; its pages count as the session's memory, and it fits in the "
+                      "memory limit: full, it fails writes with ENOSPC, not with an OOM kill"
+                    : "tmpfs size; its pages use host memory outside any per-sandbox memory "
+                      "limit";
   add("disk", LimitMechanism::kTmpfsSize, FormatBytes(limits.disk_bytes), tmpfs_note);
   add("tmp", LimitMechanism::kTmpfsSize, FormatBytes(limits.tmp_bytes), tmpfs_note);
   add("open_files", LimitMechanism::kRlimit, std::to_string(limits.open_files), "RLIMIT_NOFILE");

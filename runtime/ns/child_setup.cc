@@ -277,6 +277,10 @@ const char* RlimitName(int resource) {
       return "RLIMIT_NPROC";
     case RLIMIT_STACK:
       return "RLIMIT_STACK";
+    case RLIMIT_SIGPENDING:
+      return "RLIMIT_SIGPENDING";
+    case RLIMIT_MSGQUEUE:
+      return "RLIMIT_MSGQUEUE";
     default:
       return "an rlimit";
   }

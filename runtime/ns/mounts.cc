@@ -45,7 +45,7 @@ MountPlan BuildMountPlan(const MountInputs& in) {
                              "make /mnt/wheelhouse read-only"));
   }
 
-  AppendProcMounts(plan);
+  AppendProcMounts(plan, in.sysctls);
 
   // The ids in tmpfs options are read in the mounter's user namespace: the sandbox user.
   std::string owner = "uid=" + std::to_string(in.uid) + ",gid=" + std::to_string(in.gid);
@@ -139,6 +139,12 @@ MountOp SetFsIdsOp(uid_t uid, gid_t gid, std::string what) {
 
 MountOp ChdirOp(std::string target, std::string what) {
   return Op(MountOpKind::kChdir, std::move(target), std::move(what));
+}
+
+MountOp WriteFileOp(std::string target, std::string content, std::string what) {
+  MountOp op = Op(MountOpKind::kWriteFile, std::move(target), std::move(what));
+  op.data = std::move(content);
+  return op;
 }
 
 std::vector<std::string> RequiredMountPoints(const MountInputs& in) {
@@ -249,6 +255,15 @@ int ApplyMountOp(const MountOp& op, bool use_mount_setattr) {
       return 0;
     case MountOpKind::kChdir:
       return ::chdir(target) == 0 ? 0 : errno;
+    case MountOpKind::kWriteFile: {
+      // Absent: this kernel has no such counter (e.g. fanotify's before 5.13).
+      int fd = ::open(target, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) return errno == ENOENT ? 0 : errno;
+      ssize_t n = ::write(fd, op.data.data(), op.data.size());
+      int err = n < 0 ? errno : (static_cast<size_t>(n) != op.data.size() ? EIO : 0);
+      ::close(fd);
+      return err;
+    }
   }
   return EINVAL;
 }

@@ -26,6 +26,7 @@ enum class MountOpKind {
   kSymlink,       // symlink(source, target)
   kSetFsIds,      // setfsuid/setfsgid(uid, gid) (ids as seen inside the user namespace)
   kChdir,         // chdir(target): later relative targets resolve from here
+  kWriteFile,     // write `data` to the existing file at target (a sysctl); skipped when absent
 };
 
 struct MountOp {
@@ -55,6 +56,15 @@ MountOp MakeFileOp(std::string target, std::string what);
 MountOp SymlinkOp(std::string points_to, std::string link, std::string what);
 MountOp SetFsIdsOp(uid_t uid, gid_t gid, std::string what);
 MountOp ChdirOp(std::string target, std::string what);
+MountOp WriteFileOp(std::string target, std::string content, std::string what);
+
+// A sysctl the child writes in its own user namespace, through the sandbox's fresh /proc
+// before /proc/sys is made read-only: the path relative to the rootfs
+// ("proc/sys/user/max_inotify_instances") and the value.
+struct UserSysctl {
+  std::string path;
+  std::string value;
+};
 
 struct MountPlan {
   std::vector<MountOp> ops;
@@ -71,7 +81,8 @@ struct MountInputs {
   uint64_t tmp_bytes = 0;   // size of the /tmp tmpfs
   uint64_t data_bytes = 0;  // size of the /mnt/data tmpfs
   uint64_t shm_bytes = 64ull << 20;
-  uid_t uid = 1000;  // the sandbox user, as seen inside
+  std::vector<UserSysctl> sysctls;  // written right after /proc is mounted
+  uid_t uid = 1000;                 // the sandbox user, as seen inside
   gid_t gid = 1000;
 };
 

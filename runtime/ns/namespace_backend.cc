@@ -18,6 +18,7 @@
 
 #include "runtime/agent/host/fd_byte_stream.h"
 #include "runtime/ns/child_setup.h"
+#include "runtime/ns/kernel_counters.h"
 #include "runtime/ns/mounts.h"
 #include "runtime/ns/pidfd.h"
 #include "runtime/ns/process_identity.h"
@@ -40,6 +41,7 @@ struct BackendState {
   std::unique_ptr<CgroupManager> cgroups;
   SessionRecords records;
   std::optional<HostIdAllocator> host_ids;  // root server only
+  KernelCounters counter_caps;              // per sandbox (kernel_counters.h)
   ProcessIdentity self;
   Spawner spawner;
 
@@ -51,6 +53,7 @@ struct BackendState {
         cgroups(manager ? std::move(manager) : CgroupManager::Detect()),
         records(options.state_dir + "/sessions") {
     if (::geteuid() == 0) host_ids.emplace(options.host_id_claim_dir);
+    counter_caps = SandboxCaps(HostPerUserBudget(), host_ids.has_value(), options.max_sessions);
     if (auto me = IdentifyProcess(::getpid())) self = *me;
   }
   ~BackendState() {
@@ -206,6 +209,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   inputs.wheelhouse = spec.wheelhouse;
   inputs.tmp_bytes = spec.limits.tmp_bytes;
   inputs.data_bytes = spec.limits.disk_bytes;
+  inputs.sysctls = SandboxSysctls(state->counter_caps);
   for (const std::string* dir : {&inputs.rootfs, &inputs.agent_dir}) {
     struct stat st;
     if (dir->empty() || (*dir)[0] != '/') {
@@ -231,6 +235,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   // not take the live sandbox's id out of the set the orphan sweep keeps).
   auto sandbox = std::make_unique<Sandbox>(state, spec.session_id);
   sandbox->limits_ = state->cgroups->Plan(spec.limits);
+  DescribeCaps(state->counter_caps, state->host_ids.has_value(), sandbox->limits_);
 
   ChildPlan plan;
   plan.unshare_flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
@@ -241,6 +246,9 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   }
   plan.workdir = spec.workdir.empty() ? "/mnt/data" : spec.workdir;
   plan.rlimits = RlimitsFor(spec.limits, MemoryCgroupInForce(sandbox->limits_));
+  for (const RlimitSetting& limit : SandboxCounterRlimits(state->counter_caps)) {
+    plan.rlimits.push_back(limit);
+  }
   plan.seccomp = policy->prog();
   plan.exec_path = argv[0];
   plan.argv = std::move(argv);
@@ -292,8 +300,10 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   plan.log_fd = log_pipe[1];
 
   const auto planned = Clock::now();
+  // Root server: the sandbox's own host uid owns its user namespace (spawn.cc says why).
+  const uid_t owner = state->host_ids ? sandbox->host_uid_ : static_cast<uid_t>(-1);
   SBX_ASSIGN_OR_RETURN(sandbox->child_,
-                       state->spawner.Spawn(plan, sandbox->cgroup_->DirFd(), child_fds));
+                       state->spawner.Spawn(plan, sandbox->cgroup_->DirFd(), child_fds, owner));
   const auto cloned = Clock::now();
 
   // The record goes down before the child can do anything: from here a crash leaves a trace.
@@ -369,7 +379,9 @@ Result<std::unique_ptr<Sandbox>> NamespaceBackend::StartProgram(const SandboxSpe
 }
 
 EnforcedLimits NamespaceBackend::PlanLimits(const Limits& limits) const {
-  return state_->cgroups->Plan(limits);
+  EnforcedLimits plan = state_->cgroups->Plan(limits);
+  ns::DescribeCaps(state_->counter_caps, state_->host_ids.has_value(), plan);
+  return plan;
 }
 
 Result<int> NamespaceBackend::SweepOrphans() {

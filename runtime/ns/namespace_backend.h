@@ -38,6 +38,9 @@ class NamespaceBackend : public Backend {
     // Remove the cgroup parent group(s) when the backend goes, if empty by then: for parents
     // of a server's own (a state dir other than the default one), which nobody else reuses.
     bool remove_cgroup_parents = false;
+    // SANDBOX_MAX_SESSIONS: an unprivileged server's sandboxes share the user's per-user
+    // kernel counters, so each gets a share of them (kernel_counters.h).
+    int max_sessions = 10;
   };
 
   // `cgroups` is CgroupManager::Detect() (or Open()) for this host; null means Detect().

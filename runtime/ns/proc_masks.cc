@@ -24,9 +24,12 @@ const std::vector<std::string_view>& ReadOnlyProcPaths() {
   return paths;
 }
 
-void AppendProcMounts(MountPlan& plan) {
+void AppendProcMounts(MountPlan& plan, const std::vector<UserSysctl>& sysctls) {
   auto& ops = plan.ops;
   ops.push_back(MountFsOp("proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "", "mount /proc"));
+  for (const UserSysctl& sysctl : sysctls) {
+    ops.push_back(WriteFileOp(sysctl.path, sysctl.value, "set /" + sysctl.path));
+  }
   for (std::string_view path : MaskedProcPaths()) {
     ops.push_back(MaskPathOp(std::string(path.substr(1)), "mask " + std::string(path)));
   }

@@ -15,8 +15,10 @@ const std::vector<std::string_view>& MaskedProcPaths();
 // Paths in /proc made read-only (a self-bind, then remounted read-only).
 const std::vector<std::string_view>& ReadOnlyProcPaths();
 
-// Appends: mount proc (nosuid, noexec, nodev) on proc/, then the masks and read-only paths.
+// Appends: mount proc (nosuid, noexec, nodev) on proc/, the `sysctls` writes (while /proc/sys
+// is still writable: the fresh proc shows the sandbox's own user namespace's table, which the
+// child may set with its CAP_SYS_RESOURCE there), then the masks and read-only paths.
 // Targets are relative to the rootfs (the plan has chdir'd into it).
-void AppendProcMounts(MountPlan& plan);
+void AppendProcMounts(MountPlan& plan, const std::vector<UserSysctl>& sysctls = {});
 
 }  // namespace sandbox::ns

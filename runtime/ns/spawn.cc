@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -45,6 +46,7 @@ struct Spawner::Request {
   const ChildPlan* plan = nullptr;
   int cgroup_fd = -1;
   std::vector<Fd>* child_fds = nullptr;
+  uid_t namespace_owner = static_cast<uid_t>(-1);
 
   Result<SpawnedChild> result = Fail(ErrorCode::kInternal, "spawner did not run");
   bool done = false;
@@ -88,12 +90,13 @@ Spawner::~Spawner() {
 }
 
 Result<SpawnedChild> Spawner::Spawn(const ChildPlan& plan, int cgroup_fd,
-                                    std::vector<Fd>& child_fds) {
+                                    std::vector<Fd>& child_fds, uid_t namespace_owner) {
   if (!init_error_.empty()) return Fail(ErrorCode::kSandboxUnavailable, "{}", init_error_);
   Request request;
   request.plan = &plan;
   request.cgroup_fd = cgroup_fd;
   request.child_fds = &child_fds;
+  request.namespace_owner = namespace_owner;
   std::unique_lock<std::mutex> lock(mutex_);
   if (stopping_) return Fail(ErrorCode::kSandboxUnavailable, "spawner stopped");
   queue_.push_back(&request);
@@ -158,8 +161,67 @@ void Spawner::Loop() {
   }
 }
 
+namespace {
+
+// The user namespace's owner is the euid of the process that creates it (create_user_ns), and
+// the kernel charges everything counted inside the namespace (ucounts: inotify, queued signals,
+// mqueue bytes, nested namespaces, RLIMIT_NPROC) to (parent namespace, owner) as well. A root
+// server must not be that owner, or every sandbox spends root's host-wide budget.
+//
+// Why this way: the spawner thread itself takes the owner as its euid around the clone, with
+// the raw setresuid syscall, which changes the calling thread's credentials only (glibc's
+// wrapper would broadcast the change to every server thread). The real and saved uids stay 0,
+// so the change is reversible, nothing running as the owner may signal or ptrace this thread
+// meanwhile (both check the real/saved uid), and the child still runs as real uid 0 until its
+// own setresuid (RLIMIT_NPROC exempts it, as before). The fs uid goes back to 0 at once, so
+// path lookups and the cgroup.procs permission check of CLONE_INTO_CGROUP are root's, as
+// before: the child's mount steps see the store and the agent dir as they did (they run with
+// fs uid 0 until the plan's SetFsIds step). An intermediate child that drops to the uid would
+// cost a fork per sandbox and need a second reparenting step for PDEATHSIG.
+// A euid change clears the process's dumpable flag (commit_creds), which would make the
+// server's /proc files root-owned and undumpable: it is put back, for the clone too (the child
+// inherits it until its execve resets it).
+class NamespaceOwner {
+ public:
+  explicit NamespaceOwner(uid_t owner) {
+    if (owner == static_cast<uid_t>(-1) || owner == ::geteuid()) return;
+    dumpable_ = ::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (::syscall(SYS_setresuid, -1, owner, -1) != 0) {
+      error_ = errno;
+      return;
+    }
+    switched_ = true;
+    ::syscall(SYS_setfsuid, 0);
+    if (dumpable_ > 0) (void)::prctl(PR_SET_DUMPABLE, dumpable_, 0, 0, 0);
+  }
+  ~NamespaceOwner() { Restore(); }
+  void Restore() {
+    if (!switched_) return;
+    switched_ = false;
+    // Cannot fail: the real and saved uids are still 0.
+    (void)::syscall(SYS_setresuid, -1, 0, -1);
+    if (dumpable_ > 0) (void)::prctl(PR_SET_DUMPABLE, dumpable_, 0, 0, 0);
+  }
+  NamespaceOwner(const NamespaceOwner&) = delete;
+  NamespaceOwner& operator=(const NamespaceOwner&) = delete;
+  int error() const { return error_; }
+
+ private:
+  bool switched_ = false;
+  int dumpable_ = -1;
+  int error_ = 0;
+};
+
+}  // namespace
+
 void Spawner::Clone(Request& request) {
   const ChildPlan& plan = *request.plan;
+  NamespaceOwner owner(request.namespace_owner);
+  if (owner.error() != 0) {
+    for (Fd& fd : *request.child_fds) fd.Reset();
+    request.result = FailSys("setresuid", "the user namespace's owner", owner.error());
+    return;
+  }
   int pidfd = -1;
   CloneArgs args = {};
   args.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_PIDFD;
@@ -173,9 +235,11 @@ void Spawner::Clone(Request& request) {
   // Like fork(2): no stack given, the child runs on a copy of this thread's stack.
   long pid = ::syscall(SYS_clone3, &args, sizeof args);
   if (pid == 0) RunChild(plan);
-  if (pid < 0 && (errno == ENOSYS || errno == E2BIG || (errno == EINVAL && in_cgroup))) {
+  if (pid < 0 && (errno == ENOSYS || errno == E2BIG ||
+                  (in_cgroup && (errno == EINVAL || errno == EACCES || errno == EPERM)))) {
     // clone3 missing (< 5.3), or refused by a seccomp filter (Docker's answers ENOSYS), or no
-    // CLONE_INTO_CGROUP (< 5.7): the caller joins the cgroup before the go byte instead.
+    // CLONE_INTO_CGROUP (< 5.7), or the cgroup's permission check refused the namespace
+    // owner's credentials: the caller joins the cgroup before the go byte instead (as root).
     in_cgroup = false;
     pid = ::syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | SIGCHLD, nullptr, nullptr, nullptr,
                     nullptr);
@@ -183,6 +247,7 @@ void Spawner::Clone(Request& request) {
     if (pid > 0) pidfd = PidfdOpen(static_cast<pid_t>(pid));
   }
   int clone_errno = errno;
+  owner.Restore();
   for (Fd& fd : *request.child_fds) fd.Reset();
   if (pid < 0) {
     request.result = FailSys("clone", "new user+pid namespaces", clone_errno);

@@ -51,7 +51,11 @@ class Spawner {
   // `cgroup_fd` when >= 0 (clone3 CLONE_INTO_CGROUP; plain clone when clone3 is refused).
   // `child_fds` (the child's ends of its sockets and pipes) are closed in the parent right
   // after the clone, on the spawner thread, so that no later child inherits them.
-  Result<SpawnedChild> Spawn(const ChildPlan& plan, int cgroup_fd, std::vector<Fd>& child_fds);
+  // `namespace_owner` (root server: the sandbox's host uid; -1: the server's euid) is the euid
+  // the new user namespace is created with: the kernel charges every per-user counter used
+  // inside it (inotify, queued signals, mqueues, ...) to (parent namespace, owner).
+  Result<SpawnedChild> Spawn(const ChildPlan& plan, int cgroup_fd, std::vector<Fd>& child_fds,
+                             uid_t namespace_owner = static_cast<uid_t>(-1));
 
   // Reads `pipe` (a child's stderr) on the spawner thread until EOF, logging each line at
   // debug level as "[label] line". Caps what it logs per pipe; it keeps draining beyond.

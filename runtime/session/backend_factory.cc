@@ -51,6 +51,7 @@ Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
     NamespaceBackend::Options ns_options;
     ns_options.state_dir = options.state_dir;
     ns_options.agent_dir = options.agent_dir;
+    ns_options.max_sessions = options.max_sessions;
     const std::string owner = CgroupOwnerFor(options.state_dir);
     ns_options.remove_cgroup_parents = owner != kDefaultCgroupOwner;
     auto backend =

@@ -28,6 +28,9 @@ struct BackendOptions {
   std::string agent_dir;
   // Docker only: the image archive to load when the daemon lacks the image.
   std::string image_archive;
+  // SANDBOX_MAX_SESSIONS: an unprivileged namespace server shares the user's kernel counters
+  // among this many sandboxes.
+  int max_sessions = 10;
 };
 
 // Fails with kSandboxUnavailable, naming every reason, when no backend can be used.

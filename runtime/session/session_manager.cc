@@ -158,13 +158,21 @@ Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) co
     }
     limits.pids = *options.pids;
   }
+  // /mnt/data and /tmp are tmpfs charged to the session's memory (runtime/limits.h): sized
+  // from the session's memory limit, so a smaller memory request shrinks them with it.
+  limits.tmp_bytes = std::min(max.tmp_bytes, TmpBytesFor(limits.memory_bytes));
+  const uint64_t max_disk = std::min(max.disk_bytes, MaxDataBytes(limits.memory_bytes));
   if (options.disk_bytes) {
-    if (*options.disk_bytes == 0 || *options.disk_bytes > max.disk_bytes) {
+    if (*options.disk_bytes == 0 || *options.disk_bytes > max_disk) {
       return Fail(ErrorCode::kInvalidArgument,
-                  "disk limit must be between 1 byte and the configured maximum of {} bytes",
-                  max.disk_bytes);
+                  "disk limit must be between 1 byte and {} bytes (the configured maximum, and "
+                  "at most half the session's memory limit: /mnt/data is a tmpfs whose pages "
+                  "count as the session's memory)",
+                  max_disk);
     }
     limits.disk_bytes = *options.disk_bytes;
+  } else {
+    limits.disk_bytes = std::min(limits.disk_bytes, max_disk);
   }
   return limits;
 }

@@ -106,8 +106,35 @@ TEST_CASE("the check lists every bad value, keeps its default, and LoadServeConf
   CHECK(limits.memory_bytes == 300ull << 20);
   CHECK(limits.cpus == 1.0);
   CHECK(limits.pids == 256);
-  CHECK(limits.disk_bytes == 1ull << 30);
-  CHECK(limits.tmp_bytes == sandbox::Limits{}.tmp_bytes);
+  // /mnt/data and /tmp are tmpfs charged to the memory limit: derived from it.
+  CHECK(limits.disk_bytes == 150ull << 20);
+  CHECK(limits.tmp_bytes == 75ull << 20);
+}
+
+TEST_CASE("the disk limit is derived from the memory limit and refused above half of it",
+          "[unit]") {
+  // Issue 12 item 7: a 1 GiB /mnt/data inside 512 MiB of memory could never be filled: the
+  // writer was OOM-killed. Unset: half the memory limit, at most 1 GiB.
+  auto defaults = *LoadServeConfig(Env({}), {});
+  CHECK(defaults.disk_bytes == 256ull << 20);
+  CHECK(SessionLimits(defaults).tmp_bytes == 128ull << 20);
+  CHECK(SessionLimits(defaults).disk_bytes + SessionLimits(defaults).tmp_bytes <
+        defaults.memory_bytes);
+  auto big = *LoadServeConfig(Env({{"SANDBOX_MEMORY_LIMIT", "8g"}}), {});
+  CHECK(big.disk_bytes == 1ull << 30);
+  CHECK(SessionLimits(big).tmp_bytes == 256ull << 20);
+  auto explicit_ok =
+      LoadServeConfig(Env({{"SANDBOX_MEMORY_LIMIT", "4g"}, {"SANDBOX_DISK_LIMIT", "2g"}}), {});
+  REQUIRE(explicit_ok);
+  CHECK(explicit_ok->disk_bytes == 2ull << 30);
+  // Too large for the memory limit: refused, naming both variables and what would do.
+  auto refused = CheckServeConfig(Env({{"SANDBOX_DISK_LIMIT", "1g"}}), {});
+  REQUIRE(refused.errors.size() == 1);
+  CHECK(refused.errors[0].find("SANDBOX_DISK_LIMIT (1GiB) is more than half of "
+                               "SANDBOX_MEMORY_LIMIT (512MiB)") != std::string::npos);
+  CHECK(refused.errors[0].find("at most 256MiB") != std::string::npos);
+  CHECK(refused.config.disk_bytes == 256ull << 20);  // the default, as doctor reports it
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_DISK_LIMIT", "1g"}}), {}));
 }
 
 TEST_CASE("every variable has a flag, a meaning and a default that parses", "[unit]") {

@@ -2,6 +2,8 @@
 // socket), which backend and which limits `serve` would use, and why. The configuration is read
 // by serve's own parser (mcp/config.h), so the two cannot disagree on a value. Exit 0 when a
 // backend is usable, 1 when none is, 2 on usage errors and on a SANDBOX_* value serve refuses.
+#include <unistd.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/ns/kernel_counters.h"
 #include "runtime/probe/host_probe.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -135,7 +138,7 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string
   out << fmt::format("\nlimits serve would use ({}):\n", r.limits.cgroup_mode == "none"
                                                              ? "no cgroups: rlimits only"
                                                              : r.limits.cgroup_mode);
-  constexpr size_t kL1 = 12;
+  constexpr size_t kL1 = 18;
   constexpr size_t kL2 = 14;
   out << "  "
       << "LIMIT" << std::string(kL1 - 5, ' ') << "VALUE" << std::string(kL2 - 5, ' ')
@@ -172,6 +175,12 @@ int DoctorCommand(const Argv& argv) {
 
   probe::HostReport report =
       probe::ProbeHost(mcp::SessionLimits(config), config.backend, state_dir);
+  if (report.backend.backend == "namespace") {
+    // The per-sandbox caps on the kernel's per-user counters serve would set.
+    const bool own_host_uid = ::geteuid() == 0;
+    ns::DescribeCaps(ns::SandboxCaps(ns::HostPerUserBudget(), own_host_uid, config.max_sessions),
+                     own_host_uid, report.limits);
+  }
   if (args.Has("--json")) {
     std::cout << ReportJson(report, state_dir, checked.errors)
                      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)

@@ -157,6 +157,7 @@ int ServeCommand(const Argv& raw_args) {
   backend_options.kind = *ParseBackendKind(config.backend);  // validated by the config
   backend_options.state_dir = session_config.state_dir;
   backend_options.agent_dir = session_config.agent_dir;
+  backend_options.max_sessions = config.max_sessions;
   std::shared_ptr<Backend> backend;
   if (auto selected = MakeBackend(backend_options); selected) {  // logs its choice
     backend = selected->backend;

@@ -101,7 +101,7 @@ TEST_CASE("the plan names the mechanism of every limit", "[unit]") {
   CHECK(Find(plan, "cpu").value == "1.0 cpu");
   CHECK(Find(plan, "pids").value == "256");
   CHECK(Find(plan, "disk").mechanism == LimitMechanism::kTmpfsSize);
-  CHECK(Find(plan, "disk").note.find("count toward the memory limit") != std::string::npos);
+  CHECK(Find(plan, "disk").note.find("count as the session's memory") != std::string::npos);
   CHECK(Find(plan, "open_files").mechanism == LimitMechanism::kRlimit);
   CHECK(Find(plan, "file_size").mechanism == LimitMechanism::kRlimit);
 

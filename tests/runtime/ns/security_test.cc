@@ -153,6 +153,38 @@ TEST_CASE("security: a fork bomb's process tree stays within the pids limit",
   CHECK(Clock::now() - t0 < 10s);
 }
 
+TEST_CASE("security: with the default limits a full /mnt/data is ENOSPC, not an OOM kill",
+          "[sandbox][security]") {
+  // Issue 12 item 7: /mnt/data was a 1 GiB tmpfs inside a 512 MiB memory limit, and tmpfs
+  // pages are the sandbox's memory: a 600 MB file got the writer OOM-killed. The default sizes
+  // now fit in the memory limit with room for the processes.
+  Fixture f;
+  auto spec = f.Spec();
+  spec.limits = Limits{};
+  auto box = StartAgent(*f.backend, spec);
+  auto r = box.Python(R"(
+import errno, os
+for path, size in [('/mnt/data/big', 600), ('/tmp/big', 300)]:
+    try:
+        with open(path, 'wb') as fh:
+            for _ in range(size):
+                fh.write(b'\1' * (1 << 20)); fh.flush()
+        print(path, 'FULL-WRITE')
+    except OSError as e:
+        print(path, errno.errorcode[e.errno], os.path.getsize(path) >> 20)
+)",
+                      60);
+  INFO(r.stdout_text << r.stderr_text << " worker_killed=" << r.worker_killed);
+  CHECK_FALSE(r.worker_killed);
+  CHECK(
+      Contains(r.stdout_text, "/mnt/data/big ENOSPC " + std::to_string(Limits{}.disk_bytes >> 20)));
+  CHECK(Contains(r.stdout_text, "/tmp/big ENOSPC " + std::to_string(Limits{}.tmp_bytes >> 20)));
+  auto again = box.Python("print(6 * 7)");  // the session stays usable, its files kept
+  CHECK(again.stdout_text == "42\n");
+  auto kept = box.Shell("ls /mnt/data");
+  CHECK(Contains(kept.stdout_text, "big"));
+}
+
 TEST_CASE("security: no process outlives its sandbox", "[sandbox][security]") {
   Fixture f;
   auto box = StartAgent(*f.backend, f.Spec());

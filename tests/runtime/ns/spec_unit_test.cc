@@ -11,6 +11,7 @@
 #include "runtime/base/files.h"
 #include "runtime/ns/child_setup.h"
 #include "runtime/ns/devices.h"
+#include "runtime/ns/kernel_counters.h"
 #include "runtime/ns/mounts.h"
 #include "runtime/ns/proc_masks.h"
 #include "runtime/ns/process_identity.h"
@@ -277,4 +278,115 @@ TEST_CASE("a session record nested 100 000 deep is refused, a normal one read", 
   std::string deep = text.substr(0, text.rfind('}')) + ",\"x\":" + std::string(100000, '[') +
                      std::string(100000, ']') + "}";
   CHECK_FALSE(RecordFromJson(deep));
+}
+
+TEST_CASE("kernel counters: a root server's sandbox has its own uid's whole budget", "[unit][ns]") {
+  KernelCounters host;
+  host.inotify_instances = 128;
+  host.inotify_watches = 192536;
+  host.fanotify_groups = 128;
+  host.fanotify_marks = 205039;
+  host.sigpending = 96365;
+  host.msgqueue_bytes = 819200;
+  KernelCounters caps = SandboxCaps(host, /*own_host_uid=*/true, 10);
+  CHECK(caps.inotify_instances == 128);
+  CHECK(caps.inotify_watches == 192536);
+  CHECK(caps.sigpending == 96365);
+  CHECK(caps.msgqueue_bytes == 819200);
+}
+
+TEST_CASE("kernel counters: an unprivileged server's sandboxes leave the user half", "[unit][ns]") {
+  KernelCounters host;
+  host.inotify_instances = 128;
+  host.inotify_watches = 192536;
+  host.fanotify_groups = 128;
+  host.fanotify_marks = 205039;
+  host.sigpending = 96365;
+  host.msgqueue_bytes = 819200;
+  for (int sessions : {1, 2, 4}) {
+    INFO(sessions);
+    KernelCounters caps = SandboxCaps(host, /*own_host_uid=*/false, sessions);
+    // All sandboxes together take at most half of each budget (the floors are below it here).
+    CHECK(caps.inotify_instances * static_cast<uint64_t>(sessions) <= host.inotify_instances / 2);
+    CHECK(caps.inotify_watches * static_cast<uint64_t>(sessions) <= host.inotify_watches / 2);
+    CHECK(caps.sigpending * static_cast<uint64_t>(sessions) <= host.sigpending / 2);
+    CHECK(caps.msgqueue_bytes * static_cast<uint64_t>(sessions) <= host.msgqueue_bytes / 2);
+    CHECK(caps.inotify_instances >= kMinSandboxInotifyInstances);
+  }
+  KernelCounters ten = SandboxCaps(host, false, 10);
+  CHECK(ten.inotify_instances == 8);  // a share of 6 is below the floor of 8: 80 of 128 in all
+  CHECK(ten.inotify_watches == 9626);
+  CHECK(ten.sigpending == 4818);
+  CHECK(ten.msgqueue_bytes == 40960);
+  // Many sessions: the floor, never more than the host has.
+  KernelCounters many = SandboxCaps(host, false, 10000);
+  CHECK(many.inotify_instances == kMinSandboxInotifyInstances);
+  CHECK(many.sigpending == kMinSandboxSigpending);
+  KernelCounters tiny;
+  tiny.inotify_instances = 4;
+  CHECK(SandboxCaps(tiny, false, 10).inotify_instances == 4);
+  CHECK(SandboxCaps(tiny, false, 10).inotify_watches == 0);  // absent stays absent
+}
+
+TEST_CASE(
+    "kernel counters: sysctls and rlimits for the child, written before /proc/sys is "
+    "read-only",
+    "[unit][ns]") {
+  KernelCounters caps;
+  caps.inotify_instances = 16;
+  caps.inotify_watches = 4096;
+  caps.sigpending = 100;
+  caps.msgqueue_bytes = 65536;
+  auto sysctls = SandboxSysctls(caps);
+  auto value_of = [&](const std::string& path) -> std::string {
+    for (const auto& s : sysctls) {
+      if (s.path == path) return s.value;
+    }
+    return "absent";
+  };
+  CHECK(value_of("proc/sys/user/max_inotify_instances") == "16");
+  CHECK(value_of("proc/sys/user/max_inotify_watches") == "4096");
+  CHECK(value_of("proc/sys/user/max_user_namespaces") == "0");
+  CHECK(value_of("proc/sys/user/max_fanotify_groups") == "absent");  // 0: no such counter
+
+  auto rlimits = SandboxCounterRlimits(caps);
+  REQUIRE(rlimits.size() == 2);
+  CHECK(rlimits[0].resource == RLIMIT_SIGPENDING);
+  CHECK(rlimits[0].soft == 100);
+  CHECK(rlimits[1].resource == RLIMIT_MSGQUEUE);
+  CHECK(rlimits[1].hard == 65536);
+
+  MountInputs in = Inputs();
+  in.sysctls = sysctls;
+  MountPlan plan = BuildMountPlan(in);
+  size_t proc = IndexOf(plan, "mount /proc");
+  size_t write = IndexOf(plan, "set /proc/sys/user/max_inotify_instances");
+  size_t read_only = IndexOf(plan, "make /proc/sys read-only");
+  REQUIRE(write < plan.ops.size());
+  CHECK(plan.ops[write].kind == MountOpKind::kWriteFile);
+  CHECK(plan.ops[write].data == "16");
+  CHECK(proc < write);
+  CHECK(write < read_only);
+
+  EnforcedLimits described;
+  DescribeCaps(caps, false, described);
+  REQUIRE(described.limits.size() == 4);
+  CHECK(described.limits[0].name == "inotify_instances");
+  CHECK(described.limits[0].value == "16");
+  CHECK(described.limits[2].name == "signals_pending");
+  CHECK(described.limits[3].value == "64KiB");
+}
+
+TEST_CASE("tmpfs sizes are derived from the memory limit", "[unit][ns]") {
+  // Issue 12 item 7: tmpfs pages are the sandbox's memory; both mounts together leave a
+  // quarter of the memory limit to the processes.
+  CHECK(Limits{}.memory_bytes == 512ull << 20);
+  CHECK(Limits{}.disk_bytes == 256ull << 20);
+  CHECK(Limits{}.tmp_bytes == 128ull << 20);
+  for (uint64_t memory : {32ull << 20, 256ull << 20, 512ull << 20, 3ull << 30, 64ull << 30}) {
+    INFO(memory);
+    CHECK(DefaultDataBytes(memory) + TmpBytesFor(memory) <= memory / 4 * 3);
+    CHECK(DefaultDataBytes(memory) <= MaxDataBytes(memory));
+    CHECK(DefaultDataBytes(memory) <= 1ull << 30);
+  }
 }
