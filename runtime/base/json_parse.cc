@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/base/json_string_lift.h"
+
 namespace sandbox {
 
 Status CheckJsonDepth(std::string_view text, size_t max_depth) {
@@ -53,7 +55,10 @@ class BoundedDomBuilder {
  public:
   using Json = nlohmann::json;
 
-  BoundedDomBuilder(Json& root, size_t max_depth) : root_(root), max_depth_(max_depth) {}
+  // `lifted`: string values taken out of the text (json_string_lift.h), decoded here in their
+  // place as the parser reaches the empty placeholder left for each.
+  BoundedDomBuilder(Json& root, size_t max_depth, const LiftedJson& lifted)
+      : root_(root), max_depth_(max_depth), lifted_(lifted) {}
 
   bool null() { return Add(nullptr) != nullptr; }
   bool boolean(bool value) { return Add(value) != nullptr; }
@@ -62,7 +67,19 @@ class BoundedDomBuilder {
   bool number_float(Json::number_float_t value, const Json::string_t& /*text*/) {
     return Add(value) != nullptr;
   }
-  bool string(Json::string_t& value) { return Add(std::move(value)) != nullptr; }
+  bool string(Json::string_t& value) {
+    size_t ordinal = value_ordinal_++;
+    if (next_lifted_ < lifted_.spans.size() &&
+        lifted_.spans[next_lifted_].value_ordinal == ordinal) {
+      auto decoded = DecodeJsonString(lifted_.spans[next_lifted_++].raw);
+      if (!decoded) {
+        error_ = decoded.error().message;
+        return false;
+      }
+      return Add(std::move(*decoded)) != nullptr;
+    }
+    return Add(std::move(value)) != nullptr;
+  }
   bool binary(Json::binary_t& value) { return Add(Json::binary(std::move(value))) != nullptr; }
 
   bool start_object(size_t /*elements*/) { return Open(Json::object()); }
@@ -121,6 +138,9 @@ class BoundedDomBuilder {
 
   Json& root_;
   size_t max_depth_;
+  const LiftedJson& lifted_;
+  size_t value_ordinal_ = 0;  // string values seen so far (keys are not counted)
+  size_t next_lifted_ = 0;
   std::vector<Json*> stack_;
   Json* pending_ = nullptr;
   bool too_deep_ = false;
@@ -130,8 +150,10 @@ class BoundedDomBuilder {
 }  // namespace
 
 Result<nlohmann::json> ParseJsonBounded(std::string_view text, size_t max_depth) {
+  LiftedJson lifted = LiftLongStrings(text);
+  if (!lifted.spans.empty()) text = lifted.reduced;
   nlohmann::json value;
-  BoundedDomBuilder builder(value, max_depth);
+  BoundedDomBuilder builder(value, max_depth, lifted);
   bool parsed = nlohmann::json::sax_parse(text.begin(), text.end(), &builder,
                                           nlohmann::json::input_format_t::json,
                                           /*strict=*/true);

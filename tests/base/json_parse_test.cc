@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "runtime/base/json_string_lift.h"
 #include "runtime/base/quoted.h"
 
 using sandbox::CheckJsonDepth;
@@ -84,4 +85,51 @@ TEST_CASE("Quoted keeps short text and cuts long text with its size", "[unit]") 
   std::string cut = Quoted(text, 64);
   CHECK(cut.substr(0, 65) == "'" + std::string(63, 'a') + "\xE2");  // then the ellipsis
   CHECK(cut.find("\xC3") == std::string::npos);
+}
+
+namespace {
+
+// A string value long enough to be lifted out of the text (json_string_lift.h), with `inner`
+// (raw JSON string content, escapes included) in its middle.
+std::string LongRaw(std::string_view inner) {
+  std::string filler(sandbox::kLiftedStringBytes, 'A');
+  return filler + std::string(inner) + filler;
+}
+
+}  // namespace
+
+TEST_CASE("long string values parse exactly as nlohmann parses them", "[unit]") {
+  const char* inners[] = {"", R"(\"quoted\" \\ back\/slash)", R"(\n\r\t\b\f)",
+                          R"(\u00e9 \u20ac \ud83d\ude00 \u0000)",
+                          "raw \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"};
+  for (const char* inner : inners) {
+    INFO(inner);
+    std::string raw = LongRaw(inner);
+    // Long values among short ones, in arrays and objects, a long key (never lifted) too:
+    // each lifted value must come back in its own place.
+    std::string key(sandbox::kLiftedStringBytes + 5, 'k');
+    std::string text = R"({"a":"short","b":[")" + raw + R"(",1,"x",{"c":")" + raw + R"("}],")" +
+                       key + R"(":")" + raw + R"(","d" : ")" + raw + R"(" , "e":"y"})";
+    auto ours = ParseJsonBounded(text);
+    REQUIRE(ours);
+    CHECK(*ours == nlohmann::json::parse(text));
+    // A document that is one long string.
+    std::string lone = "\"" + raw + "\"";
+    auto single = ParseJsonBounded(lone);
+    REQUIRE(single);
+    CHECK(*single == nlohmann::json::parse(lone));
+  }
+}
+
+TEST_CASE("a malformed long string value is refused as nlohmann refuses it", "[unit]") {
+  const char* inners[] = {"\x01",     R"(\x)",    R"(\u12G)",      R"(\udc00)",        R"(\ud83d)",
+                          "\xc3\x28", "\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff"};
+  for (const char* inner : inners) {
+    INFO(inner);
+    std::string text = "[\"" + LongRaw(inner) + "\"]";
+    CHECK_FALSE(nlohmann::json::accept(text));
+    auto ours = ParseJsonBounded(text);
+    REQUIRE_FALSE(ours);
+    CHECK(ours.error().code == ErrorCode::kInvalidArgument);
+  }
 }

@@ -1,0 +1,180 @@
+#include "runtime/base/json_string_lift.h"
+
+#include <cstdint>
+
+namespace sandbox {
+
+namespace {
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not one.
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char lead = byte(i);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  uint32_t min = 0;
+  uint32_t code = 0;
+  if ((lead & 0xE0) == 0xC0) {
+    length = 2, min = 0x80, code = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3, min = 0x800, code = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4, min = 0x10000, code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3F);
+  }
+  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
+  if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+void AppendUtf8(std::string& out, uint32_t code) {
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xC0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else if (code < 0x10000) {
+    out += static_cast<char>(0xE0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (code >> 18));
+    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  }
+}
+
+// Four hex digits at raw[i..i+4), or -1.
+int32_t Hex4(std::string_view raw, size_t i) {
+  if (i + 4 > raw.size()) return -1;
+  int32_t value = 0;
+  for (size_t k = i; k < i + 4; ++k) {
+    char c = raw[k];
+    int digit = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+    if (digit < 0) return -1;
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
+}  // namespace
+
+LiftedJson LiftLongStrings(std::string_view text, size_t min_bytes) {
+  LiftedJson lifted;
+  size_t value_ordinal = 0;
+  size_t copied_up_to = 0;  // text before this is in `reduced` already
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    size_t open = i;
+    for (++i; i < text.size() && text[i] != '"'; ++i) {
+      if (text[i] == '\\') ++i;  // the escaped character cannot end the string
+    }
+    if (i >= text.size()) break;  // unterminated: the parser reports it
+    size_t close = i;
+    size_t next = close + 1;
+    while (next < text.size() && IsJsonSpace(text[next])) ++next;
+    if (next < text.size() && text[next] == ':') continue;  // a key
+    size_t length = close - open - 1;
+    if (length >= min_bytes) {
+      if (lifted.spans.empty()) lifted.reduced.reserve(text.size() / 16);
+      lifted.reduced.append(text.substr(copied_up_to, open - copied_up_to));
+      lifted.reduced += "\"\"";
+      copied_up_to = close + 1;
+      lifted.spans.push_back({value_ordinal, text.substr(open + 1, length)});
+    }
+    ++value_ordinal;
+  }
+  if (!lifted.spans.empty()) lifted.reduced.append(text.substr(copied_up_to));
+  return lifted;
+}
+
+Result<std::string> DecodeJsonString(std::string_view raw) {
+  auto invalid = [](size_t at, std::string_view why) {
+    return Fail(ErrorCode::kInvalidArgument, "not valid JSON: {} in a string (at byte {})", why,
+                at);
+  };
+  std::string out;
+  out.reserve(raw.size());
+  size_t i = 0;
+  while (i < raw.size()) {
+    // Runs of plain characters are copied whole: base64 is all plain.
+    size_t run = i;
+    while (run < raw.size()) {
+      auto c = static_cast<unsigned char>(raw[run]);
+      if (c == '\\' || c < 0x20) break;
+      if (c < 0x80) {
+        ++run;
+        continue;
+      }
+      size_t length = Utf8SequenceLength(raw, run);
+      if (length == 0) return invalid(run, "invalid UTF-8");
+      run += length;
+    }
+    out.append(raw.substr(i, run - i));
+    i = run;
+    if (i >= raw.size()) break;
+    if (static_cast<unsigned char>(raw[i]) < 0x20) return invalid(i, "a raw control character");
+    // An escape.
+    if (i + 1 >= raw.size()) return invalid(i, "a cut escape");
+    char kind = raw[i + 1];
+    i += 2;
+    switch (kind) {
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'u': {
+        int32_t unit = Hex4(raw, i);
+        if (unit < 0) return invalid(i, "a bad \\u escape");
+        i += 4;
+        auto code = static_cast<uint32_t>(unit);
+        if (code >= 0xDC00 && code <= 0xDFFF) return invalid(i, "a lone low surrogate");
+        if (code >= 0xD800 && code <= 0xDBFF) {
+          int32_t low = raw.substr(i, 2) == "\\u" ? Hex4(raw, i + 2) : -1;
+          if (low < 0xDC00 || low > 0xDFFF) return invalid(i, "a lone high surrogate");
+          i += 6;
+          code = 0x10000 + ((code - 0xD800) << 10) + (static_cast<uint32_t>(low) - 0xDC00);
+        }
+        AppendUtf8(out, code);
+        break;
+      }
+      default:
+        return invalid(i - 1, "a bad escape");
+    }
+  }
+  return out;
+}
+
+}  // namespace sandbox
