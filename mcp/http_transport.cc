@@ -1,28 +1,48 @@
 #include "mcp/http_transport.h"
 
-#include <httplib.h>
+#include <fcntl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
 
-#include <openssl/crypto.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
 
+#include "mcp/http_admission.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
+#include "mcp/worker_pool.h"
 
 namespace sandbox::mcp {
 
 namespace {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
 constexpr char kSessionHeader[] = "Mcp-Session-Id";
@@ -30,55 +50,122 @@ constexpr char kVersionHeader[] = "MCP-Protocol-Version";
 // Requests without the version header are taken to speak 2025-03-26 (basic/transports).
 constexpr char kDefaultHeaderVersion[] = "2025-03-26";
 constexpr auto kKeepAliveInterval = 15s;  // SSE comment, so dead clients are noticed
-
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-// "host:port" / "[v6]:port" -> "host" / "[v6]" (lower-case).
-std::string HostName(const std::string& host_header) {
-  std::string host = Lower(host_header);
-  if (!host.empty() && host.front() == '[') {
-    auto close = host.find(']');
-    return close == std::string::npos ? host : host.substr(0, close + 1);
-  }
-  auto colon = host.rfind(':');
-  return colon == std::string::npos ? host : host.substr(0, colon);
-}
-
-bool IsLoopbackName(const std::string& name) {
-  return name == "localhost" || name == "127.0.0.1" || name == "[::1]" || name == "::1";
-}
+// After a refusal, read and drop what the client still sends for this long (at most this
+// much), so it sees the answer instead of a reset; then close. nginx's lingering close.
+constexpr auto kLingerTime = 2s;
+constexpr size_t kLingerBytes = 1u << 20;
 
 bool IsWildcardAddress(const std::string& host) {
   return host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty();
 }
 
-// Compares secrets in time independent of where they differ (hashes first, so the length
-// does not leak either).
-bool SecretEquals(const std::string& given, const std::string& expected) {
-  unsigned char a[EVP_MAX_MD_SIZE];
-  unsigned char b[EVP_MAX_MD_SIZE];
-  unsigned int a_len = 0;
-  unsigned int b_len = 0;
-  EVP_Digest(given.data(), given.size(), a, &a_len, EVP_sha256(), nullptr);
-  EVP_Digest(expected.data(), expected.size(), b, &b_len, EVP_sha256(), nullptr);
-  return a_len == b_len && CRYPTO_memcmp(a, b, a_len) == 0;
+const char* Reason(int status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
+  }
 }
 
-void SetJsonError(httplib::Response& response, int status, int code, const std::string& message) {
-  response.status = status;
-  response.set_content(Serialize(MakeErrorResponse(nullptr, code, message)), "application/json");
+// The status line and header fields of `response`; with the body unless `chunked`.
+std::string SerializeResponse(const HttpResponse& response, bool close, bool chunked) {
+  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", response.status, Reason(response.status));
+  if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
+  for (const auto& field : response.headers) out += field.name + ": " + field.value + "\r\n";
+  if (chunked) {
+    out += "Transfer-Encoding: chunked\r\n";
+  } else if (response.status != 204) {
+    out += fmt::format("Content-Length: {}\r\n", response.body.size());
+  }
+  out += close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n";
+  if (!chunked) out += response.body;
+  return out;
 }
 
-// A header lists a media type (or */* or type/*).
-bool Accepts(const std::string& accept, const std::string& type) {
-  std::string value = Lower(accept);
-  if (value.find(type) != std::string::npos || value.find("*/*") != std::string::npos) return true;
-  return value.find(type.substr(0, type.find('/')) + "/*") != std::string::npos;
+std::string Chunk(std::string_view data) {
+  return fmt::format("{:x}\r\n", data.size()) + std::string(data) + "\r\n";
 }
+
+// Parses one request into an HttpRequestHead and a string body, refusing more than
+// `max_fields` header fields (the byte limits are basic_parser's header_limit/body_limit).
+// Fields beyond what we read are never stored, so a hostile head costs at most its bytes.
+class RequestParser : public bhttp::basic_parser<true> {
+ public:
+  explicit RequestParser(size_t max_fields) : max_fields_(max_fields) {}
+  HttpRequestHead head;
+  std::string body;
+  bool too_many_fields = false;
+
+ private:
+  void on_request_impl(bhttp::verb, beast::string_view method, beast::string_view target, int,
+                       beast::error_code&) override {
+    head.method = std::string(method);
+    head.target = std::string(target);
+  }
+  void on_response_impl(int, beast::string_view, int, beast::error_code& ec) override {
+    ec = bhttp::error::bad_version;
+  }
+  void on_field_impl(bhttp::field, beast::string_view name, beast::string_view value,
+                     beast::error_code& ec) override {
+    if (head.fields.size() >= max_fields_) {
+      too_many_fields = true;
+      ec = bhttp::error::header_limit;
+      return;
+    }
+    head.fields.push_back({std::string(name), std::string(value)});
+  }
+  void on_header_impl(beast::error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length,
+                         beast::error_code&) override {
+    // body_limit has refused a longer declared length before this point.
+    if (length) body.reserve(static_cast<size_t>(*length));
+  }
+  size_t on_body_impl(beast::string_view data, beast::error_code&) override {
+    body.append(data.data(), data.size());
+    return data.size();
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, beast::error_code&) override {}
+  size_t on_chunk_body_impl(std::uint64_t, beast::string_view data, beast::error_code&) override {
+    body.append(data.data(), data.size());
+    return data.size();
+  }
+  void on_finish_impl(beast::error_code&) override {}
+
+  size_t max_fields_;
+};
 
 // The reply to one POST: collects what the dispatcher sends and hands it to the HTTP response,
 // either whole (JSON) or as it comes (SSE).
@@ -168,135 +255,455 @@ Result<std::string> RandomHex(size_t bytes) {
   return hex;
 }
 
+class HttpConn;
+
+struct HttpTransport::Impl {
+  struct McpSession {
+    std::shared_ptr<Connection> connection;
+    std::chrono::steady_clock::time_point last_used;
+  };
+
+  Impl(Server& s, HttpOptions o) : server(s), options(std::move(o)) {}
+
+  // Connection bookkeeping (declared before the io_context, which holds connections in its
+  // handlers and is destroyed first).
+  std::mutex conns_mutex;
+  std::unordered_map<HttpConn*, std::weak_ptr<HttpConn>> conns;
+  std::unordered_map<std::string, size_t> per_peer;
+
+  Server& server;
+  HttpOptions options;
+  std::unique_ptr<HttpAdmission> admission;
+  std::string token_key;  // random, for DownloadToken
+  int port = 0;
+  std::atomic<bool> stopping{false};
+  std::mutex stop_mutex;
+  std::condition_variable stop_changed;
+
+  std::mutex sessions_mutex;
+  std::unordered_map<std::string, McpSession> sessions;
+
+  std::unique_ptr<WorkerPool> workers;
+  asio::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  asio::steady_timer accept_retry{ioc};
+
+  void Accept();
+  void OnAccept(beast::error_code ec, tcp::socket socket);
+  void Forget(HttpConn* conn, const std::string& peer);
+  void CloseAll();
+  // Worker side: one complete, admitted request.
+  void Handle(const std::shared_ptr<HttpConn>& conn, HttpVerdict verdict, HttpRequestHead head,
+              std::string body, bool keep_alive);
+  void HandlePost(const std::shared_ptr<HttpConn>& conn, const HttpRequestHead& head,
+                  std::string body, const std::vector<HttpField>& cors, bool keep_alive);
+  HttpResponse HandleDelete(const HttpRequestHead& head);
+  HttpResponse HandleFile(const HttpRequestHead& head);
+  std::string DownloadToken(const std::string& session_id) const;
+  std::shared_ptr<Connection> FindSession(const std::string& id);
+  Result<std::string> NewSession(std::shared_ptr<Connection> connection);
+  void ExpireSessions();
+  std::string BaseUrl(const HttpRequestHead& head) const;
+};
+
+// One TCP connection: reads a request head under the header deadline, judges it, reads the
+// body (if admitted) under the body deadline, hands the request to a worker and writes what
+// the worker sends back. Everything on the socket runs on the connection's strand.
+class HttpConn : public std::enable_shared_from_this<HttpConn> {
+ public:
+  HttpConn(HttpTransport::Impl& impl, tcp::socket socket, std::string peer)
+      : impl_(impl), stream_(std::move(socket)), peer_(std::move(peer)) {}
+  ~HttpConn() { impl_.Forget(this, peer_); }
+
+  void Start() {
+    stream_.expires_after(impl_.options.header_timeout);
+    ReadHeader();
+  }
+  asio::any_io_executor executor() { return stream_.get_executor(); }
+  // From any thread.
+  void PostClose() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
+  }
+  // Worker side: writes `data` and waits until it is out. False: the client is gone.
+  bool WriteWait(std::string data) {
+    auto done = std::make_shared<std::promise<bool>>();
+    auto result = done->get_future();
+    auto buffer = std::make_shared<std::string>(std::move(data));
+    asio::post(stream_.get_executor(), [self = shared_from_this(), buffer, done] {
+      if (self->closed_) return done->set_value(false);
+      self->stream_.expires_after(self->impl_.options.write_timeout);
+      asio::async_write(self->stream_, asio::buffer(*buffer),
+                        [self, buffer, done](beast::error_code ec, size_t) {
+                          if (ec) self->Close();
+                          done->set_value(!ec);
+                        });
+    });
+    try {
+      return result.get();
+    } catch (const std::future_error&) {
+      return false;  // the I/O loop ended before the write ran
+    }
+  }
+  // Worker side: writes the end of the answer, then reads the next request (or closes).
+  void Finish(std::string data, bool close) {
+    auto buffer = std::make_shared<std::string>(std::move(data));
+    asio::post(stream_.get_executor(), [self = shared_from_this(), buffer, close] {
+      if (self->closed_) return;
+      self->stream_.expires_after(self->impl_.options.write_timeout);
+      asio::async_write(self->stream_, asio::buffer(*buffer),
+                        [self, buffer, close](beast::error_code ec, size_t) {
+                          if (ec || close || self->impl_.stopping) return self->Close();
+                          self->AwaitNext();
+                        });
+    });
+  }
+
+ private:
+  void ReadHeader() {
+    parser_.emplace(impl_.options.max_header_fields);
+    parser_->header_limit(static_cast<std::uint32_t>(impl_.options.max_header_bytes));
+    parser_->body_limit(impl_.options.max_body_bytes);
+    bhttp::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  // Keep-alive: wait for the first byte of the next request, then give the rest of its head
+  // the header deadline.
+  void AwaitNext() {
+    if (buffer_.size() > 0) return Start();
+    stream_.expires_after(impl_.options.keep_alive_timeout);
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->buffer_.commit(n);
+                              self->Start();
+                            });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec == bhttp::error::header_limit) {
+      return Refuse(JsonErrorResponse(431, -32000, "Request Header Fields Too Large"));
+    }
+    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
+        ec == asio::error::eof || ec == asio::error::operation_aborted ||
+        ec == asio::error::connection_reset) {
+      return Close();  // gone, or too slow: nothing worth an answer
+    }
+    if (ec == bhttp::error::body_limit) {
+      return Refuse(JsonErrorResponse(413, -32000, "Payload Too Large"));
+    }
+    if (ec) return Refuse(JsonErrorResponse(400, -32000, "Bad Request: malformed HTTP"));
+    HttpRequestHead& head = parser_->head;
+    if (auto length = parser_->content_length()) head.content_length = *length;
+    head.chunked = parser_->chunked();
+    verdict_ = impl_.admission->Judge(head);
+    if (!verdict_.admit) return Refuse(std::move(verdict_.response));
+    if (parser_->is_done()) return Dispatch();
+    // The declared length (or the cap, for chunked bodies) buys time at 1 MiB/s.
+    uint64_t expected = head.content_length.value_or(impl_.options.max_body_bytes);
+    stream_.expires_after(impl_.options.body_timeout + std::chrono::seconds(expected >> 20));
+    if (AsciiLower(head.Get("Expect")) == "100-continue") {
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(stream_, asio::buffer(kContinue),
+                        [self = shared_from_this()](beast::error_code ec2, size_t) {
+                          if (ec2) return self->Close();
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec == bhttp::error::body_limit) {
+                          return self->Refuse(JsonErrorResponse(413, -32000, "Payload Too Large"));
+                        }
+                        if (ec) return self->Close();  // timeout, reset, malformed chunks
+                        self->Dispatch();
+                      });
+  }
+
+  void Dispatch() {
+    stream_.expires_never();  // the worker's writes set their own deadline
+    bool keep_alive = parser_->keep_alive();
+    HttpRequestHead head = std::move(parser_->head);
+    std::string body = std::move(parser_->body);
+    parser_.reset();
+    auto self = shared_from_this();
+    bool queued = impl_.workers->Submit([self, verdict = std::move(verdict_),
+                                         head = std::move(head), body = std::move(body),
+                                         keep_alive]() mutable {
+      self->impl_.Handle(self, std::move(verdict), std::move(head), std::move(body), keep_alive);
+    });
+    if (!queued) Close();
+  }
+
+  // Answers a request we will not serve, then closes without reading its body.
+  void Refuse(HttpResponse response) {
+    parser_.reset();
+    auto buffer = std::make_shared<std::string>(SerializeResponse(response, true, false));
+    stream_.expires_after(impl_.options.write_timeout);
+    asio::async_write(stream_, asio::buffer(*buffer),
+                      [self = shared_from_this(), buffer](beast::error_code ec, size_t) {
+                        if (ec) return self->Close();
+                        self->Linger();
+                      });
+  }
+
+  void Linger() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    buffer_.clear();
+    stream_.expires_after(kLingerTime);
+    Drain();
+  }
+  void Drain() {
+    if (lingered_ >= kLingerBytes) return Close();
+    stream_.async_read_some(buffer_.prepare(16384),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->lingered_ += n;
+                              self->Drain();
+                            });
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  HttpTransport::Impl& impl_;
+  beast::tcp_stream stream_;
+  std::string peer_;
+  beast::flat_buffer buffer_{64u << 10};
+  std::optional<RequestParser> parser_;
+  HttpVerdict verdict_;
+  size_t lingered_ = 0;
+  bool closed_ = false;
+};
+
+void HttpTransport::Impl::Accept() {
+  acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    OnAccept(ec, std::move(socket));
+  });
+}
+
+void HttpTransport::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
+  if (stopping || ec == asio::error::operation_aborted) return;
+  if (ec) {
+    // EMFILE and the like: try again shortly rather than spin.
+    spdlog::warn("accept: {}", ec.message());
+    accept_retry.expires_after(100ms);
+    accept_retry.async_wait([this](beast::error_code wait_ec) {
+      if (!wait_ec && !stopping) Accept();
+    });
+    return;
+  }
+  ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);  // sandboxes must not inherit it
+  socket.set_option(tcp::no_delay(true), ec);  // one small message per write: no Nagle delay
+  beast::error_code endpoint_ec;
+  auto endpoint = socket.remote_endpoint(endpoint_ec);
+  std::string peer = endpoint_ec ? "" : endpoint.address().to_string();
+  bool admitted = false;
+  {
+    std::lock_guard<std::mutex> lock(conns_mutex);
+    size_t& count = per_peer[peer];
+    if (conns.size() < options.max_connections && count < options.max_connections_per_peer) {
+      ++count;
+      admitted = true;
+    } else if (count == 0) {
+      per_peer.erase(peer);
+    }
+  }
+  if (!admitted) {
+    // Over a cap: say so if the socket takes it at once, and close.
+    static const std::string kBusy = SerializeResponse(
+        JsonErrorResponse(503, -32000, "Service Unavailable: too many connections"), true, false);
+    ssize_t sent =
+        ::send(socket.native_handle(), kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)sent;
+    socket.close(ec);
+  } else {
+    auto conn = std::make_shared<HttpConn>(*this, std::move(socket), peer);
+    {
+      std::lock_guard<std::mutex> lock(conns_mutex);
+      conns[conn.get()] = conn;
+    }
+    asio::dispatch(conn->executor(), [conn] { conn->Start(); });
+  }
+  Accept();
+}
+
+void HttpTransport::Impl::Forget(HttpConn* conn, const std::string& peer) {
+  std::lock_guard<std::mutex> lock(conns_mutex);
+  conns.erase(conn);
+  auto it = per_peer.find(peer);
+  if (it != per_peer.end() && --it->second == 0) per_peer.erase(it);
+}
+
+void HttpTransport::Impl::CloseAll() {
+  std::vector<std::shared_ptr<HttpConn>> open;
+  {
+    std::lock_guard<std::mutex> lock(conns_mutex);
+    for (auto& [raw, weak] : conns) {
+      if (auto conn = weak.lock()) open.push_back(std::move(conn));
+    }
+  }
+  for (auto& conn : open) conn->PostClose();
+}
+
 HttpTransport::HttpTransport(Server& server, HttpOptions options)
-    : server_(server), options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {}
+    : impl_(std::make_unique<Impl>(server, std::move(options))) {}
 
 HttpTransport::~HttpTransport() { Stop(); }
 
+int HttpTransport::port() const { return impl_->port; }
+
 Status HttpTransport::Bind() {
-  SBX_ASSIGN_OR_RETURN(token_key_, RandomHex(32));
-  size_t threads = std::max<size_t>(options_.threads, 8);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_tcp_nodelay(true);  // one small message per write: no Nagle delay
-  http_->set_keep_alive_max_count(100000);
-  http_->set_read_timeout(30, 0);
-  http_->set_write_timeout(30, 0);
-  // The library listens with a backlog of 5: fifty clients connecting at once would have their
-  // SYNs dropped and retried a second later. Keep the listening socket to widen the queue after
-  // the bind; SO_REUSEADDR only (the library's default adds SO_REUSEPORT, which would let
-  // another process bind the same port and take a share of the connections).
-  int listen_fd = -1;
-  http_->set_socket_options([&listen_fd](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    listen_fd = sock;
-  });
-
-  http_->Post("/mcp",
-              [this](const httplib::Request& q, httplib::Response& r) { HandlePost(q, r); });
-  http_->Delete("/mcp",
-                [this](const httplib::Request& q, httplib::Response& r) { HandleDelete(q, r); });
-  http_->Get("/mcp", [this](const httplib::Request& q, httplib::Response& r) {
-    if (!Admit(q, r, true)) return;
-    // No server-initiated messages exist here: every notification belongs to a request and
-    // travels on that request's stream. The spec allows 405 for this GET.
-    r.status = 405;
-    r.set_header("Allow", "POST, DELETE");
-  });
-  http_->Options("/mcp", [this](const httplib::Request& q, httplib::Response& r) {
-    if (!Admit(q, r, true)) return;
-    r.status = 204;
-    r.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
-    r.set_header(
-        "Access-Control-Allow-Headers",
-        "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID");
-    r.set_header("Access-Control-Max-Age", "600");
-  });
-  http_->Get("/healthz", [this](const httplib::Request& q, httplib::Response& r) {
-    if (!Admit(q, r, false)) return;
-    r.set_content(R"({"status":"ok"})", "application/json");
-  });
-  http_->Get(R"(/files/([^/]+)/(.+))",
-             [this](const httplib::Request& q, httplib::Response& r) { HandleFile(q, r); });
-
-  bool bound = false;
-  if (options_.port == 0) {
-    int port = http_->bind_to_any_port(options_.host);
-    bound = port > 0;
-    port_ = port;
-  } else {
-    bound = http_->bind_to_port(options_.host, options_.port);
-    port_ = options_.port;
+  Impl& impl = *impl_;
+  HttpOptions& options = impl.options;
+  SBX_ASSIGN_OR_RETURN(impl.token_key, RandomHex(32));
+  // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room
+  // for the sandboxes' pipes and files.
+  struct rlimit files {};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY) {
+    size_t room = files.rlim_cur > 256 ? static_cast<size_t>(files.rlim_cur) - 128 : 128;
+    options.max_connections = std::min(options.max_connections, room);
   }
-  if (!bound) {
+
+  auto cannot_listen = [&] {
     return Fail(ErrorCode::kInvalidArgument,
-                "cannot listen on {}:{} (in use, or not an address here)", options_.host,
-                options_.port);
+                "cannot listen on {}:{} (in use, or not an address here)", options.host,
+                options.port);
+  };
+  beast::error_code ec;
+  std::string host = options.host;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
   }
-  if (listen_fd >= 0 && ::listen(listen_fd, SOMAXCONN) != 0) {
-    spdlog::warn("cannot widen the listen backlog: {}", std::strerror(errno));
-  }
-  // The callback above refers to this frame: leave one behind that does not.
-  http_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
+  tcp::resolver resolver(impl.ioc);
+  auto results = resolver.resolve(host.empty() ? "0.0.0.0" : host, std::to_string(options.port),
+                                  tcp::resolver::passive, ec);
+  if (ec || results.empty()) return cannot_listen();
+  tcp::endpoint endpoint = results.begin()->endpoint();
+  impl.acceptor.open(endpoint.protocol(), ec);
+  if (ec) return cannot_listen();
+  ::fcntl(impl.acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
+  // SO_REUSEADDR only: SO_REUSEPORT would let another process bind the same port and take a
+  // share of the connections.
+  impl.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  impl.acceptor.bind(endpoint, ec);
+  if (ec) return cannot_listen();
+  impl.acceptor.listen(SOMAXCONN, ec);
+  if (ec) return cannot_listen();
+  impl.port = impl.acceptor.local_endpoint().port();
 
   // Who may call: origins as configured, else the loopback names on the bound port.
-  for (const auto& origin : options_.allowed_origins) {
+  HttpAdmissionPolicy policy;
+  policy.auth_token = options.auth_token;
+  policy.max_body_bytes = options.max_body_bytes;
+  for (const auto& origin : options.allowed_origins) {
     if (origin == "*") {
-      any_host_ = true;
-      origins_.push_back("*");
+      policy.any_host = true;
+      policy.origins.push_back("*");
       continue;
     }
-    origins_.push_back(Lower(origin));
-    extra_hosts_.push_back(HostName(origin.substr(origin.find("://") + 3)));
+    policy.origins.push_back(AsciiLower(origin));
+    size_t scheme = origin.find("://");
+    policy.hosts.push_back(
+        HostName(scheme == std::string::npos ? origin : origin.substr(scheme + 3)));
   }
-  if (options_.allowed_origins.empty()) {
+  if (options.allowed_origins.empty()) {
     for (const char* name : {"localhost", "127.0.0.1", "[::1]"}) {
-      origins_.push_back(fmt::format("http://{}:{}", name, port_));
+      policy.origins.push_back(fmt::format("http://{}:{}", name, impl.port));
     }
-    if (IsWildcardAddress(options_.host)) {
+    if (IsWildcardAddress(options.host)) {
       // Remote clients reach us under names we cannot know: the Host check cannot hold.
-      any_host_ = true;
+      policy.any_host = true;
       spdlog::warn(
           "listening on {} without SANDBOX_ALLOWED_ORIGINS: Host is not checked; set "
           "SANDBOX_AUTH_TOKEN and SANDBOX_ALLOWED_ORIGINS",
-          options_.host);
+          options.host);
     }
   }
-  if (!IsWildcardAddress(options_.host)) {
-    extra_hosts_.push_back(
-        Lower(options_.host.find(':') != std::string::npos && options_.host.front() != '['
-                  ? "[" + options_.host + "]"
-                  : options_.host));
+  if (!IsWildcardAddress(options.host)) {
+    policy.hosts.push_back(
+        AsciiLower(options.host.find(':') != std::string::npos && options.host.front() != '['
+                       ? "[" + options.host + "]"
+                       : options.host));
   }
+  impl.admission = std::make_unique<HttpAdmission>(std::move(policy));
   return {};
 }
 
 Status HttpTransport::Serve() {
-  if (!http_->listen_after_bind() && !stopping_) {
-    return Fail(ErrorCode::kInternal, "the HTTP server stopped unexpectedly");
+  Impl& impl = *impl_;
+  if (!impl.admission) return Fail(ErrorCode::kInternal, "Serve() before Bind()");
+  impl.workers = std::make_unique<WorkerPool>(std::max<size_t>(impl.options.threads, 8));
+  auto guard = asio::make_work_guard(impl.ioc);
+  asio::post(impl.ioc, [&impl] {
+    if (!impl.stopping) impl.Accept();
+  });
+  std::vector<std::thread> io;
+  for (size_t i = 0; i < std::max<size_t>(impl.options.io_threads, 1); ++i) {
+    io.emplace_back([&impl] {
+      for (;;) {
+        try {
+          impl.ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("HTTP I/O: {}", e.what());  // one connection's fault: keep serving
+        }
+      }
+    });
   }
+  {
+    std::unique_lock<std::mutex> lock(impl.stop_mutex);
+    impl.stop_changed.wait(lock, [&impl] { return impl.stopping.load(); });
+  }
+  // Requests in flight finish (cancelled) while the I/O threads still run their writes.
+  impl.workers->Shutdown();
+  guard.reset();
+  impl.ioc.stop();
+  for (auto& thread : io) thread.join();
   return {};
 }
 
 void HttpTransport::Stop() {
-  if (stopping_.exchange(true)) return;
+  Impl& impl = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(impl.stop_mutex);
+    if (impl.stopping.exchange(true)) return;
+  }
   std::vector<std::shared_ptr<Connection>> connections;
   {
-    std::lock_guard<std::mutex> lock(sessions_mutex_);
-    for (auto& [id, session] : sessions_) connections.push_back(session.connection);
+    std::lock_guard<std::mutex> lock(impl.sessions_mutex);
+    for (auto& [id, session] : impl.sessions) connections.push_back(session.connection);
   }
   for (auto& connection : connections) connection->CancelAll();
-  if (http_) http_->stop();
+  asio::post(impl.ioc, [&impl] {
+    beast::error_code ignored;
+    impl.acceptor.close(ignored);
+    impl.accept_retry.cancel();
+  });
+  impl.CloseAll();
+  impl.stop_changed.notify_all();
 }
 
 std::string HttpTransport::DownloadToken(const std::string& session_id) const {
+  return impl_->DownloadToken(session_id);
+}
+
+std::string HttpTransport::Impl::DownloadToken(const std::string& session_id) const {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
-  HMAC(EVP_sha256(), token_key_.data(), static_cast<int>(token_key_.size()),
+  HMAC(EVP_sha256(), token_key.data(), static_cast<int>(token_key.size()),
        reinterpret_cast<const unsigned char*>(session_id.data()), session_id.size(), mac, &mac_len);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
@@ -307,155 +714,146 @@ std::string HttpTransport::DownloadToken(const std::string& session_id) const {
   return hex;
 }
 
-bool HttpTransport::HostAllowed(const std::string& host_header) const {
-  if (any_host_ || host_header.empty()) return true;
-  std::string name = HostName(host_header);
-  if (IsLoopbackName(name)) return true;
-  return std::find(extra_hosts_.begin(), extra_hosts_.end(), name) != extra_hosts_.end();
-}
-
-bool HttpTransport::OriginAllowed(const std::string& origin) const {
-  std::string value = Lower(origin);
-  while (!value.empty() && value.back() == '/') value.pop_back();
-  for (const auto& allowed : origins_) {
-    if (allowed == "*" || allowed == value) return true;
-  }
-  return false;
-}
-
-bool HttpTransport::Admit(const httplib::Request& request, httplib::Response& response,
-                          bool mcp_endpoint) {
-  if (!HostAllowed(request.get_header_value("Host"))) {
-    SetJsonError(response, 403, -32000, "Forbidden: Host not allowed (DNS rebinding protection)");
-    return false;
-  }
-  if (!mcp_endpoint) return true;
-  std::string origin = request.get_header_value("Origin");
-  if (!origin.empty()) {
-    if (!OriginAllowed(origin)) {
-      SetJsonError(response, 403, -32000,
-                   "Forbidden: Origin not allowed (see SANDBOX_ALLOWED_ORIGINS)");
-      return false;
-    }
-    response.set_header("Access-Control-Allow-Origin", origin);
-    response.set_header("Vary", "Origin");
-    response.set_header("Access-Control-Expose-Headers", "Mcp-Session-Id");
-  }
-  if (!options_.auth_token.empty() && request.method != "OPTIONS") {
-    std::string authorization = request.get_header_value("Authorization");
-    constexpr std::string_view kBearer = "bearer ";
-    bool ok = authorization.size() > kBearer.size() &&
-              Lower(authorization.substr(0, kBearer.size())) == kBearer &&
-              SecretEquals(authorization.substr(kBearer.size()), options_.auth_token);
-    if (!ok) {
-      response.set_header("WWW-Authenticate", R"(Bearer realm="mcp-sandbox")");
-      SetJsonError(response, 401, -32000, "Unauthorized: a valid bearer token is required");
-      return false;
-    }
-  }
-  return true;
-}
-
-std::shared_ptr<Connection> HttpTransport::FindSession(const std::string& id) {
-  std::lock_guard<std::mutex> lock(sessions_mutex_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) return nullptr;
+std::shared_ptr<Connection> HttpTransport::Impl::FindSession(const std::string& id) {
+  std::lock_guard<std::mutex> lock(sessions_mutex);
+  auto it = sessions.find(id);
+  if (it == sessions.end()) return nullptr;
   it->second.last_used = std::chrono::steady_clock::now();
   return it->second.connection;
 }
 
-void HttpTransport::ExpireSessions() {
+void HttpTransport::Impl::ExpireSessions() {
   auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(sessions_mutex_);
-  for (auto it = sessions_.begin(); it != sessions_.end();) {
-    if (now - it->second.last_used > options_.session_idle_ttl &&
+  std::lock_guard<std::mutex> lock(sessions_mutex);
+  for (auto it = sessions.begin(); it != sessions.end();) {
+    if (now - it->second.last_used > options.session_idle_ttl &&
         it->second.connection->in_flight() == 0) {
-      it = sessions_.erase(it);
+      it = sessions.erase(it);
     } else {
       ++it;
     }
   }
 }
 
-Result<std::string> HttpTransport::NewSession(std::shared_ptr<Connection> connection) {
+Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> connection) {
   ExpireSessions();
   SBX_ASSIGN_OR_RETURN(std::string id, RandomHex(16));
-  std::lock_guard<std::mutex> lock(sessions_mutex_);
-  if (sessions_.size() >= options_.max_mcp_sessions) {
+  std::lock_guard<std::mutex> lock(sessions_mutex);
+  if (sessions.size() >= options.max_mcp_sessions) {
     // Make room by forgetting the least recently used idle session.
-    auto oldest = sessions_.end();
-    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+    auto oldest = sessions.end();
+    for (auto it = sessions.begin(); it != sessions.end(); ++it) {
       if (it->second.connection->in_flight() > 0) continue;
-      if (oldest == sessions_.end() || it->second.last_used < oldest->second.last_used) oldest = it;
+      if (oldest == sessions.end() || it->second.last_used < oldest->second.last_used) oldest = it;
     }
-    if (oldest == sessions_.end()) {
+    if (oldest == sessions.end()) {
       return Fail(ErrorCode::kMaxSessions, "too many MCP sessions are busy");
     }
-    sessions_.erase(oldest);
+    sessions.erase(oldest);
   }
-  sessions_[id] = McpSession{std::move(connection), std::chrono::steady_clock::now()};
+  sessions[id] = McpSession{std::move(connection), std::chrono::steady_clock::now()};
   return id;
 }
 
-std::string HttpTransport::BaseUrl(const httplib::Request& request) const {
-  std::string host = request.get_header_value("Host");
+std::string HttpTransport::Impl::BaseUrl(const HttpRequestHead& head) const {
+  std::string host(head.Get("Host"));
   if (host.empty()) {
-    host = options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host;
-    host += ":" + std::to_string(port_);
+    host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+    host += ":" + std::to_string(port);
   }
   return "http://" + host;
 }
 
-void HttpTransport::HandlePost(const httplib::Request& request, httplib::Response& response) {
-  if (!Admit(request, response, true)) return;
-  if (!Accepts(request.get_header_value("Accept"), "application/json") ||
-      !Accepts(request.get_header_value("Accept"), "text/event-stream")) {
-    return SetJsonError(response, 406, -32000,
-                        "Not Acceptable: Accept must list application/json and text/event-stream");
+void HttpTransport::Impl::Handle(const std::shared_ptr<HttpConn>& conn, HttpVerdict verdict,
+                                 HttpRequestHead head, std::string body, bool keep_alive) {
+  const auto& cors = verdict.response.headers;
+  HttpResponse response;
+  switch (verdict.route) {
+    case HttpRoute::kHealth:
+      response.content_type = "application/json";
+      response.body = R"({"status":"ok"})";
+      break;
+    case HttpRoute::kFile:
+      response = HandleFile(head);
+      break;
+    case HttpRoute::kMcp:
+      if (head.method == "POST") {
+        return HandlePost(conn, head, std::move(body), cors, keep_alive);
+      }
+      if (head.method == "GET") {
+        // No server-initiated messages exist here: every notification belongs to a request
+        // and travels on that request's stream. The spec allows 405 for this GET.
+        response.status = 405;
+        response.headers.push_back({"Allow", "POST, DELETE"});
+      } else if (head.method == "OPTIONS") {
+        response.status = 204;
+        response.headers = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
+                            {"Access-Control-Allow-Headers",
+                             "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
+                             "Last-Event-ID"},
+                            {"Access-Control-Max-Age", "600"}};
+      } else {
+        response = HandleDelete(head);
+      }
+      break;
+    case HttpRoute::kNone:
+      response.status = 404;
+      break;
   }
-  std::string content_type = Lower(request.get_header_value("Content-Type"));
-  if (content_type.rfind("application/json", 0) != 0) {
-    return SetJsonError(response, 415, -32000,
-                        "Unsupported Media Type: Content-Type must be application/json");
-  }
-  auto body = ParseJson(request.body);
-  if (!body) return SetJsonError(response, 400, kParseError, "Parse error: the body is not JSON");
-  const Json& value = *body;
+  response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
+  bool close = !keep_alive || stopping;
+  conn->Finish(SerializeResponse(response, close, false), close);
+}
+
+void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpConn>& conn,
+                                     const HttpRequestHead& head, std::string body,
+                                     const std::vector<HttpField>& cors, bool keep_alive) {
+  auto send = [&](HttpResponse response) {
+    response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
+    bool close = !keep_alive || stopping;
+    conn->Finish(SerializeResponse(response, close, false), close);
+  };
+  auto parsed = ParseJson(body);
+  // The parsed value is all we need: free the upload before any tool runs.
+  std::string().swap(body);
+  if (!parsed)
+    return send(JsonErrorResponse(400, kParseError, "Parse error: the body is not JSON"));
+  const Json& value = *parsed;
 
   bool initialize = value.is_object() && value.contains("id") && value.contains("method") &&
                     value["method"] == "initialize";
-  std::string session_id = request.get_header_value(kSessionHeader);
+  std::string session_id(head.Get(kSessionHeader));
   std::shared_ptr<Connection> connection;
   bool new_session = false;
   if (!session_id.empty()) {
     connection = FindSession(session_id);
     if (!connection) {
-      return SetJsonError(response, 404, -32001,
-                          "Session not found: it ended or expired; initialize a new one");
+      return send(JsonErrorResponse(
+          404, -32001, "Session not found: it ended or expired; initialize a new one"));
     }
   } else if (initialize) {
-    connection = server_.NewConnection();
-    connection->set_run_inline(true);  // this handler thread waits for the answer anyway
+    connection = server.NewConnection();
+    connection->set_run_inline(true);  // this worker thread waits for the answer anyway
     new_session = true;
   } else {
-    return SetJsonError(response, 400, -32000,
-                        "Bad Request: Mcp-Session-Id header is required (initialize first)");
+    return send(JsonErrorResponse(
+        400, -32000, "Bad Request: Mcp-Session-Id header is required (initialize first)"));
   }
   if (!initialize) {
-    std::string version = request.get_header_value(kVersionHeader);
+    std::string version(head.Get(kVersionHeader));
     if (version.empty()) version = kDefaultHeaderVersion;
     if (!IsSupportedProtocolVersion(version)) {
-      return SetJsonError(
-          response, 400, -32000,
-          fmt::format("Bad Request: unsupported MCP-Protocol-Version {}", ValidUtf8(version)));
+      return send(JsonErrorResponse(
+          400, -32000,
+          fmt::format("Bad Request: unsupported MCP-Protocol-Version {}", CutEcho(version))));
     }
   }
 
-  std::string base = BaseUrl(request);
+  std::string base = BaseUrl(head);
   connection->set_download_linker(
       [this, base](const std::string& sid, const std::string& path) -> std::string {
         constexpr std::string_view kData = "/mnt/data/";
-        if (!options_.read_file || path.rfind(kData, 0) != 0 || path.size() == kData.size()) {
+        if (!options.read_file || path.rfind(kData, 0) != 0 || path.size() == kData.size()) {
           return "";
         }
         return fmt::format("{}/files/{}/{}?token={}", base, sid,
@@ -467,151 +865,160 @@ void HttpTransport::HandlePost(const httplib::Request& request, httplib::Respons
 
   // A plain JSON body when the answer comes whole (most calls: no progress token, no log
   // message); an SSE stream as soon as a notification has to go out before the response.
-  if (reply->WaitWhole(stopping_)) {
+  if (reply->WaitWhole(stopping)) {
     auto messages = reply->TakeAll();
+    HttpResponse response;
     if (new_session) {
-      auto parsed = messages.size() == 1 ? ParseJson(messages.front()) : std::nullopt;
-      bool ok = parsed && parsed->is_object() && parsed->contains("result");
+      auto answer = messages.size() == 1 ? ParseJson(messages.front()) : std::nullopt;
+      bool ok = answer && answer->is_object() && answer->contains("result");
       if (ok) {
         auto id = NewSession(connection);
-        if (!id) return SetJsonError(response, 503, -32000, id.error().message);
-        response.set_header(kSessionHeader, *id);
+        if (!id) return send(JsonErrorResponse(503, -32000, id.error().message));
+        response.headers.push_back({kSessionHeader, *id});
       }
     }
     if (messages.empty()) {
       response.status = 202;  // notifications and responses only
-      return;
+    } else if (messages.size() == 1) {
+      response.content_type = "application/json";
+      response.body = std::move(messages.front());
+    } else {
+      for (const auto& message : messages) response.body += SseEvent(message);
+      response.headers.push_back({"Cache-Control", "no-cache"});
+      response.content_type = "text/event-stream";
     }
-    if (messages.size() == 1) {
-      response.set_content(messages.front(), "application/json");
-      return;
-    }
-    std::string events;
-    for (const auto& message : messages) events += SseEvent(message);
-    response.set_header("Cache-Control", "no-cache");
-    response.set_content(events, "text/event-stream");
-    return;
+    return send(std::move(response));
   }
 
   // Notifications first: stream them, then the response, as SSE.
-  response.set_header("Cache-Control", "no-cache");
-  response.set_chunked_content_provider(
-      "text/event-stream",
-      [this, reply](size_t /*offset*/, httplib::DataSink& sink) {
-        auto idle_since = std::chrono::steady_clock::now();
-        std::string message;
-        for (;;) {
-          switch (reply->Pop(&message, 250ms)) {
-            case PostReply::Next::kMessage: {
-              std::string event = SseEvent(message);
-              return sink.write(event.data(), event.size());
-            }
-            case PostReply::Next::kDone:
-              sink.done();
-              return true;
-            case PostReply::Next::kIdle:
-              if (stopping_) {
-                sink.done();
-                return true;
-              }
-              if (std::chrono::steady_clock::now() - idle_since >= kKeepAliveInterval) {
-                static constexpr char kComment[] = ": keep-alive\n\n";
-                return sink.write(kComment, sizeof kComment - 1);
-              }
-              break;
+  HttpResponse head_only;
+  head_only.content_type = "text/event-stream";
+  head_only.headers = cors;
+  head_only.headers.push_back({"Cache-Control", "no-cache"});
+  bool close = !keep_alive;
+  if (!conn->WriteWait(SerializeResponse(head_only, close, true))) return reply->Detach();
+  auto idle_since = std::chrono::steady_clock::now();
+  std::string message;
+  for (;;) {
+    switch (reply->Pop(&message, 250ms)) {
+      case PostReply::Next::kMessage:
+        if (!conn->WriteWait(Chunk(SseEvent(message)))) return reply->Detach();
+        idle_since = std::chrono::steady_clock::now();
+        continue;
+      case PostReply::Next::kDone:
+        break;
+      case PostReply::Next::kIdle:
+        if (!stopping) {
+          if (std::chrono::steady_clock::now() - idle_since >= kKeepAliveInterval) {
+            if (!conn->WriteWait(Chunk(": keep-alive\n\n"))) return reply->Detach();
+            idle_since = std::chrono::steady_clock::now();
           }
+          continue;
         }
-      },
-      [reply](bool /*success*/) { reply->Detach(); });
+        break;
+    }
+    break;
+  }
+  reply->Detach();
+  close = close || stopping;
+  conn->Finish("0\r\n\r\n", close);
 }
 
-void HttpTransport::HandleDelete(const httplib::Request& request, httplib::Response& response) {
-  if (!Admit(request, response, true)) return;
-  std::string session_id = request.get_header_value(kSessionHeader);
+HttpResponse HttpTransport::Impl::HandleDelete(const HttpRequestHead& head) {
+  std::string session_id(head.Get(kSessionHeader));
   if (session_id.empty()) {
-    return SetJsonError(response, 400, -32000, "Bad Request: Mcp-Session-Id header is required");
+    return JsonErrorResponse(400, -32000, "Bad Request: Mcp-Session-Id header is required");
   }
   std::shared_ptr<Connection> connection;
   {
-    std::lock_guard<std::mutex> lock(sessions_mutex_);
-    auto it = sessions_.find(session_id);
-    if (it != sessions_.end()) {
+    std::lock_guard<std::mutex> lock(sessions_mutex);
+    auto it = sessions.find(session_id);
+    if (it != sessions.end()) {
       connection = it->second.connection;
-      sessions_.erase(it);
+      sessions.erase(it);
     }
   }
-  if (!connection) return SetJsonError(response, 404, -32001, "Session not found");
+  if (!connection) return JsonErrorResponse(404, -32001, "Session not found");
   connection->CancelAll();
+  HttpResponse response;
   response.status = 200;
+  return response;
 }
 
-void HttpTransport::HandleFile(const httplib::Request& request, httplib::Response& response) {
-  if (!Admit(request, response, false)) return;
-  auto not_found = [&] {
-    response.status = 404;
-    response.set_content("not found\n", "text/plain");
+HttpResponse HttpTransport::Impl::HandleFile(const HttpRequestHead& head) {
+  auto text = [](int status, std::string body) {
+    HttpResponse response;
+    response.status = status;
+    response.content_type = "text/plain";
+    response.body = std::move(body);
+    return response;
   };
-  if (!options_.read_file || request.matches.size() < 3) return not_found();
-  std::string session_id = request.matches[1];
-  std::string relative = request.matches[2];
-  std::string token = request.get_param_value("token");
+  auto not_found = [&] { return text(404, "not found\n"); };
+  std::string_view target = head.target;
+  size_t question = target.find('?');
+  std::string_view path = target.substr(0, question);
+  std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  // /files/{session_id}/{path}, both percent-decoded.
+  path.remove_prefix(std::string_view("/files/").size());
+  size_t slash = path.find('/');
+  if (!options.read_file || slash == std::string_view::npos || slash == 0 ||
+      slash + 1 >= path.size()) {
+    return not_found();
+  }
+  auto decoded_session = PercentDecode(path.substr(0, slash));
+  auto decoded_relative = PercentDecode(path.substr(slash + 1));
+  if (!decoded_session || !decoded_relative) return text(400, "invalid path\n");
+  std::string session_id = *decoded_session;
+  std::string relative = *decoded_relative;
+  std::string token = QueryParam(query, "token");
   if (token.empty() || !SecretEquals(token, DownloadToken(session_id))) {
-    response.status = 403;
-    response.set_content("a valid token is required (use the download_url of a tool result)\n",
-                         "text/plain");
-    return;
+    return text(403, "a valid token is required (use the download_url of a tool result)\n");
   }
   // The agent confines paths to the sandbox; refuse traversal here too, so a URL can only
   // name a file below /mnt/data.
   size_t start = 0;
   while (start <= relative.size()) {
-    size_t slash = relative.find('/', start);
+    size_t next = relative.find('/', start);
     std::string part =
-        relative.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        relative.substr(start, next == std::string::npos ? std::string::npos : next - start);
     if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string::npos) {
-      response.status = 400;
-      response.set_content("invalid path\n", "text/plain");
-      return;
+      return text(400, "invalid path\n");
     }
-    if (slash == std::string::npos) break;
-    start = slash + 1;
+    if (next == std::string::npos) break;
+    start = next + 1;
   }
-  auto file = options_.read_file(session_id, "/mnt/data/" + relative);
+  auto file = options.read_file(session_id, "/mnt/data/" + relative);
   if (!file) {
     switch (file.error().code) {
       case ErrorCode::kNotFound:
       case ErrorCode::kSessionNotFound:
       case ErrorCode::kInvalidSessionId:
         return not_found();
-      case ErrorCode::kSessionBusy:
-        response.status = 409;
-        response.set_header("Retry-After", "1");
-        response.set_content("the session is running a call; try again when it finished\n",
-                             "text/plain");
-        return;
+      case ErrorCode::kSessionBusy: {
+        HttpResponse response =
+            text(409, "the session is running a call; try again when it finished\n");
+        response.headers.push_back({"Retry-After", "1"});
+        return response;
+      }
       case ErrorCode::kArtifactTooLarge:
-        response.status = 413;
-        response.set_content(ValidUtf8(file.error().message) + "\n", "text/plain");
-        return;
+        return text(413, ValidUtf8(file.error().message) + "\n");
       case ErrorCode::kInvalidPath:
-        response.status = 400;
-        response.set_content("invalid path\n", "text/plain");
-        return;
+        return text(400, "invalid path\n");
       default:
         spdlog::warn("download {} of {}: {}", LogSafe(relative, 200), LogSafe(session_id),
                      file.error().message);
-        response.status = 500;
-        response.set_content("the file could not be read\n", "text/plain");
-        return;
+        return text(500, "the file could not be read\n");
     }
   }
+  HttpResponse response;
   std::string mime = file->mime_type.empty() ? "application/octet-stream" : file->mime_type;
   // Files come from sandboxed code: never let one run script in our origin (CSP sandbox gives
   // it an opaque origin), never let the browser guess a type, and download what is not an
   // image or plain data.
-  response.set_header("Content-Security-Policy", "sandbox; default-src 'none'");
-  response.set_header("X-Content-Type-Options", "nosniff");
-  response.set_header("Cache-Control", "no-store");
+  response.headers.push_back({"Content-Security-Policy", "sandbox; default-src 'none'"});
+  response.headers.push_back({"X-Content-Type-Options", "nosniff"});
+  response.headers.push_back({"Cache-Control", "no-store"});
   std::string name = relative.substr(relative.rfind('/') + 1);
   std::string quoted;
   for (char c : name)
@@ -619,10 +1026,12 @@ void HttpTransport::HandleFile(const httplib::Request& request, httplib::Respons
   bool inline_ok = mime.rfind("image/", 0) == 0 && mime != "image/svg+xml";
   inline_ok = inline_ok || mime == "text/plain" || mime == "text/csv" ||
               mime == "application/json" || mime == "application/pdf";
-  response.set_header(
-      "Content-Disposition",
-      fmt::format("{}; filename=\"{}\"", inline_ok ? "inline" : "attachment", quoted));
-  response.set_content(std::move(file->content), mime);
+  response.headers.push_back(
+      {"Content-Disposition",
+       fmt::format("{}; filename=\"{}\"", inline_ok ? "inline" : "attachment", quoted)});
+  response.content_type = mime;
+  response.body = std::move(file->content);
+  return response;
 }
 
 }  // namespace sandbox::mcp

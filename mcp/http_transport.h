@@ -1,10 +1,15 @@
 // The Streamable HTTP transport (MCP basic/transports, 2025-03-26 to 2025-11-25) on
-// cpp-httplib: POST /mcp answers with one JSON body, or with an SSE stream when notifications
-// (progress, log messages) must go out before the response; GET /mcp is 405
+// Boost.Beast/Asio: POST /mcp answers with one JSON body, or with an SSE stream when
+// notifications (progress, log messages) must go out before the response; GET /mcp is 405
 // (this server sends nothing unprompted); DELETE /mcp ends a session. Also GET /healthz and
 // artifact downloads at GET /files/{session_id}/{path}?token=... .
-// Guards: Host and Origin against DNS rebinding (403), bearer token (401), Accept (406),
-// Content-Type (415), body size (413), Mcp-Session-Id (400/404), MCP-Protocol-Version (400).
+// Guards, all judged from the head before any body is read (mcp/http_admission.h): Host and
+// Origin against DNS rebinding (403), bearer token (401), Accept (406), Content-Type (415),
+// body size (413); then Mcp-Session-Id (400/404), MCP-Protocol-Version (400).
+// Limits against hostile clients, after nginx's: header bytes and count (431), one deadline
+// for the whole header phase, one for the body, an idle keep-alive timeout, and caps on
+// connections per peer address and in all (503). Connections wait on a few I/O threads;
+// only complete, admitted requests take a worker thread.
 #pragma once
 
 #include <atomic>
@@ -19,12 +24,6 @@
 
 #include "mcp/server.h"
 #include "runtime/base/result.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace sandbox::mcp {
 
@@ -43,7 +42,16 @@ struct HttpOptions {
   std::string auth_token;                    // "" = no authentication
   std::vector<std::string> allowed_origins;  // empty: localhost/127.0.0.1/[::1] on the port
   size_t max_body_bytes = 80u << 20;
-  size_t threads = 64;  // connections served at once (each keep-alive connection holds one)
+  size_t threads = 64;                  // requests worked on at once (idle connections hold none)
+  size_t io_threads = 2;                // threads that wait on sockets
+  size_t max_header_bytes = 32u << 10;  // request line and header fields together (431)
+  size_t max_header_fields = 100;       // (431)
+  std::chrono::milliseconds header_timeout{10000};      // accept / first byte -> end of headers
+  std::chrono::milliseconds keep_alive_timeout{30000};  // idle between two requests
+  std::chrono::milliseconds body_timeout{30000};        // plus 1 s per MiB declared
+  std::chrono::milliseconds write_timeout{30000};
+  size_t max_connections = 4096;                   // in all (lowered to fit RLIMIT_NOFILE)
+  size_t max_connections_per_peer = 256;           // per client IP address
   std::chrono::seconds session_idle_ttl{30 * 60};  // forget MCP sessions idle this long
   size_t max_mcp_sessions = 1000;
   FileReader read_file;  // empty: no /files downloads
@@ -58,7 +66,7 @@ class HttpTransport {
 
   // Binds the listening socket (so port() is known before serving).
   Status Bind();
-  int port() const { return port_; }
+  int port() const;
   // Serves until Stop(). Returns when every connection handler has finished.
   Status Serve();
   // Stops serving: open SSE streams end, requests in flight are cancelled. Thread-safe.
@@ -68,36 +76,10 @@ class HttpTransport {
   // start): it grants reading that session's files and nothing else.
   std::string DownloadToken(const std::string& session_id) const;
 
+  struct Impl;  // the sockets, the sessions and the handlers (http_transport.cc)
+
  private:
-  struct McpSession {
-    std::shared_ptr<Connection> connection;
-    std::chrono::steady_clock::time_point last_used;
-  };
-
-  void HandlePost(const httplib::Request& request, httplib::Response& response);
-  void HandleDelete(const httplib::Request& request, httplib::Response& response);
-  void HandleFile(const httplib::Request& request, httplib::Response& response);
-  // Host/Origin/token checks; false when `response` already holds the refusal.
-  bool Admit(const httplib::Request& request, httplib::Response& response, bool mcp_endpoint);
-  bool HostAllowed(const std::string& host_header) const;
-  bool OriginAllowed(const std::string& origin) const;
-  std::shared_ptr<Connection> FindSession(const std::string& id);
-  Result<std::string> NewSession(std::shared_ptr<Connection> connection);
-  void ExpireSessions();
-  std::string BaseUrl(const httplib::Request& request) const;
-
-  Server& server_;
-  HttpOptions options_;
-  std::unique_ptr<httplib::Server> http_;
-  int port_ = 0;
-  std::atomic<bool> stopping_{false};
-  std::string token_key_;                 // random, for DownloadToken
-  std::vector<std::string> origins_;      // lower-case, resolved at Bind()
-  std::vector<std::string> extra_hosts_;  // host names allowed besides loopback
-  bool any_host_ = false;
-
-  std::mutex sessions_mutex_;
-  std::unordered_map<std::string, McpSession> sessions_;
+  std::unique_ptr<Impl> impl_;
 };
 
 // 32 lowercase hex digits from the kernel's CSPRNG (getrandom(2)).

@@ -1,0 +1,87 @@
+// What the HTTP transport decides from a request's head alone, before it reads a byte of the
+// body: which route it names, whether Host, Origin and the bearer token let it in, whether its
+// Accept and Content-Type fit, and whether its declared body fits. Socket-free, so every
+// refusal is testable without a server (issue #14), and so an unauthenticated client can never
+// make the server read (and hold) a body.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandbox::mcp {
+
+struct HttpField {
+  std::string name;  // as received; compare case-insensitively
+  std::string value;
+};
+
+// A request line and its header fields, as parsed (the body comes later, if at all).
+struct HttpRequestHead {
+  std::string method;  // "GET", "POST", ... as sent
+  std::string target;  // "/mcp", "/files/a/b?token=x", ...
+  std::vector<HttpField> fields;
+  std::optional<uint64_t> content_length;  // none: no Content-Length (chunked, or no body)
+  bool chunked = false;
+
+  // The first field named `name` (case-insensitive), or "".
+  std::string_view Get(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type;  // "" with an empty body: no Content-Type
+  std::vector<HttpField> headers;
+  std::string body;
+};
+
+enum class HttpRoute { kMcp, kHealth, kFile, kNone };
+
+struct HttpAdmissionPolicy {
+  std::string auth_token;            // "" = no authentication
+  std::vector<std::string> origins;  // lower-case full origins, or "*"
+  std::vector<std::string> hosts;    // host names allowed besides loopback (lower-case)
+  bool any_host = false;             // the Host check cannot hold (wildcard listen, "*")
+  size_t max_body_bytes = 80u << 20;
+  size_t max_other_body_bytes = 64u << 10;  // GET/DELETE/OPTIONS: nothing to upload
+};
+
+struct HttpVerdict {
+  HttpRoute route = HttpRoute::kNone;
+  bool admit = false;
+  // Refused: the whole answer. Admitted: headers every response to it carries (CORS).
+  HttpResponse response;
+};
+
+class HttpAdmission {
+ public:
+  explicit HttpAdmission(HttpAdmissionPolicy policy) : policy_(std::move(policy)) {}
+
+  HttpVerdict Judge(const HttpRequestHead& head) const;
+
+  bool HostAllowed(std::string_view host_header) const;
+  bool OriginAllowed(std::string_view origin) const;
+  const HttpAdmissionPolicy& policy() const { return policy_; }
+
+ private:
+  HttpAdmissionPolicy policy_;
+};
+
+// A JSON-RPC error (id null) as an HTTP answer.
+HttpResponse JsonErrorResponse(int status, int code, std::string_view message);
+// Client text fit to echo in an answer: at most `max_chars` bytes of valid UTF-8, then "...".
+std::string CutEcho(std::string_view text, size_t max_chars = 64);
+// Compares secrets in time independent of where they differ.
+bool SecretEquals(std::string_view given, std::string_view expected);
+std::string AsciiLower(std::string_view text);
+// "host:port" / "[v6]:port" -> "host" / "[v6]" (lower-case).
+std::string HostName(std::string_view host_header);
+// "%20" -> " " (no '+' rule: paths). nullopt on a malformed escape.
+std::optional<std::string> PercentDecode(std::string_view text);
+// The value of `key` in a query string ("a=1&token=x"), decoded; "" when absent.
+std::string QueryParam(std::string_view query, std::string_view key);
+
+}  // namespace sandbox::mcp
