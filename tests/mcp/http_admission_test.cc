@@ -1,0 +1,123 @@
+// The HTTP admission rules from a request head alone (no socket): what is refused before any
+// body is read, with which status, and what an admitted request carries.
+#include "mcp/http_admission.h"
+
+#include <catch2/catch.hpp>
+
+using namespace sandbox::mcp;
+
+namespace {
+
+HttpAdmission Policy(std::string token = "") {
+  HttpAdmissionPolicy policy;
+  policy.auth_token = std::move(token);
+  policy.origins = {"http://127.0.0.1:8080", "http://localhost:8080"};
+  policy.max_body_bytes = 1000;
+  return HttpAdmission(policy);
+}
+
+HttpRequestHead Post(std::vector<HttpField> extra = {}) {
+  HttpRequestHead head;
+  head.method = "POST";
+  head.target = "/mcp";
+  head.fields = {{"Host", "127.0.0.1:8080"},
+                 {"Accept", "application/json, text/event-stream"},
+                 {"Content-Type", "application/json"}};
+  for (auto& field : extra) head.fields.push_back(field);
+  head.content_length = 10;
+  return head;
+}
+
+}  // namespace
+
+TEST_CASE("http admission: an ordinary POST /mcp is admitted on the mcp route", "[unit]") {
+  auto verdict = Policy().Judge(Post());
+  CHECK(verdict.admit);
+  CHECK(verdict.route == HttpRoute::kMcp);
+  CHECK(verdict.response.headers.empty());
+}
+
+TEST_CASE("http admission: Host and Origin from elsewhere are 403", "[unit]") {
+  auto head = Post();
+  head.fields[0].value = "evil.example.com";
+  auto host = Policy().Judge(head);
+  CHECK_FALSE(host.admit);
+  CHECK(host.response.status == 403);
+  auto origin = Policy().Judge(Post({{"Origin", "http://evil.example.com"}}));
+  CHECK(origin.response.status == 403);
+  auto own = Policy().Judge(Post({{"origin", "http://localhost:8080"}}));
+  CHECK(own.admit);
+  REQUIRE_FALSE(own.response.headers.empty());
+  CHECK(own.response.headers[0].name == "Access-Control-Allow-Origin");
+  CHECK(own.response.headers[0].value == "http://localhost:8080");
+}
+
+TEST_CASE("http admission: the token is judged before the body, OPTIONS needs none", "[unit]") {
+  auto missing = Policy("tok").Judge(Post());
+  CHECK(missing.response.status == 401);
+  bool challenge = false;
+  for (auto& f : missing.response.headers) challenge |= f.name == "WWW-Authenticate";
+  CHECK(challenge);
+  // A huge declared body does not get past a missing token as 413 either: 401 first.
+  auto huge = Post();
+  huge.content_length = 1ull << 40;
+  CHECK(Policy("tok").Judge(huge).response.status == 401);
+  CHECK(Policy("tok").Judge(Post({{"Authorization", "Bearer nope"}})).response.status == 401);
+  CHECK(Policy("tok").Judge(Post({{"authorization", "bearer tok"}})).admit);
+  HttpRequestHead options;
+  options.method = "OPTIONS";
+  options.target = "/mcp";
+  CHECK(Policy("tok").Judge(options).admit);
+}
+
+TEST_CASE("http admission: Accept 406, Content-Type 415, declared length 413", "[unit]") {
+  auto head = Post();
+  head.fields[1].value = "application/json";
+  CHECK(Policy().Judge(head).response.status == 406);
+  head = Post();
+  head.fields[2].value = "text/plain";
+  CHECK(Policy().Judge(head).response.status == 415);
+  head = Post();
+  head.content_length = 1001;
+  CHECK(Policy().Judge(head).response.status == 413);
+  head.content_length = 1000;
+  CHECK(Policy().Judge(head).admit);
+  HttpRequestHead get;
+  get.method = "GET";
+  get.target = "/healthz";
+  get.content_length = 1u << 20;  // nothing to upload to a GET
+  CHECK(Policy().Judge(get).response.status == 413);
+}
+
+TEST_CASE("http admission: routes and methods", "[unit]") {
+  HttpRequestHead head;
+  head.method = "GET";
+  head.target = "/nowhere";
+  CHECK(Policy().Judge(head).response.status == 404);
+  head.target = "/healthz";
+  CHECK(Policy().Judge(head).route == HttpRoute::kHealth);
+  head.target = "/files/s/a.png?token=x";
+  CHECK(Policy().Judge(head).route == HttpRoute::kFile);
+  head.method = "POST";
+  CHECK(Policy().Judge(head).response.status == 405);
+  head.target = "/mcp";
+  head.method = "PUT";
+  CHECK(Policy().Judge(head).response.status == 405);
+}
+
+TEST_CASE("http admission: echoed client text is cut; decoding helpers", "[unit]") {
+  std::string long_value(1 << 20, 'x');
+  std::string cut = CutEcho(long_value);
+  CHECK(cut.size() == 67);
+  CHECK(cut.substr(64) == "...");
+  CHECK(CutEcho("short") == "short");
+  // A cut never splits a UTF-8 sequence.
+  std::string accents;
+  for (int i = 0; i < 40; ++i) accents += "\xC3\xA9";
+  CHECK(CutEcho(accents) == accents.substr(0, 64) + "...");
+  CHECK(PercentDecode("out%20dir/a%2e%2E") == "out dir/a..");
+  CHECK_FALSE(PercentDecode("bad%2"));
+  CHECK_FALSE(PercentDecode("bad%zz"));
+  CHECK(QueryParam("a=1&token=ab%2Bc", "token") == "ab+c");
+  CHECK(QueryParam("a=1", "token").empty());
+}
