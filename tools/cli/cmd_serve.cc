@@ -1,9 +1,12 @@
 // `mcp-sandbox serve [--stdio | --http HOST:PORT] [flags]`: the MCP server. Wires the
 // configuration (mcp/config.h) into a SessionManager over the chosen backend and the image
 // store, and serves it over stdio or Streamable HTTP until the client leaves or a signal comes.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -202,13 +205,22 @@ int ServeCommand(const Argv& raw_args) {
     return kExitOk;
   }
 
+  // Every HTTP connection is a descriptor: take the whole hard limit so hundreds of clients
+  // (or idle attackers, up to the transport's caps) fit. Sandboxes set their own limit.
+  if (struct rlimit files{};
+      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &files) != 0) {
+      spdlog::warn("cannot raise RLIMIT_NOFILE: {}", std::strerror(errno));
+    }
+  }
   mcp::HttpOptions http_options;
   http_options.host = config.http_host;
   http_options.port = config.http_port;
   http_options.auth_token = config.auth_token;
   http_options.allowed_origins = config.allowed_origins;
   http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
-  // Each keep-alive connection holds a thread: room for several per session.
+  // Threads for requests being worked on (idle connections hold none): several per session.
   http_options.threads = std::max<size_t>(64, static_cast<size_t>(config.max_sessions) * 4 + 32);
   http_options.session_idle_ttl = std::chrono::minutes(config.session_ttl_m);
   http_options.read_file = mcp::SandboxFileReader(sessions);
