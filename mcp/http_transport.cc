@@ -862,6 +862,8 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpConn>& conn,
 
   auto reply = std::make_shared<PostReply>();
   connection->Handle(value, reply);
+  // What the call needs it has taken: do not hold the request while a stream runs.
+  parsed.reset();
 
   // A plain JSON body when the answer comes whole (most calls: no progress token, no log
   // message); an SSE stream as soon as a notification has to go out before the response.

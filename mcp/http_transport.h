@@ -50,8 +50,8 @@ struct HttpOptions {
   std::chrono::milliseconds keep_alive_timeout{30000};  // idle between two requests
   std::chrono::milliseconds body_timeout{30000};        // plus 1 s per MiB declared
   std::chrono::milliseconds write_timeout{30000};
-  size_t max_connections = 4096;                   // in all (lowered to fit RLIMIT_NOFILE)
-  size_t max_connections_per_peer = 256;           // per client IP address
+  size_t max_connections = 8192;                   // in all (lowered to fit RLIMIT_NOFILE)
+  size_t max_connections_per_peer = 1024;          // per client IP address
   std::chrono::seconds session_idle_ttl{30 * 60};  // forget MCP sessions idle this long
   size_t max_mcp_sessions = 1000;
   FileReader read_file;  // empty: no /files downloads

@@ -236,7 +236,6 @@ TEST_CASE("http hostile: 500 idle and half-sent connections do not starve a clie
   }
   if (files.rlim_cur < 1400) sandbox::testing::SkipTest("RLIMIT_NOFILE below 1400 here");
   HttpOptions options;
-  options.max_connections_per_peer = 1000;
   options.auth_token = "tok";
   Served s(options);
   std::vector<std::unique_ptr<Raw>> idle;

@@ -46,6 +46,8 @@ if [ -x "$load_bench" ]; then
   echo '| measurement | n | p50 ms | p90 ms | p99 ms | max ms | target |'
   echo '|---|---|---|---|---|---|---|'
   "$load_bench" "$url" --sessions "${BENCH_HTTP_SESSIONS:-50}" --calls "${BENCH_HTTP_CALLS:-20}" || true
+  # Issue #12: clients stay served while 500 more connections idle or send half a head.
+  "$load_bench" "$url" --sessions 10 --calls 20 --idle 500 || true
   kill -TERM "$server" 2>/dev/null
   wait "$server" 2>/dev/null || true
   rm -f "$log"
