@@ -10,7 +10,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -20,17 +19,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/basic_parser.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/core/error.hpp>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
 
 #include "mcp/http_admission.h"
+#include "mcp/http_connection.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "mcp/worker_pool.h"
@@ -41,7 +36,6 @@ namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
@@ -50,122 +44,9 @@ constexpr char kVersionHeader[] = "MCP-Protocol-Version";
 // Requests without the version header are taken to speak 2025-03-26 (basic/transports).
 constexpr char kDefaultHeaderVersion[] = "2025-03-26";
 constexpr auto kKeepAliveInterval = 15s;  // SSE comment, so dead clients are noticed
-// After a refusal, read and drop what the client still sends for this long (at most this
-// much), so it sees the answer instead of a reset; then close. nginx's lingering close.
-constexpr auto kLingerTime = 2s;
-constexpr size_t kLingerBytes = 1u << 20;
-
 bool IsWildcardAddress(const std::string& host) {
   return host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty();
 }
-
-const char* Reason(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 200:
-      return "OK";
-    case 202:
-      return "Accepted";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 406:
-      return "Not Acceptable";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 413:
-      return "Payload Too Large";
-    case 415:
-      return "Unsupported Media Type";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Unknown";
-  }
-}
-
-// The status line and header fields of `response`; with the body unless `chunked`.
-std::string SerializeResponse(const HttpResponse& response, bool close, bool chunked) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", response.status, Reason(response.status));
-  if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
-  for (const auto& field : response.headers) out += field.name + ": " + field.value + "\r\n";
-  if (chunked) {
-    out += "Transfer-Encoding: chunked\r\n";
-  } else if (response.status != 204) {
-    out += fmt::format("Content-Length: {}\r\n", response.body.size());
-  }
-  out += close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n";
-  if (!chunked) out += response.body;
-  return out;
-}
-
-std::string Chunk(std::string_view data) {
-  return fmt::format("{:x}\r\n", data.size()) + std::string(data) + "\r\n";
-}
-
-// Parses one request into an HttpRequestHead and a string body, refusing more than
-// `max_fields` header fields (the byte limits are basic_parser's header_limit/body_limit).
-// Fields beyond what we read are never stored, so a hostile head costs at most its bytes.
-class RequestParser : public bhttp::basic_parser<true> {
- public:
-  explicit RequestParser(size_t max_fields) : max_fields_(max_fields) {}
-  HttpRequestHead head;
-  std::string body;
-  bool too_many_fields = false;
-
- private:
-  void on_request_impl(bhttp::verb, beast::string_view method, beast::string_view target, int,
-                       beast::error_code&) override {
-    head.method = std::string(method);
-    head.target = std::string(target);
-  }
-  void on_response_impl(int, beast::string_view, int, beast::error_code& ec) override {
-    ec = bhttp::error::bad_version;
-  }
-  void on_field_impl(bhttp::field, beast::string_view name, beast::string_view value,
-                     beast::error_code& ec) override {
-    if (head.fields.size() >= max_fields_) {
-      too_many_fields = true;
-      ec = bhttp::error::header_limit;
-      return;
-    }
-    head.fields.push_back({std::string(name), std::string(value)});
-  }
-  void on_header_impl(beast::error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>& length,
-                         beast::error_code&) override {
-    // body_limit has refused a longer declared length before this point.
-    if (length) body.reserve(static_cast<size_t>(*length));
-  }
-  size_t on_body_impl(beast::string_view data, beast::error_code&) override {
-    body.append(data.data(), data.size());
-    return data.size();
-  }
-  void on_chunk_header_impl(std::uint64_t, beast::string_view, beast::error_code&) override {}
-  size_t on_chunk_body_impl(std::uint64_t, beast::string_view data, beast::error_code&) override {
-    body.append(data.data(), data.size());
-    return data.size();
-  }
-  void on_finish_impl(beast::error_code&) override {}
-
-  size_t max_fields_;
-};
 
 // The reply to one POST: collects what the dispatcher sends and hands it to the HTTP response,
 // either whole (JSON) or as it comes (SSE).
@@ -255,9 +136,7 @@ Result<std::string> RandomHex(size_t bytes) {
   return hex;
 }
 
-class HttpConn;
-
-struct HttpTransport::Impl {
+struct HttpTransport::Impl : HttpConnHost {
   struct McpSession {
     std::shared_ptr<Connection> connection;
     std::chrono::steady_clock::time_point last_used;
@@ -268,7 +147,7 @@ struct HttpTransport::Impl {
   // Connection bookkeeping (declared before the io_context, which holds connections in its
   // handlers and is destroyed first).
   std::mutex conns_mutex;
-  std::unordered_map<HttpConn*, std::weak_ptr<HttpConn>> conns;
+  std::unordered_map<HttpExchange*, std::weak_ptr<HttpExchange>> conns;
   std::unordered_map<std::string, size_t> per_peer;
 
   Server& server;
@@ -290,12 +169,24 @@ struct HttpTransport::Impl {
 
   void Accept();
   void OnAccept(beast::error_code ec, tcp::socket socket);
-  void Forget(HttpConn* conn, const std::string& peer);
+  // HttpConnHost
+  const HttpOptions& Options() const override { return options; }
+  HttpVerdict Judge(const HttpRequestHead& head) const override { return admission->Judge(head); }
+  bool Submit(std::shared_ptr<HttpExchange> exchange, HttpVerdict verdict, HttpRequestHead head,
+              std::string body, bool keep_alive) override {
+    return workers->Submit([this, exchange = std::move(exchange), verdict = std::move(verdict),
+                            head = std::move(head), body = std::move(body), keep_alive]() mutable {
+      Handle(exchange, std::move(verdict), std::move(head), std::move(body), keep_alive);
+    });
+  }
+  void Forget(HttpExchange* conn, const std::string& peer) override;
+  bool Stopping() const override { return stopping; }
+
   void CloseAll();
   // Worker side: one complete, admitted request.
-  void Handle(const std::shared_ptr<HttpConn>& conn, HttpVerdict verdict, HttpRequestHead head,
+  void Handle(const std::shared_ptr<HttpExchange>& conn, HttpVerdict verdict, HttpRequestHead head,
               std::string body, bool keep_alive);
-  void HandlePost(const std::shared_ptr<HttpConn>& conn, const HttpRequestHead& head,
+  void HandlePost(const std::shared_ptr<HttpExchange>& conn, const HttpRequestHead& head,
                   std::string body, const std::vector<HttpField>& cors, bool keep_alive);
   HttpResponse HandleDelete(const HttpRequestHead& head);
   HttpResponse HandleFile(const HttpRequestHead& head);
@@ -304,188 +195,6 @@ struct HttpTransport::Impl {
   Result<std::string> NewSession(std::shared_ptr<Connection> connection);
   void ExpireSessions();
   std::string BaseUrl(const HttpRequestHead& head) const;
-};
-
-// One TCP connection: reads a request head under the header deadline, judges it, reads the
-// body (if admitted) under the body deadline, hands the request to a worker and writes what
-// the worker sends back. Everything on the socket runs on the connection's strand.
-class HttpConn : public std::enable_shared_from_this<HttpConn> {
- public:
-  HttpConn(HttpTransport::Impl& impl, tcp::socket socket, std::string peer)
-      : impl_(impl), stream_(std::move(socket)), peer_(std::move(peer)) {}
-  ~HttpConn() { impl_.Forget(this, peer_); }
-
-  void Start() {
-    stream_.expires_after(impl_.options.header_timeout);
-    ReadHeader();
-  }
-  asio::any_io_executor executor() { return stream_.get_executor(); }
-  // From any thread.
-  void PostClose() {
-    asio::post(stream_.get_executor(), [self = shared_from_this()] { self->Close(); });
-  }
-  // Worker side: writes `data` and waits until it is out. False: the client is gone.
-  bool WriteWait(std::string data) {
-    auto done = std::make_shared<std::promise<bool>>();
-    auto result = done->get_future();
-    auto buffer = std::make_shared<std::string>(std::move(data));
-    asio::post(stream_.get_executor(), [self = shared_from_this(), buffer, done] {
-      if (self->closed_) return done->set_value(false);
-      self->stream_.expires_after(self->impl_.options.write_timeout);
-      asio::async_write(self->stream_, asio::buffer(*buffer),
-                        [self, buffer, done](beast::error_code ec, size_t) {
-                          if (ec) self->Close();
-                          done->set_value(!ec);
-                        });
-    });
-    try {
-      return result.get();
-    } catch (const std::future_error&) {
-      return false;  // the I/O loop ended before the write ran
-    }
-  }
-  // Worker side: writes the end of the answer, then reads the next request (or closes).
-  void Finish(std::string data, bool close) {
-    auto buffer = std::make_shared<std::string>(std::move(data));
-    asio::post(stream_.get_executor(), [self = shared_from_this(), buffer, close] {
-      if (self->closed_) return;
-      self->stream_.expires_after(self->impl_.options.write_timeout);
-      asio::async_write(self->stream_, asio::buffer(*buffer),
-                        [self, buffer, close](beast::error_code ec, size_t) {
-                          if (ec || close || self->impl_.stopping) return self->Close();
-                          self->AwaitNext();
-                        });
-    });
-  }
-
- private:
-  void ReadHeader() {
-    parser_.emplace(impl_.options.max_header_fields);
-    parser_->header_limit(static_cast<std::uint32_t>(impl_.options.max_header_bytes));
-    parser_->body_limit(impl_.options.max_body_bytes);
-    bhttp::async_read_header(
-        stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
-  }
-
-  // Keep-alive: wait for the first byte of the next request, then give the rest of its head
-  // the header deadline.
-  void AwaitNext() {
-    if (buffer_.size() > 0) return Start();
-    stream_.expires_after(impl_.options.keep_alive_timeout);
-    stream_.async_read_some(buffer_.prepare(4096),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              if (ec) return self->Close();
-                              self->buffer_.commit(n);
-                              self->Start();
-                            });
-  }
-
-  void OnHeader(beast::error_code ec) {
-    if (ec == bhttp::error::header_limit) {
-      return Refuse(JsonErrorResponse(431, -32000, "Request Header Fields Too Large"));
-    }
-    if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
-        ec == asio::error::eof || ec == asio::error::operation_aborted ||
-        ec == asio::error::connection_reset) {
-      return Close();  // gone, or too slow: nothing worth an answer
-    }
-    if (ec == bhttp::error::body_limit) {
-      return Refuse(JsonErrorResponse(413, -32000, "Payload Too Large"));
-    }
-    if (ec) return Refuse(JsonErrorResponse(400, -32000, "Bad Request: malformed HTTP"));
-    HttpRequestHead& head = parser_->head;
-    if (auto length = parser_->content_length()) head.content_length = *length;
-    head.chunked = parser_->chunked();
-    verdict_ = impl_.admission->Judge(head);
-    if (!verdict_.admit) return Refuse(std::move(verdict_.response));
-    if (parser_->is_done()) return Dispatch();
-    // The declared length (or the cap, for chunked bodies) buys time at 1 MiB/s.
-    uint64_t expected = head.content_length.value_or(impl_.options.max_body_bytes);
-    stream_.expires_after(impl_.options.body_timeout + std::chrono::seconds(expected >> 20));
-    if (AsciiLower(head.Get("Expect")) == "100-continue") {
-      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      asio::async_write(stream_, asio::buffer(kContinue),
-                        [self = shared_from_this()](beast::error_code ec2, size_t) {
-                          if (ec2) return self->Close();
-                          self->ReadBody();
-                        });
-      return;
-    }
-    ReadBody();
-  }
-
-  void ReadBody() {
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (ec == bhttp::error::body_limit) {
-                          return self->Refuse(JsonErrorResponse(413, -32000, "Payload Too Large"));
-                        }
-                        if (ec) return self->Close();  // timeout, reset, malformed chunks
-                        self->Dispatch();
-                      });
-  }
-
-  void Dispatch() {
-    stream_.expires_never();  // the worker's writes set their own deadline
-    bool keep_alive = parser_->keep_alive();
-    HttpRequestHead head = std::move(parser_->head);
-    std::string body = std::move(parser_->body);
-    parser_.reset();
-    auto self = shared_from_this();
-    bool queued = impl_.workers->Submit([self, verdict = std::move(verdict_),
-                                         head = std::move(head), body = std::move(body),
-                                         keep_alive]() mutable {
-      self->impl_.Handle(self, std::move(verdict), std::move(head), std::move(body), keep_alive);
-    });
-    if (!queued) Close();
-  }
-
-  // Answers a request we will not serve, then closes without reading its body.
-  void Refuse(HttpResponse response) {
-    parser_.reset();
-    auto buffer = std::make_shared<std::string>(SerializeResponse(response, true, false));
-    stream_.expires_after(impl_.options.write_timeout);
-    asio::async_write(stream_, asio::buffer(*buffer),
-                      [self = shared_from_this(), buffer](beast::error_code ec, size_t) {
-                        if (ec) return self->Close();
-                        self->Linger();
-                      });
-  }
-
-  void Linger() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    buffer_.clear();
-    stream_.expires_after(kLingerTime);
-    Drain();
-  }
-  void Drain() {
-    if (lingered_ >= kLingerBytes) return Close();
-    stream_.async_read_some(buffer_.prepare(16384),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              if (ec) return self->Close();
-                              self->lingered_ += n;
-                              self->Drain();
-                            });
-  }
-
-  void Close() {
-    if (closed_) return;
-    closed_ = true;
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
-  }
-
-  HttpTransport::Impl& impl_;
-  beast::tcp_stream stream_;
-  std::string peer_;
-  beast::flat_buffer buffer_{64u << 10};
-  std::optional<RequestParser> parser_;
-  HttpVerdict verdict_;
-  size_t lingered_ = 0;
-  bool closed_ = false;
 };
 
 void HttpTransport::Impl::Accept() {
@@ -530,17 +239,17 @@ void HttpTransport::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
     (void)sent;
     socket.close(ec);
   } else {
-    auto conn = std::make_shared<HttpConn>(*this, std::move(socket), peer);
+    auto conn = MakeHttpConnection(*this, std::move(socket), peer);
     {
       std::lock_guard<std::mutex> lock(conns_mutex);
       conns[conn.get()] = conn;
     }
-    asio::dispatch(conn->executor(), [conn] { conn->Start(); });
+    conn->Begin();
   }
   Accept();
 }
 
-void HttpTransport::Impl::Forget(HttpConn* conn, const std::string& peer) {
+void HttpTransport::Impl::Forget(HttpExchange* conn, const std::string& peer) {
   std::lock_guard<std::mutex> lock(conns_mutex);
   conns.erase(conn);
   auto it = per_peer.find(peer);
@@ -548,7 +257,7 @@ void HttpTransport::Impl::Forget(HttpConn* conn, const std::string& peer) {
 }
 
 void HttpTransport::Impl::CloseAll() {
-  std::vector<std::shared_ptr<HttpConn>> open;
+  std::vector<std::shared_ptr<HttpExchange>> open;
   {
     std::lock_guard<std::mutex> lock(conns_mutex);
     for (auto& [raw, weak] : conns) {
@@ -764,7 +473,7 @@ std::string HttpTransport::Impl::BaseUrl(const HttpRequestHead& head) const {
   return "http://" + host;
 }
 
-void HttpTransport::Impl::Handle(const std::shared_ptr<HttpConn>& conn, HttpVerdict verdict,
+void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn, HttpVerdict verdict,
                                  HttpRequestHead head, std::string body, bool keep_alive) {
   const auto& cors = verdict.response.headers;
   HttpResponse response;
@@ -805,7 +514,7 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpConn>& conn, HttpVerd
   conn->Finish(SerializeResponse(response, close, false), close);
 }
 
-void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpConn>& conn,
+void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
                                      const HttpRequestHead& head, std::string body,
                                      const std::vector<HttpField>& cors, bool keep_alive) {
   auto send = [&](HttpResponse response) {
