@@ -180,7 +180,7 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
   HttpVerdict verdict;
   verdict.route = route;
   if (route != HttpRoute::kMcp) {
-    if (method != "GET" && method != "HEAD") {
+    if (method != "GET") {
       HttpResponse response = PlainResponse(405, "method not allowed\n");
       response.headers.push_back({"Allow", "GET"});
       return Refuse(route, std::move(response));
