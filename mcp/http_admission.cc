@@ -83,14 +83,6 @@ bool SecretEquals(std::string_view given, std::string_view expected) {
   return a_len == b_len && CRYPTO_memcmp(a, b, a_len) == 0;
 }
 
-std::string CutEcho(std::string_view text, size_t max_chars) {
-  if (text.size() <= max_chars) return ValidUtf8(text);
-  size_t cut = max_chars;
-  // Do not split a UTF-8 sequence: back up to its lead byte.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return ValidUtf8(text.substr(0, cut)) + "...";
-}
-
 HttpResponse JsonErrorResponse(int status, int code, std::string_view message) {
   HttpResponse response;
   response.status = status;

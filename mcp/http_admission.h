@@ -72,8 +72,6 @@ class HttpAdmission {
 
 // A JSON-RPC error (id null) as an HTTP answer.
 HttpResponse JsonErrorResponse(int status, int code, std::string_view message);
-// Client text fit to echo in an answer: at most `max_chars` bytes of valid UTF-8, then "...".
-std::string CutEcho(std::string_view text, size_t max_chars = 64);
 // Compares secrets in time independent of where they differ.
 bool SecretEquals(std::string_view given, std::string_view expected);
 std::string AsciiLower(std::string_view text);

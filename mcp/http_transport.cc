@@ -29,6 +29,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "mcp/worker_pool.h"
+#include "runtime/base/quoted.h"
 
 namespace sandbox::mcp {
 
@@ -522,12 +523,11 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
     bool close = !keep_alive || stopping;
     conn->Finish(SerializeResponse(response, close, false), close);
   };
-  auto parsed = ParseJson(body);
+  auto parsed = ParseMessageJson(body);
   // The parsed value is all we need: free the upload before any tool runs.
   std::string().swap(body);
-  if (!parsed)
-    return send(JsonErrorResponse(400, kParseError, "Parse error: the body is not JSON"));
-  const Json& value = *parsed;
+  if (!parsed) return send(JsonErrorResponse(400, kParseError, parsed.error()));
+  Json& value = *parsed;
 
   bool initialize = value.is_object() && value.contains("id") && value.contains("method") &&
                     value["method"] == "initialize";
@@ -554,7 +554,7 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
     if (!IsSupportedProtocolVersion(version)) {
       return send(JsonErrorResponse(
           400, -32000,
-          fmt::format("Bad Request: unsupported MCP-Protocol-Version {}", CutEcho(version))));
+          fmt::format("Bad Request: unsupported MCP-Protocol-Version {}", Quoted(version))));
     }
   }
 
@@ -570,9 +570,9 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
       });
 
   auto reply = std::make_shared<PostReply>();
-  connection->Handle(value, reply);
-  // What the call needs it has taken: do not hold the request while a stream runs.
-  parsed.reset();
+  // Moved, not copied: what the call needs it takes (an upload's content), and nothing of the
+  // request stays here while a stream runs.
+  connection->Handle(std::move(value), reply);
 
   // A plain JSON body when the answer comes whole (most calls: no progress token, no log
   // message); an SSE stream as soon as a notification has to go out before the response.

@@ -105,16 +105,7 @@ TEST_CASE("http admission: routes and methods", "[unit]") {
   CHECK(Policy().Judge(head).response.status == 405);
 }
 
-TEST_CASE("http admission: echoed client text is cut; decoding helpers", "[unit]") {
-  std::string long_value(1 << 20, 'x');
-  std::string cut = CutEcho(long_value);
-  CHECK(cut.size() == 67);
-  CHECK(cut.substr(64) == "...");
-  CHECK(CutEcho("short") == "short");
-  // A cut never splits a UTF-8 sequence.
-  std::string accents;
-  for (int i = 0; i < 40; ++i) accents += "\xC3\xA9";
-  CHECK(CutEcho(accents) == accents.substr(0, 64) + "...");
+TEST_CASE("http admission: decoding helpers", "[unit]") {
   CHECK(PercentDecode("out%20dir/a%2e%2E") == "out dir/a..");
   CHECK_FALSE(PercentDecode("bad%2"));
   CHECK_FALSE(PercentDecode("bad%zz"));
