@@ -282,6 +282,29 @@ def _flush_output():
             pass
 
 
+def _reap(pids):
+    """Waits for the children an interrupted cell left, which init has just SIGKILLed: their
+    zombies would otherwise hold pids of the session's limit for the rest of the session. A pid
+    that is not our child (a grandchild, already reaped by init) is skipped; one that takes
+    longer than a second to die is left."""
+    import time
+
+    deadline = time.monotonic() + 1.0
+    for pid in pids:
+        if not isinstance(pid, int) or pid <= 0:
+            continue
+        while True:
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            except KeyboardInterrupt:
+                return
+            if done == pid or time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+
+
 def main():
     import _signal  # not `signal`: its enums would pull in `enum` for every session
     import builtins
@@ -315,6 +338,9 @@ def main():
             continue
         if message is None:
             break
+        if message.get("type") == "reap":
+            _reap(message.get("pids", []))
+            continue
         if message.get("type") != "run":
             continue
         exit_code, interrupted = 1, True

@@ -34,7 +34,7 @@ std::string NestedObjects(size_t depth) {
 
 }  // namespace
 
-TEST_CASE("JSON nested up to the bound parses; one level more is refused", "[unit]") {
+TEST_CASE("JSON nested up to the bound parses, and one level more is refused", "[unit]") {
   auto ok = ParseJsonBounded(Nested(kMaxJsonDepth, '[', ']'));
   REQUIRE(ok);
   CHECK(ok->is_array());

@@ -619,8 +619,16 @@ void Agent::OnWorkerDone(Proc& proc, const Json& done) {
   if (run_->interrupted) {
     // The cell was stopped (timeout, cancel) and the worker kept its state; what the cell
     // started in the background is stopped with it, as a killed worker's group would be.
-    if (int stray = KillGroupExcept(proc.child.pid, proc.child.pid); stray > 0) {
+    std::vector<pid_t> killed;
+    if (int stray = KillGroupExcept(proc.child.pid, proc.child.pid, &killed); stray > 0) {
       Log("stopped " + std::to_string(stray) + " process(es) the interrupted cell left running");
+      // Those the cell forked itself are the persistent worker's children: their zombies stay
+      // (each holding a pid of the session's pids limit) until the worker waits for them, so it
+      // is told which ones to reap. Grandchildren were reparented to init, which reaps them.
+      if (proc.role != Proc::Role::kFreshWorker) {
+        proc.control_out += EncodeFrame(Json{{"type", "reap"}, {"pids", killed}});
+        FlushControl(proc);
+      }
     }
   }
   bool fresh = proc.role == Proc::Role::kFreshWorker;

@@ -58,10 +58,13 @@ int KillPass(pid_t pgid, pid_t keep, std::set<long>& signalled) {
 
 }  // namespace
 
-int KillGroupExcept(pid_t pgid, pid_t keep) {
+int KillGroupExcept(pid_t pgid, pid_t keep, std::vector<pid_t>* killed) {
   std::set<long> signalled;
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     if (KillPass(pgid, keep, signalled) == 0) break;
+  }
+  if (killed != nullptr) {
+    for (long pid : signalled) killed->push_back(static_cast<pid_t>(pid));
   }
   return static_cast<int>(signalled.size());
 }

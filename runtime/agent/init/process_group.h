@@ -3,12 +3,15 @@
 
 #include <sys/types.h>
 
+#include <vector>
+
 namespace sandbox::agent {
 
 // SIGKILLs every process of process group `pgid` except `keep`, found by scanning /proc (the
 // sandbox's own: init is pid 1 of its pid namespace, so this sees exactly the sandbox). Passes
 // repeat until one finds nobody, so a child forked during a pass is caught by the next; bounded,
-// because a member that cannot be killed must not hang init. Returns how many were signalled.
-int KillGroupExcept(pid_t pgid, pid_t keep);
+// because a member that cannot be killed must not hang init. Returns how many were signalled,
+// and their pids in `killed` when given.
+int KillGroupExcept(pid_t pgid, pid_t keep, std::vector<pid_t>* killed = nullptr);
 
 }  // namespace sandbox::agent

@@ -95,7 +95,7 @@ TEST_CASE("an 80 MB file goes in and out in chunks, and the session still answer
   s.CheckAlive();
 }
 
-TEST_CASE("a read at the download limit works; above it is refused before reading", "[agent]") {
+TEST_CASE("a read at the download limit works, and above it is refused before reading", "[agent]") {
   Session s;
   auto& client = s.agent->client();
   constexpr uint64_t kDownloadLimit = uint64_t{256} << 20;  // mcp/tools/sandbox_tools.cc
