@@ -278,36 +278,15 @@ void PendingWrite::Abort() {
 }
 
 Result<std::string> FileOps::Read(std::string_view path, uint64_t max_bytes) const {
-  SBX_ASSIGN_OR_RETURN(std::string absolute, Normalize(path));
-  // O_NONBLOCK: a FIFO must not hang the agent; it is refused below anyway.
-  Fd fd(::open(absolute.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd) return tl::unexpected(PathError("open", absolute, errno));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return FailSys("fstat", absolute);
-  if (S_ISDIR(st.st_mode)) return Fail(ErrorCode::kInvalidPath, "{} is a directory", absolute);
-  if (!S_ISREG(st.st_mode))
-    return Fail(ErrorCode::kInvalidPath, "{} is not a regular file", absolute);
-  auto too_large = [&](uint64_t size) {
-    return Fail(ErrorCode::kArtifactTooLarge, "{} has {} bytes, more than the limit of {}",
-                absolute, size, max_bytes);
-  };
-  if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    return too_large(static_cast<uint64_t>(st.st_size));
+  // Piece by piece through ReadChunk, which judges the file (type, size, limit) once per piece.
+  constexpr size_t kPiece = 1 << 20;
   std::string content;
-  content.reserve(static_cast<size_t>(st.st_size));
-  char buf[65536];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return tl::unexpected(PathError("read", absolute, errno));
-    }
-    if (n == 0) break;
-    content.append(buf, static_cast<size_t>(n));
-    // The file may grow while it is read (or report size 0, as /proc files do).
-    if (content.size() > max_bytes) return too_large(content.size());
+    SBX_ASSIGN_OR_RETURN(FileChunk chunk, ReadChunk(path, content.size(), kPiece, max_bytes));
+    if (content.empty()) content.reserve(static_cast<size_t>(chunk.size));
+    content += chunk.content;
+    if (chunk.eof) return content;
   }
-  return content;
 }
 
 Result<FileChunk> FileOps::ReadChunk(std::string_view path, uint64_t offset, size_t length,
