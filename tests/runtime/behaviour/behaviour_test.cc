@@ -72,12 +72,23 @@ BEHAVIOUR_TEST("an interruptible timeout keeps the state", "") {
   CHECK(fixture.Python(id, "print(keep)").stdout_text == "7\n");
 }
 
-// How many `sleep 312` processes the sandbox has, counted from inside.
+// How many `sleep 312` processes the sandbox has, counted from inside once the count has
+// settled: a process SIGKILLed as its run stopped still has to be scheduled to exit, which on a
+// loaded machine can come after the next cell starts (a zombie has no cmdline, so it counts 0).
 constexpr const char* kCountSleepers =
-    "import os\nn = 0\nfor pid in filter(str.isdigit, os.listdir('/proc')):\n"
-    "    try:\n        n += open(f'/proc/{pid}/cmdline', "
-    "'rb').read().startswith(b'sleep\\x00312')\n"
-    "    except OSError:\n        pass\nprint(n)";
+    "import os, time\n"
+    "def count():\n"
+    "    n = 0\n"
+    "    for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+    "        try:\n"
+    "            n += open(f'/proc/{pid}/cmdline', 'rb').read().startswith(b'sleep\\x00312')\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    return n\n"
+    "deadline = time.monotonic() + 10\n"
+    "while count() and time.monotonic() < deadline:\n"
+    "    time.sleep(0.02)\n"
+    "print(count())";
 
 BEHAVIOUR_TEST("a stopped run leaves nothing running: its background children go too", "") {
   auto id = fixture.NewSession();
