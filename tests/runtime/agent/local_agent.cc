@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox::testing {
@@ -95,8 +96,11 @@ bool PythonHasModule(const std::string& python, const std::string& module) {
 }
 
 char ProcessState(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string content((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Not an ifstream: reading the stat of a process that exits between open and read fails with
+  // ESRCH, which libstdc++ throws from the stream buffer. Gone either way.
+  auto read = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!read) return 0;
+  const std::string& content = *read;
   size_t paren = content.rfind(')');
   if (paren == std::string::npos || paren + 2 >= content.size()) return 0;
   return content[paren + 2];
