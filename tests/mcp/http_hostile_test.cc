@@ -192,7 +192,7 @@ TEST_CASE("http hostile: a slowloris head is cut at the header deadline", "[unit
     raw.Receive(100ms);
   }
   auto lasted = Clock::now() - start;
-  CHECK(lasted < 3s);
+  CHECK(lasted < 5s);  // the loop gives up at 6 s: an uncut head lasts that long
   CHECK(lasted >= 900ms);
 }
 
