@@ -496,6 +496,17 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
     if (!it->is_object()) return fail("Invalid params: arguments must be an object");
     arguments = std::move(*it);  // an upload's content moves on, it is not copied
   }
+  for (const auto& [old_name, listed_name] : tool->argument_aliases) {
+    auto old_it = arguments.find(old_name);
+    if (old_it == arguments.end()) continue;
+    if (arguments.contains(listed_name)) {
+      return fail(fmt::format("Invalid params: give {} or its former name {}, not both",
+                              listed_name, old_name));
+    }
+    Json value = std::move(*old_it);
+    arguments.erase(old_name);
+    arguments[listed_name] = std::move(value);
+  }
   Json progress_token = nullptr;
   if (auto meta = params.find("_meta"); meta != params.end() && meta->is_object()) {
     if (auto token = meta->find("progressToken");

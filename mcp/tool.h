@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +60,9 @@ struct Tool {
   Json output_schema;  // describes structuredContent (errors included)
   Json annotations;
   std::function<Json(ToolCall& call, const Json& arguments)> handler;
+  // Former argument names still accepted but not listed: {old, listed}. The dispatcher renames
+  // an old one before validation (both at once is an invalid-params error).
+  std::vector<std::pair<std::string, std::string>> argument_aliases = {};
 };
 
 }  // namespace sandbox::mcp

@@ -68,15 +68,18 @@ Tool MakeUploadFileTool(const ContextPtr& context) {
       {{"filename",
         Property("string", "Name under /mnt/data, e.g. \"data.csv\" or \"in/data.csv\".",
                  {{"minLength", 1}})},
-       {"content",
+       {"content_base64",
         Property("string", "The file's bytes, base64-encoded.", {{"contentEncoding", "base64"}})},
        {"session_id", SessionIdProperty(true)},
        {"overwrite", Property("boolean", "Replace an existing file (default false).")}},
-      {"filename", "content"});
+      {"filename", "content_base64"});
+  // The seed server's name is content_base64; callers written for this server's first release
+  // sent `content`.
+  tool.argument_aliases = {{"content", "content_base64"}};
   tool.output_schema = WrittenSchema();
   tool.annotations = Annotations("Upload file", false, true, true);
   tool.handler = [context](ToolCall& call, const Json& arguments) {
-    const std::string& encoded = arguments["content"].get_ref<const std::string&>();
+    const std::string& encoded = arguments["content_base64"].get_ref<const std::string&>();
     uint64_t limit = context->settings.max_upload_bytes;
     // Refuse before decoding what cannot fit (base64 grows data by 4/3).
     if (Base64DecodedSizeBound(encoded) > limit + limit / 64 + 1024) {
@@ -93,7 +96,7 @@ Tool MakeUploadFileTool(const ContextPtr& context) {
     auto size = Base64DecodedSize(encoded);
     if (!size) {
       return ToolError(ErrorCode::kInvalidArgument,
-                       "content is not valid base64 (standard or URL-safe alphabet)");
+                       "content_base64 is not valid base64 (standard or URL-safe alphabet)");
     }
     if (*size > limit) {
       return ToolError(ErrorCode::kUploadTooLarge,

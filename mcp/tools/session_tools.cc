@@ -241,9 +241,11 @@ Tool MakeCloseSessionTool(const ContextPtr& context) {
       {{"session_id", SessionIdProperty(false)},
        {"force", Property("boolean", "Close even while a run is in progress (default false).")}},
       {"session_id"});
-  tool.output_schema =
-      OutputSchema({{"session_id", {{"type", "string"}}}, {"closed", {{"type", "boolean"}}}},
-                   {"session_id", "closed"});
+  tool.output_schema = OutputSchema(
+      {{"session_id", {{"type", "string"}}},
+       {"closed", {{"type", "boolean"}}},
+       {"status", {{"type", "string"}, {"description", "\"closed\" (as the seed server says)"}}}},
+      {"session_id", "closed"});
   tool.annotations = Annotations("Close session", false, true, true);
   tool.handler = [context](ToolCall&, const Json& arguments) {
     std::string id = arguments["session_id"].get<std::string>();
@@ -252,7 +254,7 @@ Tool MakeCloseSessionTool(const ContextPtr& context) {
     }
     ToolResultBuilder result(context->settings.max_result_bytes);
     result.AddText(fmt::format("Closed session {}; its processes and files are gone.", id));
-    result.SetStructured({{"session_id", id}, {"closed", true}});
+    result.SetStructured({{"session_id", id}, {"closed", true}, {"status", "closed"}});
     return result.Build();
   };
   return tool;

@@ -89,9 +89,12 @@ export function transportSuite(kind, start) {
       assert.deepEqual(run.inputSchema.required, ['code']);
       for (const arg of ['code', 'session_id', 'timeout_s', 'fresh']) assert.ok(run.inputSchema.properties[arg], arg);
       const upload = tools.find((tool) => tool.name === 'sandbox_upload_file');
-      for (const arg of ['filename', 'content', 'session_id', 'overwrite']) {
+      for (const arg of ['filename', 'content_base64', 'session_id', 'overwrite']) {
         assert.ok(upload.inputSchema.properties[arg], arg);
       }
+      // The seed server's argument name; `content` is still accepted but not listed.
+      assert.deepEqual(upload.inputSchema.required.sort(), ['content_base64', 'filename']);
+      assert.equal(upload.inputSchema.properties.content, undefined);
       assert.match(run.description.split('\n')[0], /stateful/);
     });
 
@@ -113,7 +116,7 @@ export function transportSuite(kind, start) {
       await callError(server.client, 'sandbox_run_python', {}, 'invalid_argument');
       await callError(server.client, 'sandbox_run_python', { code: 'print(1)', bogus: 1 }, 'invalid_argument');
       await callError(server.client, 'sandbox_run_python', { code: 'print(1)', timeout_s: -3 }, 'invalid_argument');
-      await callError(server.client, 'sandbox_upload_file', { filename: 'a', content: '!!not base64!!' },
+      await callError(server.client, 'sandbox_upload_file', { filename: 'a', content_base64: '!!not base64!!' },
         'invalid_argument');
       await callError(server.client, 'sandbox_install_packages', { packages: ['--index-url=http://evil'] },
         'invalid_argument');
@@ -167,7 +170,7 @@ export function transportSuite(kind, start) {
     rtest('upload a CSV as base64', async () => {
       const csv = 'city,temp\nOslo,3\nRome,18\nCairo,30\n';
       const { structured } = await callOk(server.client, 'sandbox_upload_file',
-        { filename: 'weather.csv', content: b64(csv) });
+        { filename: 'weather.csv', content_base64: b64(csv) });
       session = structured.session_id;
       assert.match(session, /^sess_[0-9a-f]{12}$/);
       assert.equal(structured.path, '/mnt/data/weather.csv');
@@ -338,9 +341,12 @@ export function transportSuite(kind, start) {
     rtest('file_exists, not_found', async () => {
       await callOk(server.client, 'sandbox_upload_file', { session_id: session, filename: 'once.txt', content: b64('1') });
       await callError(server.client, 'sandbox_upload_file',
-        { session_id: session, filename: 'once.txt', content: b64('2') }, 'file_exists');
+        { session_id: session, filename: 'once.txt', content_base64: b64('2') }, 'file_exists');
       await callOk(server.client, 'sandbox_upload_file',
-        { session_id: session, filename: 'once.txt', content: b64('2'), overwrite: true });
+        { session_id: session, filename: 'once.txt', content_base64: b64('2'), overwrite: true });
+      // Both names at once is a client's mistake, not a choice the server makes for it.
+      await assert.rejects(server.client.callTool({ name: 'sandbox_upload_file',
+        arguments: { session_id: session, filename: 'both.txt', content: b64('1'), content_base64: b64('1') } }));
       await callError(server.client, 'sandbox_read_artifact', { session_id: session, path: 'missing.txt' }, 'not_found');
     });
 
