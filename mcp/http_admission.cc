@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "mcp/jsonrpc.h"
+#include "mcp/tool_result.h"
 
 namespace sandbox::mcp {
 
@@ -89,30 +90,6 @@ HttpResponse JsonErrorResponse(int status, int code, std::string_view message) {
   response.content_type = "application/json";
   response.body = Serialize(MakeErrorResponse(nullptr, code, std::string(message)));
   return response;
-}
-
-std::optional<std::string> PercentDecode(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '%') {
-      out += text[i];
-      continue;
-    }
-    if (i + 2 >= text.size()) return std::nullopt;
-    int high = hex(text[i + 1]);
-    int low = hex(text[i + 2]);
-    if (high < 0 || low < 0) return std::nullopt;
-    out += static_cast<char>(high * 16 + low);
-    i += 2;
-  }
-  return out;
 }
 
 std::string QueryParam(std::string_view query, std::string_view key) {

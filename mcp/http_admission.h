@@ -77,8 +77,6 @@ bool SecretEquals(std::string_view given, std::string_view expected);
 std::string AsciiLower(std::string_view text);
 // "host:port" / "[v6]:port" -> "host" / "[v6]" (lower-case).
 std::string HostName(std::string_view host_header);
-// "%20" -> " " (no '+' rule: paths). nullopt on a malformed escape.
-std::optional<std::string> PercentDecode(std::string_view text);
 // The value of `key` in a query string ("a=1&token=x"), decoded; "" when absent.
 std::string QueryParam(std::string_view query, std::string_view key);
 

@@ -40,6 +40,24 @@ std::string PercentEncodePath(std::string_view path) {
   return out;
 }
 
+std::optional<std::string> PercentDecode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    int high = HexValue(text[i + 1]);
+    int low = HexValue(text[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
 std::string SandboxUri(std::string_view session_id, std::string_view path) {
   std::string uri = "sandbox://";
   uri += session_id;
@@ -55,21 +73,10 @@ std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_v
   size_t slash = uri.find('/');
   if (slash == std::string_view::npos || slash == 0) return std::nullopt;
   std::string session(uri.substr(0, slash));
-  std::string path;
-  for (size_t i = slash; i < uri.size(); ++i) {
-    if (uri[i] == '%') {
-      if (i + 2 >= uri.size()) return std::nullopt;
-      int hi = HexValue(uri[i + 1]);
-      int lo = HexValue(uri[i + 2]);
-      if (hi < 0 || lo < 0) return std::nullopt;
-      path += static_cast<char>(hi * 16 + lo);
-      i += 2;
-    } else if (uri[i] == '?' || uri[i] == '#') {
-      return std::nullopt;
-    } else {
-      path += uri[i];
-    }
-  }
+  if (uri.find_first_of("?#", slash) != std::string_view::npos) return std::nullopt;
+  auto decoded = PercentDecode(uri.substr(slash));
+  if (!decoded) return std::nullopt;
+  std::string path = std::move(*decoded);
   if (path.find('\0') != std::string::npos) return std::nullopt;
   return std::make_pair(std::move(session), std::move(path));
 }

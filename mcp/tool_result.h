@@ -35,6 +35,8 @@ std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_v
 
 // Percent-encodes what is not an unreserved URI character or '/'.
 std::string PercentEncodePath(std::string_view path);
+// "%20" -> " " (no '+' rule: paths). nullopt for a cut or non-hex escape.
+std::optional<std::string> PercentDecode(std::string_view text);
 
 // "12.3 KiB" style sizes for result text.
 std::string HumanBytes(uint64_t bytes);

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "mcp/tool_result.h"
+
 using namespace sandbox::mcp;
 
 namespace {
