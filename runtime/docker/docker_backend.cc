@@ -10,10 +10,7 @@
 #include "runtime/docker/docker_limits.h"
 #include "runtime/docker/owner.h"
 #include "runtime/docker/unix_http.h"
-
-#ifdef SANDBOX_HAVE_SECCOMP
 #include "seccomp/policy.h"
-#endif
 
 namespace sandbox::docker {
 namespace {
@@ -110,16 +107,7 @@ class ContainerGuard {
   std::string id_;
 };
 
-std::string DefaultSeccompProfile() {
-#ifdef SANDBOX_HAVE_SECCOMP
-  return seccomp::DockerProfileJson();
-#else
-  spdlog::warn(
-      "mcp-sandbox was built without its seccomp library: Docker sandboxes get the "
-      "daemon's default seccomp profile");
-  return "";
-#endif
-}
+std::string DefaultSeccompProfile() { return seccomp::DockerProfileJson(); }
 
 }  // namespace
 

@@ -9,15 +9,12 @@
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -29,6 +26,8 @@
 #include "runtime/base/units.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/docker/engine_client.h"
+#include "runtime/docker/unix_http.h"
 
 namespace sandbox::probe {
 namespace {
@@ -188,26 +187,6 @@ constexpr uint32_t kNativeAuditArch = AUDIT_ARCH_AARCH64;
 #error "add this architecture's AUDIT_ARCH_ value"
 #endif
 
-// ---- Docker ----
-
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
-// "1.43" >= "1.41"
-bool ApiAtLeast(const std::string& version, const std::string& minimum) {
-  auto parse = [](const std::string& v) {
-    int major = 0;
-    int minor = 0;
-    if (std::sscanf(v.c_str(), "%d.%d", &major, &minor) != 2) return std::pair{-1, -1};
-    return std::pair{major, minor};
-  };
-  auto have = parse(version);
-  return have.first >= 0 && have >= parse(minimum);
-}
-
 }  // namespace
 
 UsernsProbe ProbeUserNamespaces() {
@@ -336,90 +315,36 @@ SeccompProbe ProbeSeccomp() {
 DockerProbe PingDockerSocket(const std::string& socket_path, int timeout_ms) {
   DockerProbe probe;
   probe.endpoint = socket_path;
-  struct sockaddr_un addr {};
-  addr.sun_family = AF_UNIX;
-  if (socket_path.size() >= sizeof addr.sun_path) {
-    probe.detail = "socket path too long";
+  // The verdict is the backend's own connect (ping, /version, API negotiation, /info), so doctor
+  // never approves a daemon the Docker backend would refuse.
+  auto client = docker::EngineClient::Connect(socket_path);
+  if (client) {
+    const docker::DaemonInfo& info = (*client)->info();
+    probe.reachable = probe.api_ok = true;
+    probe.api_version = info.server_api_version.ToString();
+    probe.detail = fmt::format("Engine API {} (spoken at {}) at {}", probe.api_version,
+                               info.api_version.ToString(), socket_path);
     return probe;
   }
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  Fd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) {
-    probe.detail = SysError("socket").message;
-    return probe;
-  }
-  struct timeval timeout {};
-  timeout.tv_sec = timeout_ms / 1000;
-  timeout.tv_usec = (timeout_ms % 1000) * 1000;
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  if (::connect(fd.get(), reinterpret_cast<struct sockaddr*>(&addr), sizeof addr) != 0) {
-    int err = errno;
-    probe.detail = SysError("connect", socket_path, err).message;
-    if (err == ENOENT) probe.detail += ": no Docker daemon socket there";
-    if (err == EACCES) probe.detail += ": not allowed (is this user in the docker group?)";
-    if (err == ECONNREFUSED) probe.detail += ": nothing listens (is dockerd running?)";
-    return probe;
-  }
-  // HTTP/1.0 so the daemon closes the connection after answering: read to EOF, no chunking.
-  constexpr std::string_view kRequest =
-      "GET /_ping HTTP/1.0\r\nHost: docker\r\nUser-Agent: mcp-sandbox-doctor\r\n\r\n";
-  if (auto sent = WriteAll(fd.get(), kRequest); !sent) {
-    probe.detail = sent.error().message;
-    return probe;
-  }
-  std::string response;
-  char buf[4096];
-  while (response.size() < 65536) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      probe.detail = SysError("read", socket_path).message;
-      return probe;
-    }
-    if (n == 0) break;
-    response.append(buf, static_cast<size_t>(n));
-  }
-  int status = 0;
-  if (std::sscanf(response.c_str(), "HTTP/%*d.%*d %d", &status) != 1) {
-    probe.detail = "not an HTTP answer to GET /_ping";
-    return probe;
-  }
-  size_t header_end = response.find("\r\n\r\n");
-  std::string headers = Lower(response.substr(0, header_end));
-  size_t at = headers.find("\r\napi-version:");
-  if (at != std::string::npos) {
-    size_t start = at + std::strlen("\r\napi-version:");
-    size_t end = std::min(headers.find("\r\n", start), headers.size());
-    // Slice the original (not lowered) text: the same offsets.
-    std::string value = response.substr(start, end - start);
-    value.erase(0, value.find_first_not_of(" \t"));
-    value.erase(value.find_last_not_of(" \t") + 1);
-    probe.api_version = value;
-  }
-  probe.reachable = status == 200;
-  probe.api_ok = probe.reachable && ApiAtLeast(probe.api_version, kMinDockerApi);
-  if (!probe.reachable) {
-    probe.detail = fmt::format("GET /_ping answered HTTP {}", status);
-  } else if (!probe.api_ok) {
-    probe.detail =
-        fmt::format("Engine API {} is older than the {} this backend needs",
-                    probe.api_version.empty() ? "(unknown)" : probe.api_version, kMinDockerApi);
-  } else {
-    probe.detail = fmt::format("Engine API {} at {}", probe.api_version, socket_path);
+  probe.detail = client.error().message;
+  // Refused: tell "nothing answers" from "answers, but not a daemon we can use" with one ping.
+  docker::HttpRequest ping;
+  ping.target = "/_ping";
+  ping.timeout = std::chrono::milliseconds(timeout_ms);
+  auto pong = docker::UnixSocketHttp(socket_path).Send(ping);
+  if (pong && pong->status == 200) {
+    probe.reachable = true;
+    probe.api_version = pong->Header("API-Version");
   }
   return probe;
 }
 
 DockerProbe ProbeDocker() {
-  const char* host = ::getenv("DOCKER_HOST");
-  if (host == nullptr || *host == '\0') return PingDockerSocket("/var/run/docker.sock");
-  std::string value = host;
-  constexpr std::string_view kUnix = "unix://";
-  if (value.rfind(kUnix, 0) == 0) return PingDockerSocket(value.substr(kUnix.size()));
+  auto socket_path = docker::DockerSocketPath(::getenv("DOCKER_HOST"));
+  if (socket_path) return PingDockerSocket(*socket_path);
   DockerProbe probe;
-  probe.endpoint = value;
-  probe.detail = "DOCKER_HOST=" + value + " is not a unix:// socket (the only kind supported)";
+  probe.endpoint = ::getenv("DOCKER_HOST");
+  probe.detail = socket_path.error().message;
   return probe;
 }
 

@@ -41,12 +41,11 @@ SeccompProbe ProbeSeccomp();
 // socket (a raw HTTP/1.0 exchange), the Api-Version header it answers with.
 struct DockerProbe {
   bool reachable = false;   // the daemon answered 200 to /_ping
-  bool api_ok = false;      // its API version is >= kMinDockerApi
+  bool api_ok = false;      // the Docker backend would connect to it (API version negotiated)
   std::string endpoint;     // the socket path (or the unsupported DOCKER_HOST value)
   std::string api_version;  // "1.41"; empty when unknown
   std::string detail;
 };
-inline constexpr const char* kMinDockerApi = "1.41";
 DockerProbe ProbeDocker();  // from the environment
 DockerProbe PingDockerSocket(const std::string& socket_path, int timeout_ms = 2000);
 

@@ -1,5 +1,5 @@
 // Pure tests of the limits room: parsers, the plan per mode, rlimits, the backend choice and the
-// Docker /_ping exchange against a local socket. No privileges, no forks.
+// Docker probe against a stand-in daemon on a local socket. No privileges, no forks.
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -16,6 +16,7 @@
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/cgroup/limits_plan.h"
 #include "runtime/probe/host_probe.h"
+#include "tests/runtime/cgroup/cgroup_test_util.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox {
@@ -175,73 +176,100 @@ TEST_CASE("backend choice follows SANDBOX_BACKEND and the probes", "[unit]") {
   CHECK(bad.reason.find("SANDBOX_BACKEND") != std::string::npos);
 }
 
-// A one-shot HTTP server on a unix socket that answers like dockerd's /_ping.
-class FakePingServer {
+// A stand-in for dockerd on a unix socket, for daemons this machine cannot run (too old, or
+// broken): answers /_ping with `api_version` (or `ping_status`), /version and /info, one request
+// per connection.
+class FakeDaemon {
  public:
-  FakePingServer(const std::string& path, std::string answer) : answer_(std::move(answer)) {
+  FakeDaemon(const std::string& path, std::string api_version, int ping_status = 200,
+             std::string min_api_version = "1.24")
+      : api_version_(std::move(api_version)),
+        ping_status_(ping_status),
+        min_api_version_(std::move(min_api_version)) {
     listener_.Reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     struct sockaddr_un addr {};
     addr.sun_family = AF_UNIX;
     path.copy(addr.sun_path, sizeof addr.sun_path - 1);
     REQUIRE(::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(listener_.get(), 1) == 0);
+    REQUIRE(::listen(listener_.get(), 8) == 0);
     thread_ = std::thread([this] {
-      Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (!conn) return;  // the listener was shut down: no client came
-      char buf[1024];
-      ssize_t n = ::read(conn.get(), buf, sizeof buf);
-      if (n > 0) request_.assign(buf, static_cast<size_t>(n));
-      // MSG_NOSIGNAL: a client that gave up and closed must not SIGPIPE the test.
-      (void)::send(conn.get(), answer_.data(), answer_.size(), MSG_NOSIGNAL);
+      for (;;) {
+        Fd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!conn) return;  // the listener was shut down
+        std::string request;
+        char buf[1024];
+        while (request.find("\r\n\r\n") == std::string::npos) {
+          ssize_t n = ::read(conn.get(), buf, sizeof buf);
+          if (n <= 0) break;
+          request.append(buf, static_cast<size_t>(n));
+        }
+        std::string answer = Answer(request.substr(0, request.find("\r\n")));
+        // MSG_NOSIGNAL: a client that gave up and closed must not SIGPIPE the test.
+        (void)::send(conn.get(), answer.data(), answer.size(), MSG_NOSIGNAL);
+      }
     });
   }
-  ~FakePingServer() {
-    // Wakes an accept() no client will satisfy (a connection already queued is still taken).
-    ::shutdown(listener_.get(), SHUT_RDWR);
-    Join();
-  }
-  void Join() {
+  ~FakeDaemon() {
+    ::shutdown(listener_.get(), SHUT_RDWR);  // wakes the accept()
     if (thread_.joinable()) thread_.join();
   }
-  const std::string& request() const { return request_; }  // after Join()
 
  private:
+  std::string Answer(const std::string& request_line) const {
+    auto reply = [](int status, const std::string& headers, const std::string& body) {
+      return "HTTP/1.1 " + std::to_string(status) + " X\r\n" + headers +
+             "Content-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+             body;
+    };
+    if (request_line.find("/_ping ") != std::string::npos) {
+      return reply(ping_status_, "Api-Version: " + api_version_ + "\r\nOstype: linux\r\n", "OK");
+    }
+    if (request_line.find("/version ") != std::string::npos) {
+      return reply(200, "", R"({"Version":"fake","ApiVersion":")" + api_version_ +
+                                R"(","MinAPIVersion":")" + min_api_version_ + R"("})");
+    }
+    if (request_line.find("/info ") != std::string::npos) {
+      return reply(200, "", R"({"CgroupVersion":"1"})");
+    }
+    return reply(404, "", R"({"message":"not here"})");
+  }
+
   Fd listener_;
-  std::string answer_;
-  std::string request_;
+  std::string api_version_;
+  int ping_status_;
+  std::string min_api_version_;
   std::thread thread_;
 };
 
-TEST_CASE("Docker /_ping over a unix socket", "[unit]") {
+TEST_CASE("Docker probe: the backend's own verdict on a daemon", "[unit]") {
   testing::TempDir dir;
   std::string path = dir.Join("docker.sock");
   SECTION("a recent daemon") {
-    FakePingServer server(path,
-                          "HTTP/1.0 200 OK\r\nApi-Version: 1.43\r\nDocker-Experimental: "
-                          "false\r\nContent-Length: 2\r\n\r\nOK");
+    FakeDaemon daemon(path, "1.43");
     auto probe = probe::PingDockerSocket(path, 2000);
-    server.Join();
-    CHECK(server.request().rfind("GET /_ping HTTP/1.0\r\n", 0) == 0);
+    INFO(probe.detail);
     CHECK(probe.reachable);
     CHECK(probe.api_ok);
     CHECK(probe.api_version == "1.43");
     CHECK(probe.endpoint == path);
   }
-  SECTION("header names are case-insensitive") {
-    FakePingServer server(path, "HTTP/1.1 200 OK\r\napi-version: 1.41\r\n\r\nOK");
-    auto probe = probe::PingDockerSocket(path, 2000);
-    CHECK(probe.api_version == "1.41");
-    CHECK(probe.api_ok);
-  }
-  SECTION("an old daemon") {
-    FakePingServer server(path, "HTTP/1.0 200 OK\r\nApi-Version: 1.40\r\n\r\nOK");
+  SECTION("an old daemon answers but is refused, as the backend refuses it") {
+    FakeDaemon daemon(path, "1.40");
     auto probe = probe::PingDockerSocket(path, 2000);
     CHECK(probe.reachable);
     CHECK_FALSE(probe.api_ok);
-    CHECK(probe.detail.find("older") != std::string::npos);
+    CHECK(probe.api_version == "1.40");
+    CHECK(probe.detail.find("1.41") != std::string::npos);
+  }
+  SECTION("a daemon whose minimum is above what we speak is refused too") {
+    FakeDaemon daemon(path, "1.60", 200, "1.55");
+    auto probe = probe::PingDockerSocket(path, 2000);
+    CHECK(probe.reachable);
+    CHECK_FALSE(probe.api_ok);
+    CHECK(probe.detail.find("1.55") != std::string::npos);
   }
   SECTION("an error answer") {
-    FakePingServer server(path, "HTTP/1.0 500 Internal Server Error\r\n\r\n");
+    FakeDaemon daemon(path, "1.43", 500);
     auto probe = probe::PingDockerSocket(path, 2000);
     CHECK_FALSE(probe.reachable);
     CHECK(probe.detail.find("500") != std::string::npos);
@@ -249,8 +277,16 @@ TEST_CASE("Docker /_ping over a unix socket", "[unit]") {
   SECTION("no socket") {
     auto probe = probe::PingDockerSocket(dir.Join("missing.sock"), 2000);
     CHECK_FALSE(probe.reachable);
-    CHECK(probe.detail.find("ENOENT") != std::string::npos);
+    CHECK(probe.detail.find("no such socket") != std::string::npos);
   }
+}
+
+TEST_CASE("Docker probe: DOCKER_HOST other than unix:// is refused with the reason", "[unit]") {
+  testing::ScopedEnv host("DOCKER_HOST", "tcp://10.0.0.1:2375");
+  auto probe = probe::ProbeDocker();
+  CHECK_FALSE(probe.reachable);
+  CHECK(probe.endpoint == "tcp://10.0.0.1:2375");
+  CHECK(probe.detail.find("unix") != std::string::npos);
 }
 
 }  // namespace

@@ -32,10 +32,8 @@
 #include "tests/support/bench_stats.h"
 #include "tests/support/test_support.h"
 
-#ifdef SANDBOX_BENCH_HAVE_NS
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/ns/namespace_backend.h"
-#endif
 
 namespace {
 
@@ -203,7 +201,6 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
 
   Row ns_row{"namespace backend", {}, {}, ""};
-#ifdef SANDBOX_BENCH_HAVE_NS
   if (!rootfs.empty()) {
     sandbox::testing::TempDir state;
     NamespaceBackend ns_backend(state.path(), *agent_dir, nullptr);
@@ -211,9 +208,6 @@ int main(int argc, char** argv) {
   } else {
     ns_row.note = "no --rootfs given";
   }
-#else
-  ns_row.note = "not built in this tree";
-#endif
   rows.push_back(ns_row);
 
   Row docker_row{"Docker backend (agent over attach)", {}, {}, ""};
