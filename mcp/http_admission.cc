@@ -8,6 +8,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
+#include "runtime/base/ascii.h"
 
 namespace sandbox::mcp {
 
@@ -54,13 +55,6 @@ std::string_view HttpRequestHead::Get(std::string_view name) const {
     }
   }
   return {};
-}
-
-std::string AsciiLower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 std::string HostName(std::string_view host_header) {

@@ -74,7 +74,6 @@ class HttpAdmission {
 HttpResponse JsonErrorResponse(int status, int code, std::string_view message);
 // Compares secrets in time independent of where they differ.
 bool SecretEquals(std::string_view given, std::string_view expected);
-std::string AsciiLower(std::string_view text);
 // "host:port" / "[v6]:port" -> "host" / "[v6]" (lower-case).
 std::string HostName(std::string_view host_header);
 // The value of `key` in a query string ("a=1&token=x"), decoded; "" when absent.

@@ -13,6 +13,8 @@
 #include <boost/beast/http/read.hpp>
 #include <fmt/format.h>
 
+#include "runtime/base/ascii.h"
+
 namespace sandbox::mcp {
 
 namespace {

@@ -29,6 +29,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "mcp/worker_pool.h"
+#include "runtime/base/ascii.h"
 #include "runtime/base/quoted.h"
 
 namespace sandbox::mcp {

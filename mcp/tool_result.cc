@@ -4,8 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "mcp/base64.h"
 #include "mcp/jsonrpc.h"
+#include "runtime/base/base64.h"
+#include "runtime/base/units.h"
 
 namespace sandbox::mcp {
 
@@ -79,18 +80,6 @@ std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_v
   std::string path = std::move(*decoded);
   if (path.find('\0') != std::string::npos) return std::nullopt;
   return std::make_pair(std::move(session), std::move(path));
-}
-
-std::string HumanBytes(uint64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  double value = static_cast<double>(bytes) / 1024;
-  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(units)) {
-    value /= 1024;
-    ++unit;
-  }
-  return fmt::format("{:.1f} {}", value, units[unit]);
 }
 
 bool IsTextMime(std::string_view mime) {
@@ -205,8 +194,8 @@ Json ToolResultBuilder::Build() {
       const Block& block = blocks_[index];
       notes_.push_back(fmt::format(
           "[{} ({} encoded) left out: the result limit is {} (SANDBOX_MAX_RESULT_BYTES){}]",
-          ValidUtf8(Utf8Prefix(block.label, 256)), HumanBytes(sizes[index] - 1),
-          HumanBytes(max_bytes_),
+          ValidUtf8(Utf8Prefix(block.label, 256)), FormatBytes(sizes[index] - 1),
+          FormatBytes(max_bytes_),
           block.fallback ? "; read it with sandbox_read_artifact or its download_url" : ""));
       total += JsonSize(Json(notes_.back())) + 1;
     } else {
@@ -242,7 +231,7 @@ Json ToolResultBuilder::Build() {
         "[{} more file(s) left out{}: the result limit is {} (SANDBOX_MAX_RESULT_BYTES); "
         "sandbox_list_artifacts lists them]",
         unnoted, unlinked > 0 ? fmt::format(", {} without a link", unlinked) : std::string(),
-        HumanBytes(max_bytes_)));
+        FormatBytes(max_bytes_)));
   }
   Json result = Assemble();
   size_t size = JsonSize(result);
@@ -265,7 +254,7 @@ Json ToolResultBuilder::Build() {
     size_t keep = longest_size > over + 256 ? longest_size - over - 256 : 0;
     std::string cut(Utf8Prefix(text, keep));
     cut += fmt::format("\n[… {} cut: the result limit is {} (SANDBOX_MAX_RESULT_BYTES)]",
-                       HumanBytes(longest_size - cut.size()), HumanBytes(max_bytes_));
+                       FormatBytes(longest_size - cut.size()), FormatBytes(max_bytes_));
     blocks_[longest].json["text"] = std::move(cut);
     result = Assemble();
     size = JsonSize(result);

@@ -38,8 +38,6 @@ std::string PercentEncodePath(std::string_view path);
 // "%20" -> " " (no '+' rule: paths). nullopt for a cut or non-hex escape.
 std::optional<std::string> PercentDecode(std::string_view text);
 
-// "12.3 KiB" style sizes for result text.
-std::string HumanBytes(uint64_t bytes);
 // True for MIME types whose content is text (text/*, JSON, XML, CSV, JavaScript, SVG ...).
 bool IsTextMime(std::string_view mime_type);
 

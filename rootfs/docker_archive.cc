@@ -28,6 +28,7 @@
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
 #include "runtime/base/json_parse.h"
+#include "runtime/base/time_format.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -364,15 +365,6 @@ int RemoveOrphanArchives(const std::string& state_dir, const std::string& archiv
     RemoveStaleTemps(paths);
   }
   return removed;
-}
-
-std::string NowRfc3339() {
-  std::time_t seconds = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buffer;
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "rootfs/oci_json.h"
 #include "rootfs/safe_extract.h"
 #include "runtime/base/files.h"
+#include "runtime/base/time_format.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -36,16 +37,6 @@ constexpr std::string_view kTempPrefix = ".tmp-";
 constexpr char kNamesFile[] = "names.json";
 constexpr char kMetaFile[] = "meta.json";
 constexpr char kConfigFile[] = "config.json";
-
-std::string NowRfc3339() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buffer;
-}
 
 // Names as docker spells references: "python", "python:3.12", "ghcr.io/org/img:tag".
 bool IsValidName(std::string_view name) {

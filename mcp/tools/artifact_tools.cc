@@ -4,6 +4,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/tool_support.h"
+#include "runtime/base/time_format.h"
 #include "runtime/base/units.h"
 
 namespace sandbox::mcp::tools {
@@ -61,11 +62,11 @@ Tool MakeReadArtifactTool(const ContextPtr& context) {
                                      "(SANDBOX_MAX_RESULT_BYTES). Reduce it with "
                                      "sandbox_run_python (resize, compress, split), or run the "
                                      "server over HTTP to download it.",
-                                     file.path, HumanBytes(info->size), FormatBytes(limit)),
+                                     file.path, FormatBytes(info->size), FormatBytes(limit)),
                          extra);
       }
       result.AddText(fmt::format("{} ({}, {}) is too large to return inline; download it: {}",
-                                 file.path, HumanBytes(info->size), file.mime_type,
+                                 file.path, FormatBytes(info->size), file.mime_type,
                                  file.download_url));
       result.AddResourceLink(file);
       structured["embedded"] = false;
@@ -75,7 +76,8 @@ Tool MakeReadArtifactTool(const ContextPtr& context) {
     auto content = context->sessions.ReadFile(session_id, file.path, limit);
     if (!content) return ToolError(content.error(), extra);
     file.size = content->size();
-    std::string text = fmt::format("{} ({}, {})", file.path, HumanBytes(file.size), file.mime_type);
+    std::string text =
+        fmt::format("{} ({}, {})", file.path, FormatBytes(file.size), file.mime_type);
     if (!file.download_url.empty()) text += "\ndownload_url: " + file.download_url;
     result.AddText(text);
     if (IsInlineImageMime(file.mime_type)) {
@@ -135,7 +137,7 @@ Tool MakeListArtifactsTool(const ContextPtr& context) {
       if (files.size() >= kMaxListed) break;
       ResultFile file = MakeResultFile(call, session_id, info);
       Json json = FileJson(file);
-      json["modified"] = IsoTime(info.mtime_ms);
+      json["modified"] = Rfc3339Utc(static_cast<std::time_t>(info.mtime_ms / 1000));
       if (info.is_dir) {
         json["is_dir"] = true;
         json.erase("download_url");
@@ -143,14 +145,15 @@ Tool MakeListArtifactsTool(const ContextPtr& context) {
       } else {
         ++file_count;
         total += info.size;
-        text += fmt::format("  {}  {}  {}  {}\n", ValidUtf8(info.path), HumanBytes(info.size),
-                            info.mime_type, IsoTime(info.mtime_ms));
+        text +=
+            fmt::format("  {}  {}  {}  {}\n", ValidUtf8(info.path), FormatBytes(info.size),
+                        info.mime_type, Rfc3339Utc(static_cast<std::time_t>(info.mtime_ms / 1000)));
       }
       files.push_back(std::move(json));
     }
     bool truncated = entries->size() > kMaxListed;
     std::string header = fmt::format("{} file(s), {} in {} (session {})", file_count,
-                                     HumanBytes(total), *path, session_id);
+                                     FormatBytes(total), *path, session_id);
     if (entries->empty()) header += ": empty";
     if (truncated) {
       header += fmt::format("; only the first {} entries are listed", kMaxListed);

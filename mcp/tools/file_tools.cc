@@ -1,9 +1,9 @@
 // sandbox_upload_file (base64 into /mnt/data), sandbox_write_file and sandbox_read_file (text).
 #include <fmt/format.h>
 
-#include "mcp/base64.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/tool_support.h"
+#include "runtime/base/base64.h"
 #include "runtime/base/units.h"
 
 namespace sandbox::mcp::tools {
@@ -38,7 +38,7 @@ Json WriteToSession(ToolContext& context, ToolCall& call, const Json& arguments,
   ToolResultBuilder result(context.settings.max_result_bytes);
   std::string url = call.DownloadUrl(session->id, path);
   std::string text =
-      fmt::format("{} {} ({}) in session {}.", verb, path, HumanBytes(size), session->id);
+      fmt::format("{} {} ({}) in session {}.", verb, path, FormatBytes(size), session->id);
   if (session->created) {
     text += fmt::format(" A new session was created: pass session_id \"{}\" to use the file.",
                         session->id);
@@ -87,7 +87,7 @@ Tool MakeUploadFileTool(const ContextPtr& context) {
           ErrorCode::kUploadTooLarge,
           fmt::format("the file is about {}; uploads are limited to {} "
                       "(SANDBOX_MAX_UPLOAD_BYTES)",
-                      HumanBytes(Base64DecodedSizeBound(encoded)), FormatBytes(limit)));
+                      FormatBytes(Base64DecodedSizeBound(encoded)), FormatBytes(limit)));
     }
     auto path = UploadPath(arguments["filename"].get<std::string>());
     if (!path) return ToolError(path.error());

@@ -2,10 +2,10 @@
 // figures and artifacts, and close the session — one call, nothing left behind.
 #include <fmt/format.h>
 
-#include "mcp/base64.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/run_call.h"
 #include "mcp/tools/run_output.h"
+#include "runtime/base/base64.h"
 #include "runtime/base/units.h"
 
 namespace sandbox::mcp::tools {

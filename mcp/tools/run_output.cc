@@ -186,7 +186,7 @@ Json RunToolResult(ToolContext& context, ToolCall& call, const RunResult& run,
                             run.artifacts.size() - kMaxArtifactsShown);
         break;
       }
-      text += fmt::format("  {}  {}  {}\n", ValidUtf8(artifact.path), HumanBytes(artifact.size),
+      text += fmt::format("  {}  {}  {}\n", ValidUtf8(artifact.path), FormatBytes(artifact.size),
                           artifact.mime_type);
     }
   }

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "mcp/base64.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "mcp/tools/tool_support.h"
+#include "runtime/base/base64.h"
 #include "runtime/base/units.h"
 
 namespace sandbox::mcp {

@@ -170,7 +170,7 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
       text += fmt::format("  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  memory {}\n", info.id,
                           info.name.empty() ? "" : " \"" + ValidUtf8(info.name) + "\"", info.state,
                           SecondsSince(info.created), SecondsSince(info.last_used), info.runs,
-                          HumanBytes(info.usage.memory_bytes));
+                          FormatBytes(info.usage.memory_bytes));
       list.push_back(SessionJson(info));
     }
     ToolResultBuilder result(context->settings.max_result_bytes);
@@ -221,7 +221,7 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
         "kill(s)\nlimits in force ({}):\n{}",
         info->id, info->name.empty() ? "" : " \"" + ValidUtf8(info->name) + "\"", info->state,
         info->image, info->backend, SecondsSince(info->created), idle, expires_in, info->runs,
-        HumanBytes(info->usage.memory_bytes), HumanBytes(info->usage.memory_peak_bytes),
+        FormatBytes(info->usage.memory_bytes), FormatBytes(info->usage.memory_peak_bytes),
         info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills,
         info->enforced.cgroup_mode, LimitsText(*info)));
     result.SetStructured(std::move(structured));

@@ -144,15 +144,6 @@ Json FileJson(const ResultFile& file) {
   return json;
 }
 
-std::string IsoTime(int64_t epoch_ms) {
-  std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);
-  std::tm utc = {};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 double RunTimeout(const ToolContext& context, const Json& arguments, std::string* note) {
   double maximum = context.settings.exec_timeout_s;
   auto it = arguments.find("timeout_s");

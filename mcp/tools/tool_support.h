@@ -66,8 +66,6 @@ ResultFile MakeResultFile(const ToolCall& call, const std::string& session_id,
                           const FileInfo& info);
 // {"path", "size", "mime_type", "download_url"?} for structuredContent.
 Json FileJson(const ResultFile& file);
-// An ISO 8601 UTC time for mtimes.
-std::string IsoTime(int64_t epoch_ms);
 // timeout_s from the arguments, bounded by the configured maximum; `note` explains a cut.
 double RunTimeout(const ToolContext& context, const Json& arguments, std::string* note);
 // Image types MCP clients render as `image` content.

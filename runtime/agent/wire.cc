@@ -3,24 +3,12 @@
 #include <algorithm>
 #include <array>
 
+#include "runtime/base/base64.h"
 #include "runtime/base/json_parse.h"
 
 namespace sandbox::agent {
 
 namespace {
-
-constexpr char kBase64Alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-// Maps a byte to its 6-bit value, or -1 when it is not in the alphabet ('=' is handled apart).
-constexpr std::array<int8_t, 256> MakeBase64Table() {
-  std::array<int8_t, 256> table{};
-  for (auto& entry : table) entry = -1;
-  for (int i = 0; i < 64; ++i)
-    table[static_cast<unsigned char>(kBase64Alphabet[i])] = static_cast<int8_t>(i);
-  return table;
-}
-constexpr std::array<int8_t, 256> kBase64Table = MakeBase64Table();
 
 const Json* Field(const Json& message, const char* key) {
   if (!message.is_object()) return nullptr;
@@ -82,61 +70,6 @@ Result<std::optional<Json>> FrameDecoder::Next() {
   return std::optional<Json>(std::move(*message));
 }
 
-std::string Base64Encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= bytes.size(); i += 3) {
-    uint32_t v = (uint32_t{static_cast<unsigned char>(bytes[i])} << 16) |
-                 (uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8) |
-                 static_cast<unsigned char>(bytes[i + 2]);
-    out.push_back(kBase64Alphabet[(v >> 18) & 63]);
-    out.push_back(kBase64Alphabet[(v >> 12) & 63]);
-    out.push_back(kBase64Alphabet[(v >> 6) & 63]);
-    out.push_back(kBase64Alphabet[v & 63]);
-  }
-  size_t rest = bytes.size() - i;
-  if (rest > 0) {
-    uint32_t v = uint32_t{static_cast<unsigned char>(bytes[i])} << 16;
-    if (rest == 2) v |= uint32_t{static_cast<unsigned char>(bytes[i + 1])} << 8;
-    out.push_back(kBase64Alphabet[(v >> 18) & 63]);
-    out.push_back(kBase64Alphabet[(v >> 12) & 63]);
-    out.push_back(rest == 2 ? kBase64Alphabet[(v >> 6) & 63] : '=');
-    out.push_back('=');
-  }
-  return out;
-}
-
-Result<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) {
-    return Fail(ErrorCode::kInvalidArgument, "base64 text of {} characters is not a multiple of 4",
-                text.size());
-  }
-  size_t padding = 0;
-  if (!text.empty() && text.back() == '=') padding = (text[text.size() - 2] == '=') ? 2 : 1;
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    bool last = i + 4 == text.size();
-    uint32_t v = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      char c = text[i + k];
-      int8_t d = 0;
-      if (c == '=' && last && k >= 4 - padding) {
-        d = 0;
-      } else {
-        d = kBase64Table[static_cast<unsigned char>(c)];
-        if (d < 0) return Fail(ErrorCode::kInvalidArgument, "invalid base64 at offset {}", i + k);
-      }
-      v = (v << 6) | static_cast<uint32_t>(d);
-    }
-    out.push_back(static_cast<char>((v >> 16) & 0xff));
-    if (!last || padding < 2) out.push_back(static_cast<char>((v >> 8) & 0xff));
-    if (!last || padding < 1) out.push_back(static_cast<char>(v & 0xff));
-  }
-  return out;
-}
-
 std::string GetString(const Json& message, const char* key, std::string_view fallback) {
   const Json* field = Field(message, key);
   if (field == nullptr || !field->is_string()) return std::string(fallback);
@@ -178,8 +111,8 @@ Result<std::string> GetBytes(const Json& message, const char* key) {
   if (!field->is_string())
     return Fail(ErrorCode::kInvalidArgument, "field {} is not a string", key);
   auto decoded = Base64Decode(field->get_ref<const std::string&>());
-  if (!decoded) return Fail(std::move(decoded.error()).Context(key));
-  return decoded;
+  if (!decoded) return Fail(ErrorCode::kInvalidArgument, "field {} is not valid base64", key);
+  return std::move(*decoded);
 }
 
 ErrorCode ErrorCodeFromName(std::string_view name) {

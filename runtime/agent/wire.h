@@ -50,10 +50,6 @@ class FrameDecoder {
   size_t consumed_ = 0;
 };
 
-std::string Base64Encode(std::string_view bytes);
-// Fails (kInvalidArgument) on characters outside the standard alphabet or a bad length.
-Result<std::string> Base64Decode(std::string_view text);
-
 // Typed reads of a message's fields that never throw: a missing field or one of another type
 // gives the fallback.
 std::string GetString(const Json& message, const char* key, std::string_view fallback = {});

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/base/units.h"
+
 namespace sandbox::docker {
 namespace {
 
@@ -27,26 +29,12 @@ EnforcedLimit* Find(EnforcedLimits& limits, std::string_view name) {
 
 }  // namespace
 
-std::string HumanBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  if (value == static_cast<double>(static_cast<uint64_t>(value))) {
-    return fmt::format("{}{}", static_cast<uint64_t>(value), kUnits[unit]);
-  }
-  return fmt::format("{:.1f}{}", value, kUnits[unit]);
-}
-
 EnforcedLimits PlanDockerLimits(const Limits& limits, const DaemonInfo& daemon) {
   EnforcedLimits plan;
   plan.cgroup_mode = "docker";
   auto& out = plan.limits;
   out.push_back(daemon.memory_limit
-                    ? Enforced("memory", HumanBytes(limits.memory_bytes))
+                    ? Enforced("memory", FormatBytes(limits.memory_bytes))
                     : NotEnforced("memory", "the Docker daemon reports no memory cgroup"));
   out.push_back(daemon.swap_limit
                     ? Enforced("swap", "0B")
@@ -63,10 +51,10 @@ EnforcedLimits PlanDockerLimits(const Limits& limits, const DaemonInfo& daemon) 
   out.push_back(daemon.pids_limit
                     ? Enforced("pids", std::to_string(limits.pids))
                     : NotEnforced("pids", "the Docker daemon reports no pids cgroup"));
-  out.push_back(Enforced("disk", HumanBytes(limits.disk_bytes) + " tmpfs at /mnt/data"));
-  out.push_back(Enforced("tmp", HumanBytes(limits.tmp_bytes) + " tmpfs at /tmp"));
+  out.push_back(Enforced("disk", FormatBytes(limits.disk_bytes) + " tmpfs at /mnt/data"));
+  out.push_back(Enforced("tmp", FormatBytes(limits.tmp_bytes) + " tmpfs at /tmp"));
   out.push_back(Enforced("open_files", std::to_string(limits.open_files)));
-  out.push_back(Enforced("file_size", HumanBytes(limits.file_size_bytes)));
+  out.push_back(Enforced("file_size", FormatBytes(limits.file_size_bytes)));
   return plan;
 }
 

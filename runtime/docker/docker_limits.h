@@ -16,7 +16,4 @@ EnforcedLimits PlanDockerLimits(const Limits& limits, const DaemonInfo& daemon);
 // `planned` corrected by the container's inspected HostConfig.
 EnforcedLimits CorrectFromHostConfig(EnforcedLimits planned, const nlohmann::json& host_config);
 
-// "512MiB", "1.5GiB", "100B".
-std::string HumanBytes(uint64_t bytes);
-
 }  // namespace sandbox::docker

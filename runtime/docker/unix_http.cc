@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 
+#include "runtime/base/ascii.h"
 #include "runtime/base/fd.h"
 
 namespace sandbox::docker {
@@ -44,20 +45,13 @@ std::string Trim(std::string_view text) {
   return std::string(text);
 }
 
-std::string Lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 size_t CollectHeader(char* data, size_t size, size_t count, void* user) {
   std::string_view line(data, size * count);
   auto* headers = static_cast<std::map<std::string, std::string>*>(user);
   if (line.rfind("HTTP/", 0) == 0) {
     headers->clear();  // a new response (after 100 Continue): keep only the final headers
   } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
-    (*headers)[Lower(Trim(line.substr(0, colon)))] = Trim(line.substr(colon + 1));
+    (*headers)[AsciiLower(Trim(line.substr(0, colon)))] = Trim(line.substr(colon + 1));
   }
   return size * count;
 }
@@ -102,7 +96,7 @@ std::string UrlEncode(std::string_view text) {
 }
 
 std::string HttpResponse::Header(std::string_view name) const {
-  auto it = headers.find(Lower(name));
+  auto it = headers.find(AsciiLower(name));
   return it == headers.end() ? std::string() : it->second;
 }
 

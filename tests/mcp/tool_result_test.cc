@@ -88,10 +88,7 @@ TEST_CASE("sandbox URIs round-trip and refuse what is not one", "[unit]") {
   CHECK_FALSE(ParseSandboxUri("sandbox://sess_x/a%00b"));
 }
 
-TEST_CASE("sizes and text types read naturally", "[unit]") {
-  CHECK(HumanBytes(512) == "512 B");
-  CHECK(HumanBytes(1536) == "1.5 KiB");
-  CHECK(HumanBytes(5u << 20) == "5.0 MiB");
+TEST_CASE("text types are recognised", "[unit]") {
   CHECK(IsTextMime("text/csv"));
   CHECK(IsTextMime("application/json"));
   CHECK(IsTextMime("application/geo+json"));

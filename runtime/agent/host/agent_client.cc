@@ -4,6 +4,7 @@
 
 #include "runtime/agent/run_limits.h"
 #include "runtime/agent/wire.h"
+#include "runtime/base/base64.h"
 
 namespace sandbox {
 
@@ -286,7 +287,7 @@ Status AgentClient::WriteFile(const std::string& path, const ContentSource& cont
     content(agent::kFileChunkBytes, piece);
     if (piece.empty()) break;
     Json chunk{{"type", "write_chunk"}, {"write", write_id}};
-    chunk["content"] = agent::Base64Encode(piece);
+    chunk["content"] = Base64Encode(piece);
     if (auto sent = Call(std::move(chunk), "ok"); !sent) return abort(std::move(sent.error()));
   }
   if (auto committed = Call(Json{{"type", "write_commit"}, {"write", write_id}}, "ok");

@@ -13,6 +13,7 @@
 #include "runtime/agent/init/process_group.h"
 #include "runtime/agent/mime.h"
 #include "runtime/agent/run_limits.h"
+#include "runtime/base/base64.h"
 
 namespace sandbox::agent {
 

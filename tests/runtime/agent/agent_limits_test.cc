@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/agent/wire.h"
+#include "runtime/base/base64.h"
 #include "runtime/base/files.h"
 #include "tests/runtime/agent/local_agent.h"
 #include "tests/support/test_support.h"
@@ -140,8 +141,8 @@ TEST_CASE("an upload abandoned mid-way leaves no file, also when the session end
   auto& stream = s.agent->stream();
   REQUIRE(stream.Write(EncodeFrame(
       Json{{"type", "write_open"}, {"id", 1000}, {"path", "partial.bin"}, {"overwrite", false}})));
-  REQUIRE(stream.Write(EncodeFrame(Json{
-      {"type", "write_chunk"}, {"id", 1001}, {"write", 1000}, {"content", "bm90IGJhc2U2NA"}})));
+  REQUIRE(stream.Write(EncodeFrame(
+      Json{{"type", "write_chunk"}, {"id", 1001}, {"write", 1000}, {"content", "not*base64!"}})));
   s.CheckAlive();  // skips the answers to 1000 and 1001
   CHECK(::access((s.data + "/partial.bin").c_str(), F_OK) != 0);
 
@@ -151,7 +152,7 @@ TEST_CASE("an upload abandoned mid-way leaves no file, also when the session end
   REQUIRE(stream.Write(EncodeFrame(Json{{"type", "write_chunk"},
                                         {"id", 2001},
                                         {"write", 2000},
-                                        {"content", sandbox::agent::Base64Encode("half")}})));
+                                        {"content", sandbox::Base64Encode("half")}})));
   s.CheckAlive();  // both were handled before this cell ran
   // The temp file exists while the upload is open.
   CHECK(sandbox::testing::RunShell("ls -A " + s.data + " | grep -q '^.dropped.bin.upload-'") == 0);

@@ -212,6 +212,4 @@ TEST_CASE("limits: planned from the daemon, corrected from the container", "[uni
   for (const auto& limit : CorrectFromHostConfig(plan, honoured).limits) {
     CHECK(limit.mechanism == LimitMechanism::kDocker);
   }
-  CHECK(HumanBytes(1536ull << 20) == "1.5GiB");
-  CHECK(HumanBytes(100) == "100B");
 }

@@ -1,11 +1,12 @@
-// Base64 (RFC 4648) for MCP blobs: image data, embedded resources, uploaded file content.
+// Base64 (RFC 4648): MCP blobs (images, embedded resources, uploads) and the agent wire's byte
+// fields. One codec for both, so what one side encodes the other decodes by the same rules.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace sandbox::mcp {
+namespace sandbox {
 
 std::string Base64Encode(std::string_view bytes);
 // Decodes the standard or the URL-safe alphabet, with or without padding; ASCII whitespace
@@ -33,4 +34,4 @@ class Base64Reader {
   int bits_ = 0;
 };
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox

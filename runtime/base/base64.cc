@@ -1,9 +1,9 @@
-#include "mcp/base64.h"
+#include "runtime/base/base64.h"
 
 #include <array>
 #include <cstdint>
 
-namespace sandbox::mcp {
+namespace sandbox {
 
 namespace {
 
@@ -97,4 +97,4 @@ std::optional<std::string> Base64Decode(std::string_view text) {
 
 size_t Base64DecodedSizeBound(std::string_view text) { return (text.size() + 3) / 4 * 3; }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox
