@@ -1,7 +1,6 @@
 #include "mcp/http_transport.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -31,6 +30,8 @@
 #include "mcp/worker_pool.h"
 #include "runtime/base/ascii.h"
 #include "runtime/base/quoted.h"
+#include "runtime/base/random_id.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::mcp {
 
@@ -116,27 +117,6 @@ class PostReply : public Reply {
 std::string SseEvent(const std::string& data) { return "event: message\ndata: " + data + "\n\n"; }
 
 }  // namespace
-
-Result<std::string> RandomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t got = 0;
-  while (got < bytes) {
-    ssize_t n = getrandom(raw.data() + got, bytes - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return FailSys("getrandom");
-    }
-    got += static_cast<size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(bytes * 2);
-  for (unsigned char c : raw) {
-    hex += kHex[c >> 4];
-    hex += kHex[c & 15];
-  }
-  return hex;
-}
 
 struct HttpTransport::Impl : HttpConnHost {
   struct McpSession {
@@ -279,7 +259,7 @@ int HttpTransport::port() const { return impl_->port; }
 Status HttpTransport::Bind() {
   Impl& impl = *impl_;
   HttpOptions& options = impl.options;
-  SBX_ASSIGN_OR_RETURN(impl.token_key, RandomHex(32));
+  impl.token_key = RandomHex(32);
   // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room
   // for the sandboxes' pipes and files.
   struct rlimit files {};
@@ -448,7 +428,7 @@ void HttpTransport::Impl::ExpireSessions() {
 
 Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> connection) {
   ExpireSessions();
-  SBX_ASSIGN_OR_RETURN(std::string id, RandomHex(16));
+  std::string id = RandomHex(16);
   std::lock_guard<std::mutex> lock(sessions_mutex);
   if (sessions.size() >= options.max_mcp_sessions) {
     // Make room by forgetting the least recently used idle session.
@@ -562,7 +542,7 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   std::string base = BaseUrl(head);
   connection->set_download_linker(
       [this, base](const std::string& sid, const std::string& path) -> std::string {
-        constexpr std::string_view kData = "/mnt/data/";
+        const std::string kData = std::string(layout::kDataDir) + "/";
         if (!options.read_file || path.rfind(kData, 0) != 0 || path.size() == kData.size()) {
           return "";
         }
@@ -700,7 +680,7 @@ HttpResponse HttpTransport::Impl::HandleFile(const HttpRequestHead& head) {
     if (next == std::string::npos) break;
     start = next + 1;
   }
-  auto file = options.read_file(session_id, "/mnt/data/" + relative);
+  auto file = options.read_file(session_id, std::string(layout::kDataDir) + "/" + relative);
   if (!file) {
     switch (file.error().code) {
       case ErrorCode::kNotFound:

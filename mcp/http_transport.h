@@ -82,7 +82,4 @@ class HttpTransport {
   std::unique_ptr<Impl> impl_;
 };
 
-// 32 lowercase hex digits from the kernel's CSPRNG (getrandom(2)).
-Result<std::string> RandomHex(size_t bytes = 16);
-
 }  // namespace sandbox::mcp

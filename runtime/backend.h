@@ -11,6 +11,7 @@
 #include "runtime/base/result.h"
 #include "runtime/byte_stream.h"
 #include "runtime/limits.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox {
 
@@ -29,7 +30,7 @@ struct SandboxSpec {
   std::string image_name;        // the store name or digest it came from (labels, Docker image)
   std::string rootfs;            // host path of the unpacked image rootfs (namespace backend)
   std::vector<std::string> env;  // KEY=VALUE from the image config, plus ours
-  std::string workdir = "/mnt/data";
+  std::string workdir = layout::kDataDir;
   Limits limits;
   std::string agent_dir;   // host dir holding sandbox-init and worker.py, seen at /.sandbox
   std::string wheelhouse;  // optional host dir, mounted read-only at /mnt/wheelhouse

@@ -14,6 +14,7 @@
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::cgroup {
 
@@ -60,7 +61,7 @@ void WeighSessionsParent(const std::vector<Cgroup1Hierarchy>& hierarchies) {
   if (cpu == nullptr) return;
   uint64_t sessions = 0;
   for (const std::string& name : ListChildGroups(cpu->parent)) {
-    if (name.rfind("sess_", 0) == 0) ++sessions;
+    if (name.rfind(layout::kSessionIdPrefix, 0) == 0) ++sessions;
   }
   // cpu.shares: 1024 is one process; the kernel caps it at 262144.
   uint64_t shares = std::clamp<uint64_t>(sessions * 1024, 1024, 262144);
@@ -218,7 +219,8 @@ class Cgroup1Manager final : public CgroupManager {
     std::set<std::string> orphans;
     for (const auto& h : setup_.hierarchies) {
       for (const std::string& name : ListChildGroups(h.parent)) {
-        if (name.rfind("sess_", 0) == 0 && live.count(name) == 0) orphans.insert(name);
+        if (name.rfind(layout::kSessionIdPrefix, 0) == 0 && live.count(name) == 0)
+          orphans.insert(name);
       }
     }
     for (const std::string& name : orphans) {

@@ -18,6 +18,7 @@
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::cgroup {
 namespace {
@@ -312,7 +313,7 @@ class Cgroup2Manager final : public CgroupManager {
     }
     int swept = 0;
     for (const std::string& name : ListChildGroups(setup_.parent)) {
-      if (name.rfind("sess_", 0) != 0 || live.count(name) != 0) continue;
+      if (name.rfind(layout::kSessionIdPrefix, 0) != 0 || live.count(name) != 0) continue;
       Cgroup2Group orphan(setup_.parent + "/" + name, Fd());
       SBX_TRY(orphan.Destroy().map_error(
           [&](Error e) { return std::move(e).Context("sweep orphan " + name); }));

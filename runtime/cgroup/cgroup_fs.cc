@@ -13,6 +13,7 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::cgroup {
 namespace {
@@ -245,8 +246,8 @@ Result<std::string> GroupNameFor(const std::string& session_id) {
   if (!safe) {
     return Fail(ErrorCode::kInvalidSessionId, "'{}' cannot name a cgroup", session_id);
   }
-  if (session_id.rfind("sess_", 0) == 0) return session_id;
-  return "sess_" + session_id;
+  if (session_id.rfind(layout::kSessionIdPrefix, 0) == 0) return session_id;
+  return layout::kSessionIdPrefix + session_id;
 }
 
 std::pair<int, int> KernelVersion() {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
+
 namespace sandbox::docker {
 namespace {
 
@@ -80,7 +82,7 @@ Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::strin
   container.image = image;
   container.command = {kAgentInit};
   container.env = spec.env;
-  container.working_dir = spec.workdir.empty() ? "/mnt/data" : spec.workdir;
+  container.working_dir = spec.workdir.empty() ? layout::kDataDir : spec.workdir;
   container.labels = {{kSessionLabel, spec.session_id},
                       {kOwnerLabel, owner.process},
                       {kHostLabel, owner.host},
@@ -126,8 +128,10 @@ nlohmann::json CreateContainerBody(const ContainerSpec& spec) {
         Ulimit("fsize", limits.file_size_bytes), Ulimit("sigpending", kSigpendingLimit),
         Ulimit("msgqueue", kMsgqueueLimitBytes)}},
       {"Tmpfs",
-       {{"/tmp", TmpfsOptions(limits.tmp_bytes, "mode=1777")},
-        {"/mnt/data", TmpfsOptions(limits.disk_bytes, "mode=0755,uid=1000,gid=1000")}}},
+       {{layout::kTmpDir, TmpfsOptions(limits.tmp_bytes, "mode=1777")},
+        {layout::kDataDir,
+         TmpfsOptions(limits.disk_bytes, fmt::format("mode=0755,uid={},gid={}", layout::kSandboxUid,
+                                                     layout::kSandboxGid))}}},
       {"Mounts", mounts},
       // sandbox-init itself is pid 1 (no docker-init in front of it), as in the namespace
       // backend: it reaps every orphan, and kill(-1, SIGKILL) from sandbox code, which reaches

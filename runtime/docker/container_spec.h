@@ -14,6 +14,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::docker {
 
@@ -24,10 +25,10 @@ inline constexpr const char* kHostLabel = "mcp-sandbox.host";
 inline constexpr const char* kImageLabel = "mcp-sandbox.image";
 
 // Where the host's agent dir is seen inside the sandbox, and the agent's entry point.
-inline constexpr const char* kAgentMountPoint = "/.sandbox";
-inline constexpr const char* kAgentInit = "/.sandbox/sandbox-init";
-inline constexpr const char* kWheelhouseMountPoint = "/mnt/wheelhouse";
-inline constexpr const char* kSandboxUser = "1000:1000";
+inline constexpr const char* kAgentMountPoint = layout::kAgentDir;
+inline constexpr const char* kAgentInit = layout::kAgentInit;
+inline constexpr const char* kWheelhouseMountPoint = layout::kWheelhouseDir;
+inline constexpr const char* kSandboxUser = layout::kSandboxUser;
 
 // The creating server, as the orphan sweep reads it (owner.h): its host and its process.
 struct ContainerOwner {

@@ -15,6 +15,7 @@
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/ns/mounts.h"
 #include "runtime/ns/userns.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::ns {
 
@@ -62,7 +63,7 @@ struct ChildPlan {
   int unshare_flags = 0;
   MountPlan mounts;
   std::string hostname = "sandbox";
-  std::string workdir = "/mnt/data";
+  std::string workdir = layout::kDataDir;
   std::vector<RlimitSetting> rlimits;
   // Root server: the gid map was written by a privileged process, so setgroups(2) is allowed
   // and must be used to drop the server's supplementary groups.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sandbox_layout.h"
+
 namespace sandbox::ns {
 
 enum class MountOpKind {
@@ -82,8 +84,8 @@ struct MountInputs {
   uint64_t data_bytes = 0;  // size of the /mnt/data tmpfs
   uint64_t shm_bytes = 64ull << 20;
   std::vector<UserSysctl> sysctls;  // written right after /proc is mounted
-  uid_t uid = 1000;                 // the sandbox user, as seen inside
-  gid_t gid = 1000;
+  uid_t uid = layout::kSandboxUid;  // the sandbox user, as seen inside
+  gid_t gid = layout::kSandboxGid;
 };
 
 // The isolation baseline of DESIGN.md as a list of ops (see mounts.cc for the order and why).

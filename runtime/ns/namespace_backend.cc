@@ -26,6 +26,7 @@
 #include "runtime/ns/session_record.h"
 #include "runtime/ns/spawn.h"
 #include "runtime/ns/userns.h"
+#include "runtime/sandbox_layout.h"
 #include "seccomp/policy.h"
 
 namespace sandbox {
@@ -244,7 +245,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
     plan.mounts.use_mount_setattr = false;
     plan.use_close_range = false;
   }
-  plan.workdir = spec.workdir.empty() ? "/mnt/data" : spec.workdir;
+  plan.workdir = spec.workdir.empty() ? layout::kDataDir : spec.workdir;
   plan.rlimits = RlimitsFor(spec.limits, MemoryCgroupInForce(sandbox->limits_));
   for (const RlimitSetting& limit : SandboxCounterRlimits(state->counter_caps)) {
     plan.rlimits.push_back(limit);

@@ -15,11 +15,12 @@
 #include <vector>
 
 #include "runtime/base/result.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::ns {
 
-inline constexpr uid_t kSandboxUid = 1000;
-inline constexpr gid_t kSandboxGid = 1000;
+inline constexpr uid_t kSandboxUid = layout::kSandboxUid;
+inline constexpr gid_t kSandboxGid = layout::kSandboxGid;
 
 struct IdMapping {
   uid_t inside_uid = kSandboxUid;

@@ -18,6 +18,7 @@
 
 #include "runtime/base/result.h"
 #include "runtime/byte_stream.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox {
 
@@ -45,7 +46,7 @@ struct RunRequest {
   bool fresh = false;                     // Python: run in a new worker (state of the old one kept)
   double timeout_s = 60;                  // interrupt, then kill the worker's process group
   uint64_t max_output_bytes = 100 << 10;  // per stream; beyond it the *_truncated flag is set
-  std::string cwd = "/mnt/data";          // shell commands
+  std::string cwd = layout::kDataDir;     // shell commands
 };
 
 struct RunResult {

@@ -22,6 +22,7 @@
 #include "runtime/agent/init/child_process.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/files.h"
+#include "runtime/sandbox_layout.h"
 
 extern char** environ;
 
@@ -100,9 +101,9 @@ int Main(int argc, char** argv) {
   if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   AgentConfig config;
-  auto data_dir = RealDir(EnvOr("SANDBOX_AGENT_DATA_DIR", "/mnt/data"));
+  auto data_dir = RealDir(EnvOr("SANDBOX_AGENT_DATA_DIR", layout::kDataDir));
   if (!data_dir) Die(std::move(data_dir.error()).Context("data directory"));
-  auto tmp_dir = RealDir(EnvOr("SANDBOX_AGENT_TMP_DIR", "/tmp"));
+  auto tmp_dir = RealDir(EnvOr("SANDBOX_AGENT_TMP_DIR", layout::kTmpDir));
   if (!tmp_dir) Die(std::move(tmp_dir.error()).Context("tmp directory"));
   config.data_dir = *data_dir;
   config.tmp_dir = *tmp_dir;

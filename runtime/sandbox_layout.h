@@ -1,0 +1,34 @@
+// What every sandbox looks like from inside, on both backends, and how its session is named:
+// the one place these facts live, so the namespace mounts, the Docker container spec, the agent,
+// the MCP layer's download links and the cgroup sweep cannot drift apart.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+
+namespace sandbox::layout {
+
+// The session's files: a size-limited tmpfs, the working directory, what tools' paths are
+// relative to and what download links serve.
+inline constexpr char kDataDir[] = "/mnt/data";
+// Scratch: a smaller tmpfs.
+inline constexpr char kTmpDir[] = "/tmp";
+// The agent (sandbox-init, worker.py), read-only.
+inline constexpr char kAgentDir[] = "/.sandbox";
+inline constexpr char kAgentInit[] = "/.sandbox/sandbox-init";
+// The operator's offline wheels (SANDBOX_WHEELHOUSE), read-only, when configured.
+inline constexpr char kWheelhouseDir[] = "/mnt/wheelhouse";
+
+// The unprivileged user code runs as, inside every sandbox.
+inline constexpr uid_t kSandboxUid = 1000;
+inline constexpr gid_t kSandboxGid = 1000;
+inline constexpr char kSandboxUser[] = "1000:1000";  // as Docker's User field spells it
+
+// Session ids: kSessionIdPrefix followed by kSessionIdHexDigits lowercase hex digits
+// (runtime/session/session_id.h makes and checks them). The prefix also marks the cgroups and
+// containers that belong to sessions, for the sweeps.
+inline constexpr char kSessionIdPrefix[] = "sess_";
+inline constexpr size_t kSessionIdHexDigits = 12;
+
+}  // namespace sandbox::layout
