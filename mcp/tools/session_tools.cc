@@ -6,6 +6,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/tool_support.h"
 #include "runtime/base/units.h"
+#include "runtime/limits_json.h"
 
 namespace sandbox::mcp::tools {
 
@@ -20,18 +21,6 @@ Json LimitsJson(const Limits& limits) {
           {"cpus", limits.cpus},
           {"pids", limits.pids},
           {"disk_bytes", limits.disk_bytes}};
-}
-
-Json EnforcedJson(const EnforcedLimits& enforced) {
-  Json limits = Json::array();
-  for (const auto& limit : enforced.limits) {
-    Json entry = {{"name", limit.name},
-                  {"mechanism", LimitMechanismName(limit.mechanism)},
-                  {"value", limit.value}};
-    if (!limit.note.empty()) entry["note"] = limit.note;
-    limits.push_back(std::move(entry));
-  }
-  return {{"cgroup_mode", enforced.cgroup_mode}, {"limits", std::move(limits)}};
 }
 
 Json UsageJson(const SandboxUsage& usage) {
@@ -140,7 +129,7 @@ Tool MakeCreateSessionTool(const ContextPtr& context) {
                           {"image", info->image},
                           {"backend", info->backend},
                           {"limits", LimitsJson(info->limits)},
-                          {"enforced", EnforcedJson(info->enforced)}});
+                          {"enforced", EnforcedLimitsJson(info->enforced)}});
     return result.Build();
   };
   return tool;
@@ -213,7 +202,7 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
     Json structured = SessionJson(*info);
     structured["expires_in_s"] = expires_in;
     structured["limits"] = LimitsJson(info->limits);
-    structured["enforced"] = EnforcedJson(info->enforced);
+    structured["enforced"] = EnforcedLimitsJson(info->enforced);
     ToolResultBuilder result(context->settings.max_result_bytes);
     result.AddText(fmt::format(
         "Session {}{}: {}, image {}, {} backend\nage {:.0f} s, idle {:.0f} s (closes after {} s "

@@ -15,6 +15,7 @@
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/limits_json.h"
 #include "runtime/ns/kernel_counters.h"
 #include "runtime/probe/host_probe.h"
 #include "tools/cli/args.h"
@@ -57,13 +58,6 @@ nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_d
                           const std::vector<std::string>& config_errors) {
   nlohmann::json sysctls = nlohmann::json::object();
   for (const auto& [name, value] : r.userns.sysctls) sysctls[name] = value;
-  nlohmann::json limits = nlohmann::json::array();
-  for (const auto& limit : r.limits.limits) {
-    limits.push_back({{"name", limit.name},
-                      {"mechanism", LimitMechanismName(limit.mechanism)},
-                      {"value", limit.value},
-                      {"note", limit.note}});
-  }
   return {
       {"kernel", r.kernel},
       {"uid", r.uid},
@@ -97,7 +91,7 @@ nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_d
         {"reason", r.backend.reason}}},
       {"state_dir", state_dir},
       {"limits_mode", r.limits.cgroup_mode},
-      {"limits", limits},
+      {"limits", EnforcedLimitsJson(r.limits)["limits"]},
       {"config_errors", config_errors},
   };
 }

@@ -17,6 +17,7 @@
 #include "runtime/base/files.h"
 #include "runtime/base/logging.h"
 #include "runtime/base/units.h"
+#include "runtime/limits_json.h"
 #include "runtime/session/backend_factory.h"
 #include "runtime/session/session_manager.h"
 #include "tools/cli/args.h"
@@ -58,17 +59,6 @@ Result<std::string> ReadSnippet(const std::string& source) {
     return code;
   }
   return ReadFile(source);
-}
-
-nlohmann::json LimitsJson(const EnforcedLimits& enforced) {
-  nlohmann::json out = nlohmann::json::object();
-  out["cgroup_mode"] = enforced.cgroup_mode;
-  for (const auto& limit : enforced.limits) {
-    out[limit.name] = {{"value", limit.value},
-                       {"mechanism", LimitMechanismName(limit.mechanism)},
-                       {"note", limit.note}};
-  }
-  return out;
 }
 
 // Invalid UTF-8 from the snippet must not break the JSON: replace it.
@@ -219,7 +209,7 @@ int RunCommand(const Argv& argv) {
     out["timed_out"] = result->timed_out;
     out["oom"] = result->oom;
     out["duration_s"] = result->duration_s;
-    out["limits"] = info ? LimitsJson(info->enforced) : nlohmann::json(nullptr);
+    out["limits"] = info ? EnforcedLimitsJson(info->enforced) : nlohmann::json(nullptr);
     out["artifacts"] = nlohmann::json::array();
     for (const auto& file : result->artifacts) {
       out["artifacts"].push_back({{"path", nlohmann::json::parse(Utf8(file.path))},
