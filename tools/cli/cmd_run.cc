@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
 #include "runtime/base/logging.h"
@@ -39,10 +41,11 @@ signal), 1 when the sandbox could not start.
 
 flags:
   --image NAME       image from the store (default: $SANDBOX_IMAGE or "python")
-  --timeout S        wall-clock limit in seconds (default 60)
-  --memory SIZE      memory limit, e.g. 256m (default 512m)
-  --cpus N           CPU limit (default 1.0)
-  --pids N           process limit (default 256)
+  --timeout S        wall-clock limit in seconds (default: $SANDBOX_EXEC_TIMEOUT_S or 60)
+  --memory SIZE      memory limit, e.g. 256m (default: $SANDBOX_MEMORY_LIMIT or 512m);
+                     /mnt/data and /tmp are sized from it as `serve` sizes them
+  --cpus N           CPU limit (default: $SANDBOX_CPU_LIMIT or 1.0)
+  --pids N           process limit (default: $SANDBOX_PIDS_LIMIT or 256)
   --shell            treat the input as a shell command line, not Python
   --json             print one JSON object (stdout, stderr, exit_code, duration_s, limits,
                      artifacts) instead of streaming
@@ -85,35 +88,30 @@ int RunCommand(const Argv& argv) {
   config.agent_dir = DefaultAgentDir();
   config.max_sessions = 1;
   config.max_output_bytes = 16ull << 20;  // CI logs want the whole output; the stream is live
-  double timeout = 60;
-  try {
-    if (auto t = args.Get("--timeout")) {
-      size_t used = 0;
-      timeout = std::stod(*t, &used);
-      if (used != t->size() || !(timeout > 0)) throw std::invalid_argument("timeout");
-    }
-    if (auto c = args.Get("--cpus")) {
-      size_t used = 0;
-      config.limits.cpus = std::stod(*c, &used);
-      if (used != c->size() || !(config.limits.cpus > 0)) throw std::invalid_argument("cpus");
-    }
-    if (auto p = args.Get("--pids")) {
-      size_t used = 0;
-      long pids = std::stol(*p, &used);
-      if (used != p->size() || pids < 8 || pids > 1'000'000) throw std::invalid_argument("pids");
-      config.limits.pids = static_cast<uint32_t>(pids);
-    }
-  } catch (const std::exception&) {
-    return args.UsageError(
-        "--timeout and --cpus take a positive number, --pids a whole number >= 8");
+  // The numbers go through serve's own parser (mcp/config): the same sizes, bounds and
+  // messages, SANDBOX_* read the same way, and /mnt/data and /tmp sized from the memory limit
+  // as serve sizes them, so a small --memory never gets a tmpfs it cannot hold.
+  static constexpr std::pair<const char*, const char*> kLimitFlags[] = {
+      {"--timeout", "--exec-timeout-s"},
+      {"--memory", "--memory-limit"},
+      {"--cpus", "--cpu-limit"},
+      {"--pids", "--pids-limit"}};
+  std::map<std::string, std::string> limit_flags;
+  for (auto [run_flag, serve_flag] : kLimitFlags) {
+    if (auto value = args.Get(run_flag)) limit_flags[serve_flag] = *value;
   }
-  config.exec_timeout_s = timeout;
-  if (auto memory = args.Get("--memory")) {
-    auto bytes = ParseBytes(*memory);
-    if (!bytes || *bytes < (16ull << 20))
-      return args.UsageError("--memory takes a size of at least 16m, e.g. 256m");
-    config.limits.memory_bytes = *bytes;
+  auto serve_config = mcp::LoadServeConfig(mcp::ProcessEnv, limit_flags);
+  if (!serve_config) {
+    std::string message = serve_config.error().message;
+    for (auto [run_flag, serve_flag] : kLimitFlags) {
+      if (message.rfind(serve_flag + std::string(" ("), 0) == 0) {
+        message = run_flag + message.substr(std::string(serve_flag).size());
+      }
+    }
+    return args.UsageError(message);
   }
+  config.limits = mcp::SessionLimits(*serve_config);
+  config.exec_timeout_s = serve_config->exec_timeout_s;
   BackendOptions backend_options;
   const char* env_backend = std::getenv("SANDBOX_BACKEND");
   auto kind =
@@ -170,7 +168,7 @@ int RunCommand(const Argv& argv) {
   RunRequest request;
   request.kind = args.Has("--shell") ? RunRequest::Kind::kShell : RunRequest::Kind::kPython;
   request.code = std::move(*code);
-  request.timeout_s = timeout;
+  request.timeout_s = config.exec_timeout_s;
   OutputCallback stream_output;
   if (!json) {
     stream_output = [](int stream, std::string_view chunk) {
@@ -218,7 +216,7 @@ int RunCommand(const Argv& argv) {
     }
     std::cout << out.dump() << std::endl;
   } else {
-    if (result->timed_out) std::cerr << "mcp-sandbox run: timed out after " << timeout << " s\n";
+    if (result->timed_out) std::cerr << "mcp-sandbox run: timed out after " << config.exec_timeout_s << " s\n";
     if (result->oom) std::cerr << "mcp-sandbox run: killed: memory limit reached\n";
     if (result->stdout_truncated || result->stderr_truncated) {
       std::cerr << "mcp-sandbox run: output was truncated\n";
