@@ -25,6 +25,7 @@
 #include "rootfs/oci_json.h"
 #include "rootfs/safe_extract.h"
 #include "runtime/base/files.h"
+#include "runtime/base/json_parse.h"
 #include "runtime/base/time_format.h"
 
 namespace sandbox::rootfs {
@@ -119,11 +120,11 @@ Result<NameMap> ReadNames(const StorePaths& paths) {
     if (content.error().sys_errno == ENOENT) return names;
     return Fail(std::move(content.error()));
   }
-  Json json = Json::parse(*content, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) {
+  auto json = ParseJsonBounded(*content);
+  if (!json || !json->is_object()) {
     return Fail(ErrorCode::kInternal, "{} is corrupt", paths.Names());
   }
-  for (const auto& [name, digest] : json.items()) {
+  for (const auto& [name, digest] : json->items()) {
     if (digest.is_string()) names[name] = digest.get<std::string>();
   }
   return names;
@@ -308,10 +309,11 @@ Result<StoredImage> LoadImage(const StorePaths& paths, const std::string& hex,
     }
     return Fail(std::move(meta_text.error()));
   }
-  Json meta = Json::parse(*meta_text, nullptr, false);
-  if (meta.is_discarded() || !meta.is_object()) {
+  auto parsed_meta = ParseJsonBounded(*meta_text);
+  if (!parsed_meta || !parsed_meta->is_object()) {
     return Fail(ErrorCode::kInternal, "{}/{} is corrupt", dir, kMetaFile);
   }
+  const Json& meta = *parsed_meta;
   SBX_ASSIGN_OR_RETURN(std::string config_text, ReadFile(dir + "/" + kConfigFile));
   SBX_ASSIGN_OR_RETURN(ParsedConfig parsed, ParseImageConfig(config_text));
   StoredImage image;
