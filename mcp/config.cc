@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "rootfs/image_name.h"
 #include "runtime/base/units.h"
 
 namespace sandbox::mcp {
@@ -91,7 +92,9 @@ const std::vector<ConfigVariable> kVariables = {
     {"SANDBOX_IMAGE", "--image", "python",
      "Image for new sessions: a name or digest in the image store (`mcp-sandbox image ls`)",
      [](ServeConfig& config, const std::string& value) -> Status {
-       if (value.empty() || HasControlOrSpace(value)) return Invalid("must be an image name");
+       if (!rootfs::IsValidImageReference(value)) {
+         return Invalid("must be an image name (python, python:3.12, ghcr.io/org/img) or digest");
+       }
        config.image = value;
        return {};
      }},

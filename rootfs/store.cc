@@ -21,6 +21,7 @@
 #include "rootfs/digest.h"
 #include "rootfs/file_lock.h"
 #include "rootfs/image_formats.h"
+#include "rootfs/image_name.h"
 #include "rootfs/image_source.h"
 #include "rootfs/oci_json.h"
 #include "rootfs/safe_extract.h"
@@ -38,16 +39,6 @@ constexpr std::string_view kTempPrefix = ".tmp-";
 constexpr char kNamesFile[] = "names.json";
 constexpr char kMetaFile[] = "meta.json";
 constexpr char kConfigFile[] = "config.json";
-
-// Names as docker spells references: "python", "python:3.12", "ghcr.io/org/img:tag".
-bool IsValidName(std::string_view name) {
-  if (name.empty() || name.size() > 255 || name.substr(0, 7) == "sha256:") return false;
-  if (!std::isalnum(static_cast<unsigned char>(name.front()))) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
-           c == ':' || c == '/' || c == '@' || c == '+';
-  });
-}
 
 bool IsHexPrefix(std::string_view text) {
   return !text.empty() && text.size() <= 64 && std::all_of(text.begin(), text.end(), [](char c) {
@@ -369,7 +360,7 @@ Result<StoredImage> ImageStore::Import(const std::string& path, const ImportOpti
   StorePaths paths{state_dir_ + "/images"};
   SBX_TRY(MakeDirs(paths.images));
   SweepStaleTemps(paths);
-  if (!options.name.empty() && !IsValidName(options.name)) {
+  if (!options.name.empty() && !IsValidImageName(options.name)) {
     return Fail(ErrorCode::kInvalidArgument,
                 "invalid image name '{}' (letters, digits and . _ - : / @ +, up to 255)",
                 options.name);
@@ -385,7 +376,7 @@ Result<StoredImage> ImageStore::Import(const std::string& path, const ImportOpti
     names.push_back(options.name);
   } else {
     for (const auto& name : image->names) {
-      if (IsValidName(name)) names.push_back(name);
+      if (IsValidImageName(name)) names.push_back(name);
     }
   }
 
