@@ -5,20 +5,13 @@
 
 #include <fmt/format.h>
 
-#include "runtime/base/units.h"
-
 namespace sandbox::mcp::tools {
 
 Status BoundRunRequest(const ToolContext& context, const Json& arguments, RunRequest& request,
                        RunPresentation& presentation) {
-  if (request.code.size() > context.settings.max_code_bytes) {
-    return Fail(ErrorCode::kCodeTooLarge,
-                "the code is {} bytes; this server takes at most {} "
-                "(SANDBOX_MAX_CODE_BYTES). Upload large inputs as files instead.",
-                request.code.size(), FormatBytes(context.settings.max_code_bytes));
-  }
   std::string note;
-  request.timeout_s = RunTimeout(context, arguments, &note);
+  request.timeout_s = RunTimeout(context, arguments, &note);  // clamped, with a note, not refused
+  SBX_TRY(context.sessions.CheckRunRequest(request));
   if (!note.empty()) presentation.notes.push_back(note);
   presentation.timeout_s = request.timeout_s;
   request.max_output_bytes = context.settings.max_output_bytes;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/base/quoted.h"
+#include "runtime/base/units.h"
 
 namespace sandbox {
 
@@ -365,18 +366,25 @@ int SessionManager::ExpireIdle() {
   return closed;
 }
 
-Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
-                                      const OutputCallback& on_output, CancelToken* cancel) {
+Status SessionManager::CheckRunRequest(const RunRequest& request) const {
   if (request.code.size() > config_.max_code_bytes) {
-    return Fail(ErrorCode::kCodeTooLarge, "the code is {} bytes; the limit is {} bytes",
-                request.code.size(), config_.max_code_bytes);
+    return Fail(ErrorCode::kCodeTooLarge,
+                "the code is {} bytes; this server takes at most {} (SANDBOX_MAX_CODE_BYTES). "
+                "Upload large inputs as files instead.",
+                request.code.size(), FormatBytes(config_.max_code_bytes));
   }
-  if (request.timeout_s <= 0) request.timeout_s = config_.exec_timeout_s;
   if (request.timeout_s > config_.exec_timeout_s) {
     return Fail(ErrorCode::kInvalidArgument,
-                "timeout_s {} is above the server's maximum of {} seconds", request.timeout_s,
-                config_.exec_timeout_s);
+                "timeout_s {} is above this server's maximum of {} s (SANDBOX_EXEC_TIMEOUT_S)",
+                request.timeout_s, config_.exec_timeout_s);
   }
+  return {};
+}
+
+Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
+                                      const OutputCallback& on_output, CancelToken* cancel) {
+  if (request.timeout_s <= 0) request.timeout_s = config_.exec_timeout_s;
+  SBX_TRY(CheckRunRequest(request));
   request.max_output_bytes = std::min(request.max_output_bytes, config_.max_output_bytes);
   if (request.max_output_bytes == 0) request.max_output_bytes = config_.max_output_bytes;
 

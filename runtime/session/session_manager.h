@@ -104,6 +104,11 @@ class SessionManager {
   Status Close(const std::string& id, bool force = false);
   void CloseAll();
 
+  // The bounds every run is held to (code size; timeout_s at most the configured exec timeout),
+  // for callers that want to refuse a request before they start a sandbox for it. Run checks
+  // them too, with the same messages.
+  Status CheckRunRequest(const RunRequest& request) const;
+
   // Runs Python or a shell command. session_busy while another run is in flight; timeout_s is
   // bounded by the configured exec timeout; `cancel` may be null.
   Result<RunResult> Run(const std::string& id, RunRequest request,
