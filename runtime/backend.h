@@ -24,6 +24,20 @@ struct DockerImageSource {
 // backend only when the daemon lacks the image, so other backends never pay for it.
 using DockerImageProvider = std::function<Result<DockerImageSource>()>;
 
+// What the Docker backend needs to have an image in its daemon; other backends ignore it. One
+// struct, carried whole from the image resolver through the session manager to the backend.
+struct DockerImage {
+  // The image reference in the daemon ("" = SandboxSpec::image_name); the store uses the config
+  // digest, which Docker uses as the image id.
+  std::string reference;
+  // The docker-save / OCI archive (`image build` output) to POST /images/load when the daemon
+  // lacks the image ("" = none).
+  std::string archive;
+  // When archive is "": asked for one when the daemon lacks the image; the container then runs
+  // the image id it returns (empty = none: a missing image is an error).
+  DockerImageProvider source;
+};
+
 // Everything a backend needs to start one sandbox. Plain data.
 struct SandboxSpec {
   std::string session_id;        // "sess_" + 12 hex; names cgroups, containers, labels
@@ -34,14 +48,7 @@ struct SandboxSpec {
   Limits limits;
   std::string agent_dir;   // host dir holding sandbox-init and worker.py, seen at /.sandbox
   std::string wheelhouse;  // optional host dir, mounted read-only at /mnt/wheelhouse
-  // Docker backend only: the image reference in the daemon ("" = image_name), and the
-  // docker-save / OCI archive (`image build` output) to POST /images/load when the daemon
-  // lacks that image ("" = none: a missing image is an error).
-  std::string docker_image;
-  std::string image_archive;
-  // Docker backend only, when image_archive is "": asked for an archive when the daemon lacks
-  // docker_image; the container then runs the image id it returns (empty = none).
-  DockerImageProvider docker_image_source;
+  DockerImage docker;      // Docker backend only
 };
 
 // What a sandbox has used so far, where the backend can tell.

@@ -180,8 +180,8 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
   auto t0 = Clock::now();
   SBX_ASSIGN_OR_RETURN(
       const std::string image,
-      EnsureImage(spec.docker_image.empty() ? spec.image_name : spec.docker_image,
-                  spec.image_archive, spec.docker_image_source)
+      EnsureImage(spec.docker.reference.empty() ? spec.image_name : spec.docker.reference,
+                  spec.docker.archive, spec.docker.source)
           .map_error([&](Error e) { return std::move(e).Context("docker image"); }));
   SBX_ASSIGN_OR_RETURN(ContainerSpec container,
                        ContainerSpecFor(spec, image, owner_, seccomp_profile_json_));

@@ -38,7 +38,7 @@ class DockerBackend : public Backend {
   static Result<std::unique_ptr<DockerBackend>> Connect(DockerBackendOptions options = {});
 
   std::string name() const override { return "docker"; }
-  // Ensures the image (loading spec.image_archive, or the archive spec.docker_image_source
+  // Ensures the image (loading spec.docker.archive, or the archive spec.docker.source
   // makes, if the daemon lacks it), creates the container, attaches, starts. A failure after
   // create removes the container again.
   Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) override;

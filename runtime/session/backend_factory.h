@@ -26,8 +26,6 @@ struct BackendOptions {
   BackendKind kind = BackendKind::kAuto;
   std::string state_dir;
   std::string agent_dir;
-  // Docker only: the image archive to load when the daemon lacks the image.
-  std::string image_archive;
   // SANDBOX_MAX_SESSIONS: an unprivileged namespace server shares the user's kernel counters
   // among this many sandboxes.
   int max_sessions = 10;

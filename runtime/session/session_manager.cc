@@ -219,9 +219,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   spec.limits = limits;
   spec.agent_dir = config_.agent_dir;
   spec.wheelhouse = config_.wheelhouse;
-  spec.docker_image = image.docker_image;
-  spec.image_archive = image.image_archive;
-  spec.docker_image_source = image.docker_image_source;
+  spec.docker = image.docker;
 
   auto sandbox = backend_->Start(spec);
   if (!sandbox) {

@@ -70,12 +70,7 @@ struct ResolvedImage {
   std::string rootfs;
   std::vector<std::string> env;
   std::string workdir;
-  // Docker backend: the image reference in the daemon (the config digest, which Docker uses as
-  // the image id), and the archive to load when the daemon lacks it ("" = none).
-  std::string docker_image;
-  std::string image_archive;
-  // Docker backend, when there is no image_archive: makes one on demand (see SandboxSpec).
-  DockerImageProvider docker_image_source;
+  DockerImage docker;  // Docker backend only
 };
 using ImageResolver = std::function<Result<ResolvedImage>(const std::string& name)>;
 

@@ -42,7 +42,7 @@ ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store) {
     resolved.rootfs = image->rootfs;
     resolved.env = image->config.env;
     resolved.workdir = image->config.working_dir;
-    resolved.docker_image = image->digest;
+    resolved.docker.reference = image->digest;
     // Images built by `image build` keep their archive in the store's cache, for the Docker
     // backend to load. Any other image is exported from the store's tree when the Docker
     // backend finds the daemon without it (never for the namespace backend, which does not ask).
@@ -54,10 +54,10 @@ ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store) {
     build.state_dir = store->state_dir();
     if (auto cached = rootfs::FindCachedBuild(build);
         cached && *cached && (*cached)->config_digest == image->digest) {
-      resolved.image_archive = (*cached)->archive_path;
+      resolved.docker.archive = (*cached)->archive_path;
     } else {
-      resolved.docker_image_source = [state_dir = store->state_dir(),
-                                      stored = *image]() -> Result<DockerImageSource> {
+      resolved.docker.source = [state_dir = store->state_dir(),
+                                stored = *image]() -> Result<DockerImageSource> {
         SBX_ASSIGN_OR_RETURN(rootfs::DockerArchive archive,
                              rootfs::EnsureDockerArchive(state_dir, stored));
         return DockerImageSource{archive.path, archive.image_id};

@@ -26,14 +26,13 @@
 #include "runtime/agent/host/agent_client.h"
 #include "runtime/agent/host/agent_dir.h"
 #include "runtime/base/files.h"
+#include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/docker_backend.h"
 #include "runtime/docker/unix_http.h"
+#include "runtime/ns/namespace_backend.h"
 #include "tests/support/bench_stats.h"
 #include "tests/support/test_support.h"
-
-#include "runtime/cgroup/cgroup_limits.h"
-#include "runtime/ns/namespace_backend.h"
 
 namespace {
 
@@ -191,7 +190,7 @@ int main(int argc, char** argv) {
     SandboxSpec spec;
     spec.session_id = SessionId(i);
     spec.image_name = image;
-    spec.docker_image = image;
+    spec.docker.reference = image;
     spec.rootfs = rootfs;
     spec.agent_dir = *agent_dir;
     spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

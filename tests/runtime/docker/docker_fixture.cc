@@ -57,7 +57,7 @@ SandboxSpec DockerSpec(const std::string& image, const std::string& agent_dir) {
   SandboxSpec spec;
   spec.session_id = NewSessionId();
   spec.image_name = image;
-  spec.docker_image = image;
+  spec.docker.reference = image;
   spec.agent_dir = agent_dir;
   spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
               "HOME=/mnt/data"};

@@ -92,9 +92,9 @@ TEST_CASE("docker: an imported image is exported from the store, loaded and runs
   // Resolving costs nothing: the export waits until the Docker backend asks for it.
   auto resolved = cli::MakeImageResolver(store)(import.name);
   REQUIRE(resolved);
-  CHECK(resolved->image_archive.empty());
-  CHECK(resolved->docker_image == image->digest);
-  CHECK(resolved->docker_image_source);
+  CHECK(resolved->docker.archive.empty());
+  CHECK(resolved->docker.reference == image->digest);
+  CHECK(resolved->docker.source);
   CHECK_FALSE(std::filesystem::exists(state.Join("archives")));
 
   SessionConfig config;
