@@ -236,7 +236,7 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
     if (auto length = parser_->content_length()) head.content_length = *length;
     head.chunked = parser_->chunked();
     verdict_ = host_.Judge(head);
-    if (!verdict_.admit) return Refuse(std::move(verdict_.response));
+    if (!verdict_.admit) return Refuse(verdict_.response);
     if (parser_->is_done()) return Dispatch();
     // The declared length (or the cap, for chunked bodies) buys time at 1 MiB/s.
     uint64_t expected = head.content_length.value_or(host_.Options().max_body_bytes);
@@ -276,7 +276,7 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
   }
 
   // Answers a request we will not serve, then closes without reading its body.
-  void Refuse(HttpResponse response) {
+  void Refuse(const HttpResponse& response) {
     parser_.reset();
     auto buffer = std::make_shared<std::string>(SerializeResponse(response, true, false));
     stream_.expires_after(host_.Options().write_timeout);

@@ -158,7 +158,7 @@ struct HttpTransport::Impl : HttpConnHost {
               std::string body, bool keep_alive) override {
     return workers->Submit([this, exchange = std::move(exchange), verdict = std::move(verdict),
                             head = std::move(head), body = std::move(body), keep_alive]() mutable {
-      Handle(exchange, std::move(verdict), std::move(head), std::move(body), keep_alive);
+      Handle(exchange, verdict, head, std::move(body), keep_alive);
     });
   }
   void Forget(HttpExchange* conn, const std::string& peer) override;
@@ -166,8 +166,8 @@ struct HttpTransport::Impl : HttpConnHost {
 
   void CloseAll();
   // Worker side: one complete, admitted request.
-  void Handle(const std::shared_ptr<HttpExchange>& conn, HttpVerdict verdict, HttpRequestHead head,
-              std::string body, bool keep_alive);
+  void Handle(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
+              const HttpRequestHead& head, std::string body, bool keep_alive);
   void HandlePost(const std::shared_ptr<HttpExchange>& conn, const HttpRequestHead& head,
                   std::string body, const std::vector<HttpField>& cors, bool keep_alive);
   HttpResponse HandleDelete(const HttpRequestHead& head);
@@ -455,8 +455,9 @@ std::string HttpTransport::Impl::BaseUrl(const HttpRequestHead& head) const {
   return "http://" + host;
 }
 
-void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn, HttpVerdict verdict,
-                                 HttpRequestHead head, std::string body, bool keep_alive) {
+void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
+                                 const HttpVerdict& verdict, const HttpRequestHead& head,
+                                 std::string body, bool keep_alive) {
   const auto& cors = verdict.response.headers;
   HttpResponse response;
   switch (verdict.route) {
@@ -542,12 +543,13 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   std::string base = BaseUrl(head);
   connection->set_download_linker(
       [this, base](const std::string& sid, const std::string& path) -> std::string {
-        const std::string kData = std::string(layout::kDataDir) + "/";
-        if (!options.read_file || path.rfind(kData, 0) != 0 || path.size() == kData.size()) {
+        const std::string data_prefix = std::string(layout::kDataDir) + "/";
+        if (!options.read_file || path.rfind(data_prefix, 0) != 0 ||
+            path.size() == data_prefix.size()) {
           return "";
         }
         return fmt::format("{}/files/{}/{}?token={}", base, sid,
-                           PercentEncodePath(path.substr(kData.size())), DownloadToken(sid));
+                           PercentEncodePath(path.substr(data_prefix.size())), DownloadToken(sid));
       });
 
   auto reply = std::make_shared<PostReply>();

@@ -255,7 +255,7 @@ void Connection::CancelAll() {
   for (auto& flight : flights) flight->Cancel();
 }
 
-void Connection::Handle(Json value, std::shared_ptr<Reply> reply) {
+void Connection::Handle(Json value, const std::shared_ptr<Reply>& reply) {
   if (!value.is_array()) {
     HandleMessage(std::move(value), reply, /*in_batch=*/false);
     return;
@@ -370,7 +370,7 @@ Json Connection::Initialize(const Json& params) {
 
 void Connection::HandleRequest(Message& message, const std::shared_ptr<Reply>& reply,
                                bool in_batch) {
-  auto answer = [&](Json response) {
+  auto answer = [&](const Json& response) {
     reply->Send(response);
     reply->Close();
   };
@@ -481,7 +481,7 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
 
 void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& reply) {
   Json& params = message.params;
-  auto fail = [&](std::string text) {
+  auto fail = [&](const std::string& text) {
     reply->Send(MakeErrorResponse(message.id, kInvalidParams, text));
     reply->Close();
   };

@@ -89,7 +89,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Fast methods reply before returning; tool calls reply later from a worker thread (or
   // before returning, with set_run_inline). Takes the value by value: its strings (an upload's
   // content) are moved on to the tool, never copied.
-  void Handle(Json value, std::shared_ptr<Reply> reply);
+  void Handle(Json value, const std::shared_ptr<Reply>& reply);
 
   // Run tool calls on the calling thread instead of the worker pool: for transports that
   // give each request a thread of its own (HTTP), which saves two thread hand-offs per call.

@@ -94,7 +94,7 @@ bool IsTextMime(std::string_view mime) {
          (mime.substr(mime.size() - 5) == "+json" || mime.substr(mime.size() - 4) == "+xml");
 }
 
-void ToolResultBuilder::AddText(std::string text) {
+void ToolResultBuilder::AddText(const std::string& text) {
   Block block;
   block.json = {{"type", "text"}, {"text", ValidUtf8(text)}};
   blocks_.push_back(std::move(block));

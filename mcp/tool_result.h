@@ -45,7 +45,7 @@ class ToolResultBuilder {
  public:
   explicit ToolResultBuilder(size_t max_bytes) : max_bytes_(max_bytes) {}
 
-  void AddText(std::string text);
+  void AddText(const std::string& text);
   // An `image` block. When the result budget cannot hold it, a note (and a resource_link when
   // `file` is given) takes its place.
   void AddImage(std::string_view bytes, std::string mime_type, std::optional<ResultFile> file);

@@ -17,7 +17,7 @@ const Json* Member(const Json& object, const char* key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-std::string StringOr(const Json& object, const char* key, std::string fallback = {}) {
+std::string StringOr(const Json& object, const char* key, const std::string& fallback = {}) {
   const Json* value = Member(object, key);
   return value != nullptr && value->is_string() ? value->get<std::string>() : fallback;
 }

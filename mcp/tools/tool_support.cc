@@ -17,7 +17,7 @@ Json Property(std::string_view type, std::string_view description, Json extra) {
   return property;
 }
 
-Json InputSchema(Json properties, std::vector<std::string> required) {
+Json InputSchema(Json properties, const std::vector<std::string>& required) {
   Json schema = {{"type", "object"}, {"properties", std::move(properties)}};
   if (!required.empty()) schema["required"] = required;
   schema["additionalProperties"] = false;

@@ -30,7 +30,7 @@ using ContextPtr = std::shared_ptr<ToolContext>;
 // {"type": type, "description": description, ...extra}
 Json Property(std::string_view type, std::string_view description, Json extra = Json::object());
 // An object schema with additionalProperties:false.
-Json InputSchema(Json properties, std::vector<std::string> required = {});
+Json InputSchema(Json properties, const std::vector<std::string>& required = {});
 // An output schema that also admits the error shape {"error", "message"} (the SDK client
 // validates structuredContent of error results too).
 Json OutputSchema(Json properties, std::vector<std::string> required_on_success);

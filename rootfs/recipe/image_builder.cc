@@ -452,7 +452,7 @@ int ParseBuildFlags(const std::vector<std::string>& args, CommandFlags* flags) {
     }
     auto it = value_flags.find(flag);
     if (it == value_flags.end()) {
-      if (flag.rfind("-", 0) == 0) return usage_error("unknown flag " + flag + " (see --help)");
+      if (flag.rfind('-', 0) == 0) return usage_error("unknown flag " + flag + " (see --help)");
       return usage_error("unexpected argument '" + flag + "' (see --help)");
     }
     if (!value) {

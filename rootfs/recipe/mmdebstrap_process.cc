@@ -44,6 +44,7 @@ Result<std::unique_ptr<MmdebstrapProcess>> MmdebstrapProcess::Start(
   posix_spawn_file_actions_adddup2(&spawn.actions, err_write.get(), 2);
 
   std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
   for (const auto& arg : argv) cargv.push_back(const_cast<char*>(arg.c_str()));
   cargv.push_back(nullptr);
 

@@ -43,7 +43,7 @@ Result<uint64_t> ParseBytes(std::string_view text) {
         return Fail(ErrorCode::kInvalidArgument, "'{}' has an unknown size suffix (use k, m, g)",
                     text);
     }
-    std::string_view rest = std::string_view(suffix).substr(suffix[0] == 'b' ? 1 : 1);
+    std::string_view rest = std::string_view(suffix).substr(1);  // after k/m/g/t/b
     if (suffix[0] != 'b' && !(rest.empty() || rest == "b" || rest == "ib")) {
       return Fail(ErrorCode::kInvalidArgument, "'{}' has an unknown size suffix (use k, m, g)",
                   text);

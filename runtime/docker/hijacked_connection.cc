@@ -110,7 +110,7 @@ Result<HijackedConnection> OpenHijacked(const std::string& socket_path, const st
       "POST {} HTTP/1.1\r\nHost: docker\r\nUser-Agent: mcp-sandbox\r\nContent-Length: 0\r\n"
       "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
       target);
-  SBX_TRY(SendAll(fd.get(), request).map_error([&](Error e) { return e.Context(target); }));
+  SBX_TRY(SendAll(fd.get(), request).map_error([&](const Error& e) { return e.Context(target); }));
 
   std::string received;
   size_t head_end;

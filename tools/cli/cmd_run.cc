@@ -216,7 +216,8 @@ int RunCommand(const Argv& argv) {
     }
     std::cout << out.dump() << std::endl;
   } else {
-    if (result->timed_out) std::cerr << "mcp-sandbox run: timed out after " << config.exec_timeout_s << " s\n";
+    if (result->timed_out)
+      std::cerr << "mcp-sandbox run: timed out after " << config.exec_timeout_s << " s\n";
     if (result->oom) std::cerr << "mcp-sandbox run: killed: memory limit reached\n";
     if (result->stdout_truncated || result->stderr_truncated) {
       std::cerr << "mcp-sandbox run: output was truncated\n";

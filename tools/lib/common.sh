@@ -12,9 +12,10 @@ BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
 IMAGE_PACKAGES=(mmdebstrap)
 # What the tests use besides the build: skopeo and umoci make real image archives, python3's
 # data stack runs the agent on the host, docker.io is the fallback backend's daemon, procps
-# serves Docker's /top, nodejs/npm run the MCP SDK end-to-end tests, util-linux gives setpriv.
+# serves Docker's /top, nodejs/npm run the MCP SDK end-to-end tests, util-linux gives setpriv,
+# clang-format and clang-tidy keep the style (tools/lib/style_check.sh).
 TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas docker.io procps curl
-  util-linux qemu-system-x86 busybox-static)
+  util-linux qemu-system-x86 busybox-static clang-format clang-tidy)
 
 # Node.js and npm for the e2e tests: Debian's packages unless a Node.js with npm is already
 # installed (a vendor's nodejs package ships npm itself and conflicts with Debian's npm).
@@ -47,9 +48,10 @@ ensure_packages() {
 }
 
 # build_project [BUILD_DIR] [extra cmake args...]: configure once, then build incrementally.
+# Extra args are applied to an existing build too (a re-configure takes a second or two).
 build_project() {
   local dir=${1:-$BUILD_DIR}; shift || true
-  if [ ! -f "$dir/build.ninja" ]; then
+  if [ ! -f "$dir/build.ninja" ] || [ $# -gt 0 ]; then
     cmake -S "$SANDBOX_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
   fi
   cmake --build "$dir" -j "$(nproc)" >&2

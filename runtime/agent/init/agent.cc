@@ -19,10 +19,6 @@ namespace sandbox::agent {
 
 namespace {
 
-// Output events go out when this much is pending or this long after the previous event, so a
-// chatty cell does not become a frame per write and a quick cell needs no event at all.
-constexpr size_t kOutputEventBytes = 4096;
-constexpr auto kOutputEventInterval = std::chrono::milliseconds(100);
 constexpr size_t kReadChunk = 65536;
 // Bounds one drain of a pipe, so a background writer cannot keep init draining forever.
 constexpr int kMaxDrainReads = 256;
@@ -278,9 +274,9 @@ void Agent::HandleRun(uint64_t id, const Json& request) {
   run.shell = kind == "shell";
   run.fresh = !run.shell && GetBool(request, "fresh");
   run.code = GetString(request, "code");
-  run.max_output = std::min(GetUint(request, "max_output_bytes", 100 << 10), kMaxOutputCap);
   run.started = Clock::now();
-  run.last_flush = run.started;
+  run.output.emplace(std::min(GetUint(request, "max_output_bytes", 100 << 10), kMaxOutputCap),
+                     run.started);
   run.deadline = run.started + std::chrono::duration_cast<Clock::duration>(
                                    std::chrono::duration<double>(timeout_s));
   run.before = DataSnapshot::Take(config_.data_dir);
@@ -483,10 +479,7 @@ void Agent::HandleOutput(Proc& proc, int stream) {
     } else if (stream == 2) {
       // Outside a run (a background thread, a worker that fails to start): keep the tail for
       // diagnostics, drop the rest.
-      proc.stderr_tail += data;
-      if (proc.stderr_tail.size() > kStderrTailBytes) {
-        proc.stderr_tail.erase(0, proc.stderr_tail.size() - kStderrTailBytes);
-      }
+      AppendTail(proc.stderr_tail, data, kStderrTailBytes);
     }
   }
   if (!open) fd.Reset();
@@ -705,9 +698,7 @@ std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
   };
   if (!run_->interrupted) consider(run_->deadline);
   if (run_->kill_at) consider(*run_->kill_at);
-  for (const auto& capture : run_->output) {
-    if (capture.kept.size() > capture.sent) consider(run_->last_flush + kOutputEventInterval);
-  }
+  if (auto flush = run_->output->NextFlush()) consider(*flush);
   return next;
 }
 
@@ -723,34 +714,15 @@ void Agent::CheckTimers() {
 }
 
 void Agent::AddOutput(int stream, std::string_view data) {
-  Capture& capture = run_->output[stream - 1];
-  size_t room = run_->max_output > capture.kept.size()
-                    ? static_cast<size_t>(run_->max_output - capture.kept.size())
-                    : 0;
-  if (data.size() > room) {
-    capture.truncated = true;
-    data = data.substr(0, room);  // keep reading the pipe, keep nothing more
-  }
-  capture.kept.append(data);
+  run_->output->Add(stream, data);
   FlushOutput(false);
 }
 
 void Agent::FlushOutput(bool force) {
-  size_t pending = 0;
-  for (const auto& capture : run_->output) pending += capture.kept.size() - capture.sent;
-  if (pending == 0) return;
-  auto now = Clock::now();
-  if (!force && pending < kOutputEventBytes && now - run_->last_flush < kOutputEventInterval)
-    return;
-  for (int stream = 1; stream <= 2; ++stream) {
-    Capture& capture = run_->output[stream - 1];
-    if (capture.kept.size() == capture.sent) continue;
-    std::string_view chunk = std::string_view(capture.kept).substr(capture.sent);
+  run_->output->Flush(Clock::now(), force, [this](int stream, std::string_view chunk) {
     Send(Json{
         {"type", "output"}, {"id", run_->id}, {"stream", stream}, {"data", Base64Encode(chunk)}});
-    capture.sent = capture.kept.size();
-  }
-  run_->last_flush = now;
+  });
 }
 
 void Agent::Drain(Proc& proc) {
@@ -763,13 +735,10 @@ void Agent::Drain(Proc& proc) {
       if (run_ && run_->proc == &proc) {
         AddOutput(stream, data);
       } else if (stream == 2) {
-        proc.stderr_tail += data;
+        AppendTail(proc.stderr_tail, data, kStderrTailBytes);
       }
     }
     if (!open) fd.Reset();
-  }
-  if (proc.stderr_tail.size() > kStderrTailBytes) {
-    proc.stderr_tail.erase(0, proc.stderr_tail.size() - kStderrTailBytes);
   }
 }
 
@@ -777,10 +746,10 @@ void Agent::FinishRun(Json result) {
   ActiveRun& run = *run_;
   result["type"] = "result";
   result["id"] = run.id;
-  result["stdout"] = Base64Encode(run.output[0].kept);
-  result["stderr"] = Base64Encode(run.output[1].kept);
-  result["stdout_truncated"] = run.output[0].truncated;
-  result["stderr_truncated"] = run.output[1].truncated;
+  result["stdout"] = Base64Encode(run.output->kept(1));
+  result["stderr"] = Base64Encode(run.output->kept(2));
+  result["stdout_truncated"] = run.output->truncated(1);
+  result["stderr_truncated"] = run.output->truncated(2);
   result["timed_out"] = run.timed_out;
   result["cancelled"] = run.cancelled;
   if (!run.shell && !run.fresh && state_lost_pending_) {

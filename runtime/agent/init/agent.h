@@ -15,6 +15,7 @@
 #include "runtime/agent/init/child_process.h"
 #include "runtime/agent/init/data_snapshot.h"
 #include "runtime/agent/init/file_ops.h"
+#include "runtime/agent/init/output_capture.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/result.h"
@@ -60,29 +61,21 @@ class Agent {
     size_t control_out_sent = 0;  // bytes of control_out already written
   };
 
-  struct Capture {
-    std::string kept;  // up to max_output_bytes
-    bool truncated = false;
-    size_t sent = 0;  // bytes of `kept` already sent in output events
-  };
-
   struct ActiveRun {
     uint64_t id = 0;
     bool shell = false;
     bool fresh = false;
     std::string code;
-    uint64_t max_output = 0;
     Clock::time_point started;
     Clock::time_point deadline;
     std::optional<Clock::time_point> kill_at;  // end of the interrupt grace
-    Clock::time_point last_flush;
-    Proc* proc = nullptr;    // worker_ or run_proc_
-    bool code_sent = false;  // Python: the cell went to the worker
+    Proc* proc = nullptr;                      // worker_ or run_proc_
+    bool code_sent = false;                    // Python: the cell went to the worker
     bool interrupted = false;
     bool killed = false;  // we sent SIGKILL to the group
     bool timed_out = false;
     bool cancelled = false;
-    Capture output[2];  // stdout, stderr
+    std::optional<OutputCapture> output;  // set when the run starts
     DataSnapshot before;
   };
 

@@ -225,8 +225,9 @@ class FakeDaemon {
       return reply(ping_status_, "Api-Version: " + api_version_ + "\r\nOstype: linux\r\n", "OK");
     }
     if (request_line.find("/version ") != std::string::npos) {
-      return reply(200, "", R"({"Version":"fake","ApiVersion":")" + api_version_ +
-                                R"(","MinAPIVersion":")" + min_api_version_ + R"("})");
+      return reply(200, "",
+                   R"({"Version":"fake","ApiVersion":")" + api_version_ + R"(","MinAPIVersion":")" +
+                       min_api_version_ + R"("})");
     }
     if (request_line.find("/info ") != std::string::npos) {
       return reply(200, "", R"({"CgroupVersion":"1"})");
