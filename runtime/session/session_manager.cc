@@ -67,10 +67,9 @@ struct SessionManager::Session {
   std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
   std::atomic<uint64_t> runs{0};
 
-  void Touch() {
-    last_used_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  void Touch(std::chrono::system_clock::time_point now) {
+    last_used_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   }
   std::chrono::system_clock::time_point LastUsed() const {
     return std::chrono::system_clock::time_point(std::chrono::milliseconds(last_used_ms.load()));
@@ -81,13 +80,14 @@ struct SessionManager::Session {
 // destruction.
 class SessionManager::BusyLease {
  public:
-  explicit BusyLease(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+  BusyLease(std::shared_ptr<Session> session, const SessionManager& manager)
+      : session_(std::move(session)), manager_(&manager) {}
   BusyLease(BusyLease&&) noexcept = default;
   BusyLease& operator=(BusyLease&&) = delete;
   BusyLease(const BusyLease&) = delete;
   ~BusyLease() {
     if (session_) {
-      session_->Touch();
+      session_->Touch(manager_->Now());
       session_->busy = false;
     }
   }
@@ -96,6 +96,7 @@ class SessionManager::BusyLease {
 
  private:
   std::shared_ptr<Session> session_;
+  const SessionManager* manager_;
 };
 
 // ---------------------------------------------------------------------------- SessionManager
@@ -206,8 +207,8 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   session->name = options.name;
   session->image = image.name;
   session->limits = limits;
-  session->created = std::chrono::system_clock::now();
-  session->Touch();
+  session->created = Now();
+  session->Touch(session->created);
 
   SandboxSpec spec;
   spec.session_id = session->id;
@@ -274,7 +275,7 @@ Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id)
     session->busy = false;
     return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
   }
-  return BusyLease(std::move(session));
+  return BusyLease(std::move(session), *this);
 }
 
 SessionInfo SessionManager::Describe(const Session& session) const {
@@ -348,8 +349,12 @@ void SessionManager::CloseAll() {
   sessions.clear();  // destructors reap and clean (unless a run still holds one)
 }
 
+std::chrono::system_clock::time_point SessionManager::Now() const {
+  return config_.clock ? config_.clock() : std::chrono::system_clock::now();
+}
+
 int SessionManager::ExpireIdle() {
-  auto now = std::chrono::system_clock::now();
+  auto now = Now();
   std::vector<std::string> expired;
   {
     std::lock_guard<std::mutex> lock(mutex_);

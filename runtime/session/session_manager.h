@@ -37,6 +37,9 @@ struct SessionConfig {
   uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
   uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
   uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES
+  // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
+  // Empty: the system clock.
+  std::function<std::chrono::system_clock::time_point()> clock;
 };
 
 // Per-session overrides; each must be <= the configured value (else invalid_argument).
@@ -133,6 +136,7 @@ class SessionManager {
   Result<BusyLease> Acquire(const std::string& id);
   Result<Limits> EffectiveLimits(const SessionOptions& options) const;
   SessionInfo Describe(const Session& session) const;
+  std::chrono::system_clock::time_point Now() const;
   void ReaperLoop();
 
   SessionConfig config_;

@@ -13,7 +13,7 @@
 #include "runtime/agent/wire.h"
 #include "runtime/base/base64.h"
 #include "runtime/base/files.h"
-#include "tests/runtime/agent/local_agent.h"
+#include "tests/support/local_agent.h"
 #include "tests/support/test_support.h"
 
 using sandbox::ErrorCode;

@@ -15,7 +15,7 @@
 
 #include "runtime/agent/run_limits.h"
 #include "runtime/base/files.h"
-#include "tests/runtime/agent/local_agent.h"
+#include "tests/support/local_agent.h"
 #include "tests/support/test_support.h"
 
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-#include "tests/runtime/agent/local_agent.h"
+#include "tests/support/local_agent.h"
 
 #include <sched.h>
 #include <signal.h>

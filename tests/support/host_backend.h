@@ -1,0 +1,49 @@
+// HostBackend: a Backend for the layers above the kernel. Each "sandbox" is sandbox-init run on
+// the host over a socketpair (LocalAgent), with its own data and tmp dirs: no namespaces, no
+// cgroups, no root, no image, no daemon. Tests inject what a real backend meets only rarely: a
+// start that fails, an agent that dies, an OOM kill counted against the sandbox.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+
+namespace sandbox::testing {
+
+// What a test can see and change of one started sandbox, also after the manager dropped it.
+struct HostSandboxControl {
+  SandboxSpec spec;                    // what the manager asked for
+  pid_t init_pid = -1;                 // sandbox-init, on the host
+  std::string data_dir;                // what the sandbox sees as /mnt/data
+  std::atomic<uint64_t> oom_kills{0};  // reported by OomKills()/Usage(): "the limit killed it"
+  std::atomic<bool> destroyed{false};  // the manager destroyed the sandbox
+  void KillAgent() const;              // SIGKILL to init: the agent stops answering for good
+};
+
+class HostBackend : public Backend {
+ public:
+  std::string name() const override { return "host"; }
+  Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) override;
+  EnforcedLimits PlanLimits(const Limits& limits) const override;
+  Result<int> SweepOrphans() override { return 0; }
+
+  // The next Start fails with `error` (once).
+  void FailNextStart(Error error);
+  // Every sandbox started so far, in order.
+  std::vector<std::shared_ptr<HostSandboxControl>> started();
+
+ private:
+  std::mutex mutex_;
+  std::optional<Error> fail_next_;
+  std::vector<std::shared_ptr<HostSandboxControl>> started_;
+};
+
+}  // namespace sandbox::testing
