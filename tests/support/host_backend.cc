@@ -64,7 +64,8 @@ Result<std::unique_ptr<Sandbox>> HostBackend::Start(const SandboxSpec& spec) {
   LocalAgentOptions options;
   options.data_dir = control->data_dir;
   options.tmp_dir = dir->Join("tmp");
-  options.grace_ms = 200;  // interrupts turn into kills quickly: tests wait less
+  options.grace_ms = 200;        // interrupts turn into kills quickly: tests wait less
+  options.sandbox_paths = true;  // the tools use /mnt/data and /tmp, as in a real sandbox
   SBX_ASSIGN_OR_RETURN(auto agent, LocalAgent::Spawn(options));
   control->init_pid = agent->pid();
   {

@@ -1,9 +1,12 @@
 #include "tests/support/local_agent.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,11 +17,41 @@
 #include <vector>
 
 #include "runtime/base/files.h"
+#include "runtime/sandbox_layout.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox::testing {
 
 std::string SandboxInitPath() { return BinaryDir() + "/agent/sandbox-init"; }
+
+namespace {
+
+bool WriteProc(const char* path, const std::string& text) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+// In the child, before exec (async-signal-safe calls only): a user namespace mapping the
+// caller's ids to themselves, a mount namespace, a tmpfs over /mnt with data/ bound from
+// data_dir, and tmp_dir bound over /tmp.
+bool ShowSandboxPaths(const LocalAgentOptions& options, const std::string& uid_map,
+                      const std::string& gid_map) {
+  if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return false;
+  if (!WriteProc("/proc/self/setgroups", "deny") || !WriteProc("/proc/self/uid_map", uid_map) ||
+      !WriteProc("/proc/self/gid_map", gid_map)) {
+    return false;
+  }
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return false;
+  if (::mount("sbx-host", "/mnt", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) return false;
+  if (::mkdir("/mnt/data", 0755) != 0) return false;
+  if (::mount(options.data_dir.c_str(), "/mnt/data", nullptr, MS_BIND, nullptr) != 0) return false;
+  return ::mount(options.tmp_dir.c_str(), "/tmp", nullptr, MS_BIND, nullptr) == 0;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<LocalAgent>> LocalAgent::Spawn(const LocalAgentOptions& options) {
   int sv[2];
@@ -26,11 +59,16 @@ Result<std::unique_ptr<LocalAgent>> LocalAgent::Spawn(const LocalAgentOptions& o
   Fd ours(sv[0]);
   Fd theirs(sv[1]);
   std::string init = SandboxInitPath();
+  std::string data_dir = options.sandbox_paths ? std::string(layout::kDataDir) : options.data_dir;
+  std::string tmp_dir = options.sandbox_paths ? std::string(layout::kTmpDir) : options.tmp_dir;
+  // Written by the child into its own user namespace (prepared here: no allocation after fork).
+  std::string uid_map = std::to_string(::getuid()) + " " + std::to_string(::getuid()) + " 1";
+  std::string gid_map = std::to_string(::getgid()) + " " + std::to_string(::getgid()) + " 1";
   std::vector<std::string> env_strings = {
       "PATH=/usr/local/bin:/usr/bin:/bin",
       "LANG=C.UTF-8",
-      "SANDBOX_AGENT_DATA_DIR=" + options.data_dir,
-      "SANDBOX_AGENT_TMP_DIR=" + options.tmp_dir,
+      "SANDBOX_AGENT_DATA_DIR=" + data_dir,
+      "SANDBOX_AGENT_TMP_DIR=" + tmp_dir,
       "SANDBOX_AGENT_PYTHON=" + options.python,
       "SANDBOX_AGENT_GRACE_MS=" + std::to_string(options.grace_ms),
   };
@@ -48,6 +86,7 @@ Result<std::unique_ptr<LocalAgent>> LocalAgent::Spawn(const LocalAgentOptions& o
     // Async-signal-safe only until execve.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (!options.new_pid_namespace && ::getppid() != parent) ::_exit(1);
+    if (options.sandbox_paths && !ShowSandboxPaths(options, uid_map, gid_map)) ::_exit(125);
     if (::dup2(theirs.get(), 0) < 0 || ::dup2(theirs.get(), 1) < 0) ::_exit(126);
     ::execve(init.c_str(), argv, envp.data());
     ::_exit(127);

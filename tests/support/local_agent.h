@@ -22,6 +22,10 @@ struct LocalAgentOptions {
   int grace_ms = 1000;
   // Run init as pid 1 of a new pid namespace (needs CAP_SYS_ADMIN).
   bool new_pid_namespace = false;
+  // Show data_dir at /mnt/data and tmp_dir at /tmp, as a sandbox has them, so the layers above
+  // can use the sandbox's own paths: a user and a mount namespace of init's own (unprivileged
+  // user namespaces; no root). The rest of the host stays visible.
+  bool sandbox_paths = false;
 };
 
 class LocalAgent {

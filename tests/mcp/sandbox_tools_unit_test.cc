@@ -1,0 +1,298 @@
+// Every sandbox_* tool through the dispatcher, over a SessionManager on HostBackend (sandbox-init
+// on the host): argument checks, path rules, output budgets and the shape of results and errors
+// a client sees. Real sandboxes are covered by the behaviour suite and the e2e tests; these run
+// in seconds without root, an image or a daemon.
+#include <memory>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "mcp/server.h"
+#include "mcp/tools/sandbox_tools.h"
+#include "runtime/base/base64.h"
+#include "runtime/base/files.h"
+#include "runtime/session/session_manager.h"
+#include "tests/mcp/capture_reply.h"
+#include "tests/support/host_backend.h"
+
+namespace sandbox::mcp {
+namespace {
+
+using testing::CaptureReply;
+
+struct Fixture {
+  explicit Fixture(ToolSettings tool_settings = DefaultSettings()) : settings(tool_settings) {
+    SessionConfig config;
+    config.default_image = "host";
+    config.max_sessions = 4;
+    config.exec_timeout_s = settings.exec_timeout_s;
+    config.max_code_bytes = settings.max_code_bytes;
+    config.max_output_bytes = settings.max_output_bytes;
+    config.max_upload_bytes = settings.max_upload_bytes;
+    backend = std::make_shared<sandbox::testing::HostBackend>();
+    manager = std::make_unique<SessionManager>(config, backend, [](const std::string& name) {
+      if (name != "host") {
+        return Result<ResolvedImage>(
+            Fail(ErrorCode::kNotFound, "image '{}' is not in the store", name));
+      }
+      ResolvedImage image;
+      image.name = name;
+      return Result<ResolvedImage>(image);
+    });
+    server = std::make_unique<Server>(ServerOptions{}, SandboxTools(*manager, settings));
+    connection = server->NewConnection();
+    Json init = Request({{"jsonrpc", "2.0"},
+                         {"id", 0},
+                         {"method", "initialize"},
+                         {"params",
+                          {{"protocolVersion", "2025-11-25"},
+                           {"capabilities", Json::object()},
+                           {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}});
+    REQUIRE(init.contains("result"));
+    Send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
+  }
+  ~Fixture() {
+    server->Shutdown();
+    manager->CloseAll();
+  }
+  static ToolSettings DefaultSettings() {
+    ToolSettings settings;
+    settings.exec_timeout_s = 20;
+    settings.max_upload_bytes = 1 << 20;
+    settings.max_code_bytes = 4096;
+    settings.max_output_bytes = 2000;
+    settings.max_result_bytes = 256 << 10;
+    return settings;
+  }
+
+  std::shared_ptr<CaptureReply> Send(Json message) {
+    auto reply = std::make_shared<CaptureReply>();
+    connection->Handle(std::move(message), reply);
+    REQUIRE(reply->WaitClosed(std::chrono::seconds(60)));
+    return reply;
+  }
+  Json Request(Json message) { return Send(std::move(message))->response(); }
+  // The JSON-RPC response to tools/call.
+  Json CallRaw(const std::string& tool, Json arguments) {
+    return Request({{"jsonrpc", "2.0"},
+                    {"id", ++next_id},
+                    {"method", "tools/call"},
+                    {"params", {{"name", tool}, {"arguments", std::move(arguments)}}}});
+  }
+  // A tool result (the "result" member), failing the test on a protocol error.
+  Json Call(const std::string& tool, Json arguments = Json::object()) {
+    Json response = CallRaw(tool, std::move(arguments));
+    INFO(response.dump());
+    REQUIRE(response.contains("result"));
+    return response["result"];
+  }
+  // A tool result that must be a tool error; returns its error code name.
+  std::string CallError(const std::string& tool, Json arguments) {
+    Json result = Call(tool, std::move(arguments));
+    INFO(result.dump());
+    REQUIRE(result.value("isError", false));
+    REQUIRE(result["structuredContent"].contains("message"));
+    return result["structuredContent"]["error"].get<std::string>();
+  }
+  std::string NewSession() {
+    Json result = Call("sandbox_create_session", {{"name", "t"}});
+    REQUIRE_FALSE(result.value("isError", false));
+    return result["structuredContent"]["session_id"].get<std::string>();
+  }
+  std::string DataDir(size_t sandbox = 0) { return backend->started().at(sandbox)->data_dir; }
+
+  ToolSettings settings;
+  std::shared_ptr<sandbox::testing::HostBackend> backend;
+  std::unique_ptr<SessionManager> manager;
+  std::unique_ptr<Server> server;
+  std::shared_ptr<Connection> connection;
+  int next_id = 0;
+};
+
+TEST_CASE("tools: all thirteen are listed, each with schemas a client can check", "[unit]") {
+  Fixture f;
+  Json list = f.Request({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}});
+  const Json& tools = list["result"]["tools"];
+  REQUIRE(tools.size() == 13);
+  for (const auto& tool : tools) {
+    INFO(tool["name"]);
+    CHECK(tool["name"].get<std::string>().rfind("sandbox_", 0) == 0);
+    CHECK(tool["inputSchema"]["type"] == "object");
+    CHECK(tool["description"].get<std::string>().size() > 20);
+  }
+}
+
+TEST_CASE("tools: sessions are created, listed, described and closed", "[unit]") {
+  Fixture f;
+  Json created = f.Call("sandbox_create_session", {{"name", "analysis"}, {"memory_limit", "256m"}});
+  REQUIRE_FALSE(created.value("isError", false));
+  std::string id = created["structuredContent"]["session_id"];
+  CHECK(f.backend->started().at(0)->spec.limits.memory_bytes == 256ull << 20);
+  CHECK(created["structuredContent"]["enforced"]["limits"].is_array());
+
+  Json listed = f.Call("sandbox_list_sessions");
+  REQUIRE(listed["structuredContent"]["sessions"].size() == 1);
+  CHECK(listed["structuredContent"]["sessions"][0]["session_id"] == id);
+
+  Json status = f.Call("sandbox_session_status", {{"session_id", id}});
+  CHECK(status["structuredContent"]["name"] == "analysis");
+  CHECK(status["structuredContent"]["state"] == "idle");
+
+  Json closed = f.Call("sandbox_close_session", {{"session_id", id}});
+  CHECK(closed["structuredContent"]["status"] == "closed");
+  CHECK(f.CallError("sandbox_session_status", {{"session_id", id}}) == "session_not_found");
+  CHECK(f.CallError("sandbox_close_session", {{"session_id", id}}) == "session_not_found");
+  CHECK(f.CallError("sandbox_session_status", {{"session_id", "sess_nothex!"}}) ==
+        "invalid_session_id");
+}
+
+TEST_CASE("tools: create_session refuses limits above the server's and unknown images", "[unit]") {
+  Fixture f;
+  CHECK(f.CallError("sandbox_create_session", {{"memory_limit", "100g"}}) == "invalid_argument");
+  CHECK(f.CallError("sandbox_create_session", {{"memory_limit", "lots"}}) == "invalid_argument");
+  CHECK(f.CallError("sandbox_create_session", {{"image", "nope"}}) == "not_found");
+  CHECK(f.backend->started().empty());  // refused before any sandbox started
+  // A schema violation is a tool error the model can read and correct (SEP-1303).
+  CHECK(f.CallError("sandbox_create_session", {{"cpu_limit", "fast"}}) == "invalid_argument");
+}
+
+TEST_CASE("tools: run_python keeps state, reports errors and cuts output to the budget", "[unit]") {
+  Fixture f;
+  // No session_id: one is created for the call and named in the result.
+  Json first = f.Call("sandbox_run_python", {{"code", "x = 6 * 7\nprint(x)"}});
+  REQUIRE_FALSE(first.value("isError", false));
+  std::string id = first["structuredContent"]["session_id"];
+  CHECK(first["structuredContent"]["session_created"] == true);
+  CHECK(first["structuredContent"]["stdout"] == "42\n");
+  CHECK(first["structuredContent"]["exit_code"] == 0);
+
+  Json again = f.Call("sandbox_run_python", {{"session_id", id}, {"code", "print(x + 1)"}});
+  CHECK(again["structuredContent"]["stdout"] == "43\n");
+
+  Json raised = f.Call("sandbox_run_python", {{"session_id", id}, {"code", "1 / 0"}});
+  CHECK(raised["structuredContent"]["exit_code"] == 1);
+  CHECK(raised["structuredContent"]["stderr"].get<std::string>().find("ZeroDivisionError") !=
+        std::string::npos);
+
+  Json chatty = f.Call("sandbox_run_python", {{"session_id", id}, {"code", "print('y' * 9000)"}});
+  CHECK(chatty["structuredContent"]["stdout"].get<std::string>().size() <= 2000);
+  CHECK(chatty["structuredContent"]["stdout_truncated"] == true);
+
+  CHECK(f.CallError("sandbox_run_python", {{"session_id", id}, {"code", std::string(5000, '#')}}) ==
+        "code_too_large");
+  Json capped = f.Call("sandbox_run_python",
+                       {{"session_id", id}, {"code", "print('ok')"}, {"timeout_s", 999}});
+  CHECK(capped["structuredContent"]["stdout"] == "ok\n");  // clamped to the maximum, with a note
+  CHECK(capped.dump().find("maximum") != std::string::npos);
+
+  CHECK(f.CallError("sandbox_run_python", {{"session_id", id}}) == "invalid_argument");
+  CHECK(f.CallError("sandbox_run_python", {{"session_id", "sess_000000000000"}, {"code", "1"}}) ==
+        "session_not_found");
+}
+
+TEST_CASE("tools: run_command runs the shell in /mnt/data and returns its status", "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  Json ok = f.Call("sandbox_run_command",
+                   {{"session_id", id}, {"command", "echo hi > note.txt; cat note.txt"}});
+  CHECK(ok["structuredContent"]["stdout"] == "hi\n");
+  CHECK(ReadFile(f.DataDir() + "/note.txt").value_or("") == "hi\n");
+  Json failed = f.Call("sandbox_run_command", {{"session_id", id}, {"command", "exit 3"}});
+  CHECK(failed["structuredContent"]["exit_code"] == 3);
+  CHECK(f.CallError("sandbox_run_command", {{"session_id", id}, {"command", ""}}) ==
+        "invalid_argument");
+}
+
+TEST_CASE("tools: files go in and out under the path rules and size limits", "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  Json uploaded = f.Call("sandbox_upload_file", {{"session_id", id},
+                                                 {"filename", "in/data.csv"},
+                                                 {"content_base64", Base64Encode("a,b\n1,2\n")}});
+  REQUIRE_FALSE(uploaded.value("isError", false));
+  CHECK(uploaded["structuredContent"]["size"] == 8);
+  CHECK(ReadFile(f.DataDir() + "/in/data.csv").value_or("") == "a,b\n1,2\n");
+  // The former argument name still works; both at once is ambiguous.
+  Json legacy =
+      f.Call("sandbox_upload_file",
+             {{"session_id", id}, {"filename", "legacy.txt"}, {"content", Base64Encode("old")}});
+  CHECK_FALSE(legacy.value("isError", false));
+  Json both = f.CallRaw("sandbox_upload_file", {{"session_id", id},
+                                                {"filename", "x"},
+                                                {"content", Base64Encode("1")},
+                                                {"content_base64", Base64Encode("2")}});
+  CHECK(both["error"]["code"] == -32602);
+
+  CHECK(f.CallError("sandbox_upload_file", {{"session_id", id},
+                                            {"filename", "in/data.csv"},
+                                            {"content_base64", Base64Encode("again")}}) ==
+        "file_exists");
+  CHECK(f.CallError("sandbox_upload_file", {{"session_id", id},
+                                            {"filename", "../escape.txt"},
+                                            {"content_base64", Base64Encode("x")}}) ==
+        "invalid_filename");
+  CHECK(f.CallError("sandbox_upload_file",
+                    {{"session_id", id},
+                     {"filename", "big.bin"},
+                     {"content_base64", Base64Encode(std::string(2 << 20, 'b'))}}) ==
+        "upload_too_large");
+  CHECK(f.CallError(
+            "sandbox_upload_file",
+            {{"session_id", id}, {"filename", "bad.bin"}, {"content_base64", "not*base64!"}}) ==
+        "invalid_argument");
+
+  Json written = f.Call("sandbox_write_file",
+                        {{"session_id", id}, {"path", "script.py"}, {"content", "print('w')\n"}});
+  CHECK_FALSE(written.value("isError", false));
+  Json read = f.Call("sandbox_read_file", {{"session_id", id}, {"path", "script.py"}});
+  CHECK(read["structuredContent"]["content"] == "print('w')\n");
+  CHECK(f.CallError("sandbox_read_file", {{"session_id", id}, {"path", "missing.txt"}}) ==
+        "not_found");
+  // Writes stay under /mnt/data and /tmp; reads may see the sandbox's whole (read-only) tree.
+  CHECK(f.CallError("sandbox_write_file",
+                    {{"session_id", id}, {"path", "/etc/evil"}, {"content", "x"}}) ==
+        "invalid_path");
+
+  Json listing = f.Call("sandbox_list_artifacts", {{"session_id", id}});
+  std::string files = listing["structuredContent"]["files"].dump();
+  CHECK(files.find("in/data.csv") != std::string::npos);
+  CHECK(files.find("script.py") != std::string::npos);
+
+  Json artifact = f.Call("sandbox_read_artifact", {{"session_id", id}, {"path", "in/data.csv"}});
+  CHECK_FALSE(artifact.value("isError", false));
+  CHECK(artifact.dump().find("a,b") != std::string::npos);
+  CHECK(f.CallError("sandbox_read_artifact", {{"session_id", id}, {"path", "nothing.png"}}) ==
+        "not_found");
+}
+
+TEST_CASE("tools: install_packages says why it cannot install, without a wheelhouse", "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  Json result =
+      f.Call("sandbox_install_packages", {{"session_id", id}, {"packages", {"tabulate"}}});
+  REQUIRE(result.value("isError", false));
+  CHECK(result["structuredContent"]["message"].get<std::string>().find("wheelhouse") !=
+        std::string::npos);
+  Json none =
+      f.CallRaw("sandbox_install_packages", {{"session_id", id}, {"packages", Json::array()}});
+  CHECK(none.dump().find("error") != std::string::npos);
+}
+
+TEST_CASE("tools: run_once runs with its files in a session of its own, then closes it", "[unit]") {
+  Fixture f;
+  Json result = f.Call("sandbox_run_once",
+                       {{"code", "print(open('in.txt').read().upper())"},
+                        {"files", {{{"filename", "in.txt"}, {"content", Base64Encode("shout")}}}}});
+  INFO(result.dump());
+  REQUIRE_FALSE(result.value("isError", false));
+  CHECK(result["structuredContent"]["stdout"] == "SHOUT\n");
+  CHECK(f.manager->List().empty());  // nothing left open
+  CHECK(f.backend->started().at(0)->destroyed);
+  Json shell = f.Call("sandbox_run_once", {{"code", "echo $((6*7))"}, {"language", "shell"}});
+  CHECK(shell["structuredContent"]["stdout"] == "42\n");
+  Json bad = f.CallRaw("sandbox_run_once", {{"code", "1"}, {"language", "cobol"}});
+  CHECK(bad.dump().find("error") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandbox::mcp
