@@ -14,6 +14,7 @@ class CaptureReply : public Reply {
  public:
   void Send(const Json& message) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_ > 0) ++sent_after_close_;
     messages_.push_back(message);
     changed_.notify_all();
   }
@@ -45,6 +46,11 @@ class CaptureReply : public Reply {
     std::lock_guard<std::mutex> lock(mutex_);
     return closed_;
   }
+  // Messages sent after Close(): a transport would have dropped or misrouted them.
+  int sent_after_close() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return sent_after_close_;
+  }
   // The one response (a message without "method"); null when there is none.
   Json response() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -58,6 +64,7 @@ class CaptureReply : public Reply {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<Json> messages_;
+  int sent_after_close_ = 0;
   int closed_ = 0;
 };
 

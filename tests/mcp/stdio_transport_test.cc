@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -55,15 +57,41 @@ std::vector<Json> ReadLines(int fd, size_t count, std::chrono::milliseconds time
   return lines;
 }
 
-std::vector<Tool> Tools() {
+// Counts down when the slow tool is running, so a test can act on a call in flight.
+struct Started {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool started = false;
+  void Set() {
+    std::lock_guard<std::mutex> lock(mutex);
+    started = true;
+    changed.notify_all();
+  }
+  bool Wait(std::chrono::seconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex);
+    return changed.wait_for(lock, timeout, [this] { return started; });
+  }
+};
+
+std::vector<Tool> Tools(Started* started = nullptr) {
   Tool slow{"slow",
             "Slow",
-            "Sleeps until cancelled.",
+            "Runs until cancelled.",
             {{"type", "object"}, {"additionalProperties", false}},
             nullptr,
             nullptr,
-            [](ToolCall& call, const Json&) {
-              while (!call.cancelled()) std::this_thread::sleep_for(10ms);
+            [started](ToolCall& call, const Json&) {
+              std::mutex mutex;
+              std::condition_variable cancelled;
+              bool stop = false;
+              auto hook = call.OnCancel([&] {
+                std::lock_guard<std::mutex> lock(mutex);
+                stop = true;
+                cancelled.notify_all();
+              });
+              if (started != nullptr) started->Set();
+              std::unique_lock<std::mutex> lock(mutex);
+              cancelled.wait(lock, [&] { return stop || call.cancelled(); });
               ToolResultBuilder result(1024);
               result.AddText("stopped");
               return result.Build();
@@ -75,7 +103,8 @@ std::vector<Tool> Tools() {
 
 TEST_CASE("stdio: one message per line, parse errors answered, EOF ends serving", "[unit]") {
   Pipes pipes;
-  Server server(ServerOptions{}, Tools());
+  Started started;
+  Server server(ServerOptions{}, Tools(&started));
   StdioOptions options;
   options.in_fd = pipes.server_in.get();
   options.out_fd = pipes.server_out.get();
@@ -113,7 +142,7 @@ TEST_CASE("stdio: one message per line, parse errors answered, EOF ends serving"
       sandbox::WriteAll(pipes.client_in.get(),
                         R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"slow"}})"
                         "\n"));
-  std::this_thread::sleep_for(100ms);
+  REQUIRE(started.Wait(10s));  // in flight
   pipes.client_in.Reset();
   serving.join();
   CHECK(served);
