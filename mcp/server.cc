@@ -368,66 +368,110 @@ Json Connection::Initialize(const Json& params) {
   return result;
 }
 
+namespace {
+
+void Answer(const std::shared_ptr<Reply>& reply, const Json& response) {
+  reply->Send(response);
+  reply->Close();
+}
+
+// A list request's params: no cursor we hand out exists (one page holds everything).
+bool HasUnknownCursor(const Json& params) {
+  return params.is_object() && params.contains("cursor") && !params["cursor"].is_null();
+}
+
+}  // namespace
+
+const std::unordered_map<std::string_view, Connection::MethodEntry>& Connection::Methods() {
+  static const std::unordered_map<std::string_view, MethodEntry> kMethods = {
+      {"initialize", {&Connection::OnInitialize, false}},
+      {"ping", {&Connection::OnPing, false}},
+      {"logging/setLevel", {&Connection::OnSetLogLevel, false}},
+      {"tools/list", {&Connection::OnToolsList, false}},
+      {"tools/call", {&Connection::OnToolsCall, false}},
+      {"resources/list", {&Connection::OnResourcesList, true}},
+      {"resources/templates/list", {&Connection::OnResourceTemplatesList, true}},
+      {"resources/read", {&Connection::OnResourcesRead, true}},
+  };
+  return kMethods;
+}
+
 void Connection::HandleRequest(Message& message, const std::shared_ptr<Reply>& reply,
                                bool in_batch) {
-  auto answer = [&](const Json& response) {
-    reply->Send(response);
-    reply->Close();
-  };
-  const std::string& method = message.method;
+  const auto& methods = Methods();
+  auto it = methods.find(message.method);
+  if (it == methods.end() || (it->second.needs_resources && !server_.options().read_resource)) {
+    return Answer(reply, MakeErrorResponse(message.id, kMethodNotFound,
+                                           fmt::format("Method not found: {}",
+                                                       ValidUtf8(Quoted(message.method)))));
+  }
+  (this->*(it->second.handler))(message, reply, in_batch);
+}
+
+void Connection::OnInitialize(Message& message, const std::shared_ptr<Reply>& reply,
+                              bool in_batch) {
   const Json& params = message.params;
-  if (method == "initialize") {
-    if (in_batch) {
-      return answer(MakeErrorResponse(message.id, kInvalidRequest,
-                                      "Invalid Request: initialize must not be part of a batch"));
-    }
-    if (!params.is_object() || !params.contains("protocolVersion") ||
-        !params["protocolVersion"].is_string()) {
-      return answer(MakeErrorResponse(message.id, kInvalidParams,
-                                      "Invalid params: protocolVersion (a string) is required"));
-    }
-    return answer(MakeResponse(message.id, Initialize(params)));
+  if (in_batch) {
+    return Answer(reply,
+                  MakeErrorResponse(message.id, kInvalidRequest,
+                                    "Invalid Request: initialize must not be part of a batch"));
   }
-  if (method == "ping") return answer(MakeResponse(message.id, Json::object()));
-  if (method == "logging/setLevel") {
-    std::optional<LogLevel> level;
-    if (params.is_object() && params.contains("level") && params["level"].is_string()) {
-      level = ParseLogLevel(params["level"].get<std::string>());
-    }
-    if (!level) {
-      return answer(MakeErrorResponse(
-          message.id, kInvalidParams,
-          "Invalid params: level must be one of debug, info, notice, warning, error, critical, "
-          "alert, emergency"));
-    }
-    log_level_ = static_cast<int>(*level);
-    return answer(MakeResponse(message.id, Json::object()));
+  if (!params.is_object() || !params.contains("protocolVersion") ||
+      !params["protocolVersion"].is_string()) {
+    return Answer(reply,
+                  MakeErrorResponse(message.id, kInvalidParams,
+                                    "Invalid params: protocolVersion (a string) is required"));
   }
-  if (method == "tools/list") {
-    // One page holds every tool: no cursor we hand out exists.
-    if (params.is_object() && params.contains("cursor") && !params["cursor"].is_null()) {
-      return answer(
-          MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
-    }
-    return answer(MakeResponse(message.id, server_.tools_list()));
+  Answer(reply, MakeResponse(message.id, Initialize(params)));
+}
+
+void Connection::OnPing(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  Answer(reply, MakeResponse(message.id, Json::object()));
+}
+
+void Connection::OnSetLogLevel(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  const Json& params = message.params;
+  std::optional<LogLevel> level;
+  if (params.is_object() && params.contains("level") && params["level"].is_string()) {
+    level = ParseLogLevel(params["level"].get<std::string>());
   }
-  if (method == "tools/call") return StartToolCall(message, reply);
-  if (server_.options().read_resource) {
-    if (method == "resources/list") {
-      if (params.is_object() && params.contains("cursor") && !params["cursor"].is_null()) {
-        return answer(
-            MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
-      }
-      return answer(MakeResponse(message.id, {{"resources", Json::array()}}));
-    }
-    if (method == "resources/templates/list") {
-      return answer(
-          MakeResponse(message.id, {{"resourceTemplates", server_.options().resource_templates}}));
-    }
-    if (method == "resources/read") return StartResourceRead(message, reply);
+  if (!level) {
+    return Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
+                                           "Invalid params: level must be one of debug, info, "
+                                           "notice, warning, error, critical, alert, emergency"));
   }
-  answer(MakeErrorResponse(message.id, kMethodNotFound,
-                           fmt::format("Method not found: {}", ValidUtf8(Quoted(method)))));
+  log_level_ = static_cast<int>(*level);
+  Answer(reply, MakeResponse(message.id, Json::object()));
+}
+
+void Connection::OnToolsList(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  if (HasUnknownCursor(message.params)) {
+    return Answer(reply,
+                  MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
+  }
+  Answer(reply, MakeResponse(message.id, server_.tools_list()));
+}
+
+void Connection::OnToolsCall(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  StartToolCall(message, reply);
+}
+
+void Connection::OnResourcesList(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  if (HasUnknownCursor(message.params)) {
+    return Answer(reply,
+                  MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
+  }
+  Answer(reply, MakeResponse(message.id, {{"resources", Json::array()}}));
+}
+
+void Connection::OnResourceTemplatesList(Message& message, const std::shared_ptr<Reply>& reply,
+                                         bool) {
+  Answer(reply,
+         MakeResponse(message.id, {{"resourceTemplates", server_.options().resource_templates}}));
+}
+
+void Connection::OnResourcesRead(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  StartResourceRead(message, reply);
 }
 
 void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& reply,

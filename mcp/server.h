@@ -118,6 +118,26 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void HandleRequest(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   void HandleNotification(const Message& message);
   Json Initialize(const Json& params);
+
+  // One handler per request method, bound by name in a table (server.cc, kMethods), as clangd
+  // binds its LSP methods: a new method is one entry and one function.
+  using MethodHandler = void (Connection::*)(Message& message, const std::shared_ptr<Reply>& reply,
+                                             bool in_batch);
+  struct MethodEntry {
+    MethodHandler handler;
+    bool needs_resources;  // served only when the server reads resources
+  };
+  static const std::unordered_map<std::string_view, MethodEntry>& Methods();
+  void OnInitialize(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnPing(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnSetLogLevel(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnToolsList(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnToolsCall(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnResourcesList(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnResourceTemplatesList(Message& message, const std::shared_ptr<Reply>& reply,
+                               bool in_batch);
+  void OnResourcesRead(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+
   void StartToolCall(Message& message, const std::shared_ptr<Reply>& reply);
   void StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply);
   // Registers a request in flight and runs `work` on the pool (or inline, see
