@@ -20,7 +20,6 @@ struct ToolSettings {
   uint64_t max_code_bytes = 100ull << 10;
   uint64_t max_output_bytes = 100ull << 10;
   uint64_t max_result_bytes = 1ull << 20;
-  bool wheelhouse = false;  // a wheelhouse is mounted at /mnt/wheelhouse
 };
 
 std::vector<Tool> SandboxTools(SessionManager& sessions, const ToolSettings& settings);

@@ -179,7 +179,6 @@ int ServeCommand(const Argv& raw_args) {
   settings.max_code_bytes = config.max_code_bytes;
   settings.max_output_bytes = config.max_output_bytes;
   settings.max_result_bytes = config.max_result_bytes;
-  settings.wheelhouse = !config.wheelhouse.empty();
   mcp::ServerOptions options;
   options.version = SANDBOX_VERSION;
   options.instructions = mcp::SandboxInstructions(settings);
