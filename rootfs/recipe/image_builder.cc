@@ -30,21 +30,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Store names follow docker's repository-name rules closely enough to be one component of a
-// docker reference (mcp-sandbox/<name>:latest) and a file name.
-Status ValidateImageName(std::string_view name) {
-  bool ok = !name.empty() && name.size() <= 64 && name.front() != '.' && name.front() != '-';
-  for (char c : name) {
-    ok = ok &&
-         ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_');
-  }
-  if (!ok) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "bad image name '{}' (lowercase letters, digits, '.', '_' and '-')", name);
-  }
-  return {};
-}
-
 struct ResolvedPaths {
   std::string name;
   std::string archives_dir;
@@ -130,34 +115,6 @@ Result<std::string> MakeTempDir(const std::string& pattern_prefix) {
   return pattern;
 }
 
-// Copies `from` to `to` through a temp file beside `to`, so `to` is never half written.
-Status CopyFileAtomic(const std::string& from, const std::string& to) {
-  Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!in) return FailSys("open", from);
-  struct stat st {};
-  if (::fstat(in.get(), &st) != 0) return FailSys("fstat", from);
-  std::string tmp = to + ".tmp." + std::to_string(::getpid());
-  Fd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!out) return FailSys("open", tmp);
-  off_t left = st.st_size;
-  while (left > 0) {
-    ssize_t n = ::sendfile(out.get(), in.get(), nullptr, static_cast<size_t>(left));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = n < 0 ? errno : EIO;
-      ::unlink(tmp.c_str());
-      return FailSys("sendfile", to, err);
-    }
-    left -= n;
-  }
-  if (::fsync(out.get()) != 0 || ::rename(tmp.c_str(), to.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return FailSys("write", to, err);
-  }
-  return {};
-}
-
 void Report(const BuildOptions& options, std::string_view stage, std::string_view detail = {}) {
   if (options.progress) options.progress(stage, detail);
 }
@@ -218,6 +175,19 @@ Status WriteArchive(const Recipe& recipe, const Blob& layer, const std::string& 
 }
 
 }  // namespace
+
+Status ValidateImageName(std::string_view name) {
+  bool ok = !name.empty() && name.size() <= 64 && name.front() != '.' && name.front() != '-';
+  for (char c : name) {
+    ok = ok &&
+         ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_');
+  }
+  if (!ok) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "bad image name '{}' (lowercase letters, digits, '.', '_' and '-')", name);
+  }
+  return {};
+}
 
 Result<std::optional<BuildResult>> FindCachedBuild(const BuildOptions& options) {
   SBX_ASSIGN_OR_RETURN(Recipe recipe, MakeRecipe(options.variant, options.suite));
@@ -321,229 +291,6 @@ Result<BuildResult> BuildImage(const BuildOptions& options) {
   }
   result.seconds = elapsed();
   return result;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The command line.
-
-namespace {
-
-constexpr std::string_view kUsage =
-    R"(usage: mcp-sandbox image build [--variant default|small] [--suite SUITE] [--name NAME]
-                                [--mirror URL] [--output FILE] [--rebuild]
-
-Builds the sandbox's Python image from Debian packages with mmdebstrap (no Docker, no PyPI)
-and imports it into the image store. The OCI archive is kept in STATE_DIR/archives for the
-Docker backend and for the next build; a build whose recipe has not changed does nothing.
-
-  --variant V   default: python3 with numpy, pandas, matplotlib, seaborn, scipy, openpyxl,
-                reportlab, pip and venv (store name "python"); small: python3 only
-                ("python-small", for tests)
-  --suite S     Debian suite (default trixie, Python 3.13)
-  --name N      store name (default: python or python-small)
-  --mirror URL  Debian mirror (default deb.debian.org, with updates and security)
-  --output F    also write the archive to F (loadable with docker load, skopeo, podman)
-  --rebuild     build again even when the archive and the stored image are current
-  --state-dir D the image store (default: $SANDBOX_STATE_DIR, /var/lib/mcp-sandbox as root)
-
-Runs as root (mmdebstrap --mode=root) or as a user with subordinate ids (--mode=unshare).
-
-example:
-  mcp-sandbox image build                       # the default image, about 70 s
-  mcp-sandbox image build --variant small --output /tmp/python-small.tar
-)";
-
-std::string HumanBytes(uint64_t bytes) {
-  if (bytes >= (1ull << 30))
-    return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ull << 30));
-  if (bytes >= (1ull << 20))
-    return fmt::format("{:.0f} MiB", static_cast<double>(bytes) / (1ull << 20));
-  return fmt::format("{} KiB", bytes / 1024);
-}
-
-// Stage lines and one self-overwriting status line on a terminal; nothing otherwise.
-class TerminalProgress {
- public:
-  TerminalProgress() : enabled_(::isatty(STDERR_FILENO) == 1), started_(Clock::now()) {}
-  ~TerminalProgress() { ClearStatus(); }
-
-  void Update(std::string_view stage, std::string_view detail) {
-    if (!enabled_) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto now = Clock::now();
-    if (detail.empty()) {
-      ClearStatus();
-      std::cerr << "==> " << stage << "\n";
-      return;
-    }
-    // Status lines come fast (import progress, dpkg); ten redraws a second are enough.
-    if (status_shown_ && now - last_status_ < std::chrono::milliseconds(100)) return;
-    last_status_ = now;
-    ClearStatus();
-    std::string line =
-        fmt::format("    [{:.0f} s] {}",
-                    std::chrono::duration<double>(Clock::now() - started_).count(), detail);
-    size_t width = TerminalWidth();
-    if (line.size() >= width) line.resize(width - 1);
-    std::cerr << line << std::flush;
-    status_shown_ = true;
-  }
-
-  // Erases the status line, so what follows starts on a clean line.
-  void Finish() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ClearStatus();
-  }
-
- private:
-  void ClearStatus() {
-    if (status_shown_) std::cerr << "\r\033[K" << std::flush;
-    status_shown_ = false;
-  }
-  static size_t TerminalWidth() {
-    struct winsize ws {};
-    if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10) return ws.ws_col;
-    return 80;
-  }
-
-  bool enabled_;
-  bool status_shown_ = false;
-  Clock::time_point started_;
-  Clock::time_point last_status_{};
-  std::mutex mutex_;
-};
-
-struct CommandFlags {
-  BuildOptions options;
-  std::string state_dir;
-  bool help = false;
-};
-
-// Returns the exit code of a usage error, or 0.
-int ParseBuildFlags(const std::vector<std::string>& args, CommandFlags* flags) {
-  const std::map<std::string, std::string*> value_flags = {
-      {"--variant", nullptr},
-      {"--suite", &flags->options.suite},
-      {"--name", &flags->options.name},
-      {"--mirror", &flags->options.mirror},
-      {"--output", &flags->options.output_path},
-      // The caller opened the store from it (tools/cli/cmd_image.cc); accepted here too.
-      {"--state-dir", &flags->state_dir},
-  };
-  auto usage_error = [](const std::string& message) {
-    std::cerr << "mcp-sandbox image build: " << message << "\n";
-    return 2;
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::optional<std::string> value;
-    if (auto eq = flag.find('='); eq != std::string::npos && flag.rfind("--", 0) == 0) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    }
-    if (flag == "--help" || flag == "-h") {
-      flags->help = true;
-      continue;
-    }
-    if (flag == "--rebuild") {
-      if (value) return usage_error("flag --rebuild takes no value");
-      flags->options.rebuild = true;
-      continue;
-    }
-    auto it = value_flags.find(flag);
-    if (it == value_flags.end()) {
-      if (flag.rfind('-', 0) == 0) return usage_error("unknown flag " + flag + " (see --help)");
-      return usage_error("unexpected argument '" + flag + "' (see --help)");
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) return usage_error("flag " + flag + " needs a value");
-      value = args[++i];
-    }
-    if (flag == "--variant") {
-      auto variant = ParseImageVariant(*value);
-      if (!variant) return usage_error(variant.error().message);
-      flags->options.variant = *variant;
-    } else {
-      *it->second = *value;
-    }
-  }
-  if (auto recipe = MakeRecipe(flags->options.variant, flags->options.suite); !recipe) {
-    return usage_error(recipe.error().message);
-  }
-  if (!flags->options.name.empty()) {
-    if (auto valid = ValidateImageName(flags->options.name); !valid) {
-      return usage_error(valid.error().message);
-    }
-  }
-  return 0;
-}
-
-std::string ShortDigest(const std::string& digest) { return digest.substr(0, 19); }
-
-}  // namespace
-
-int BuildImageCommand(const std::vector<std::string>& args, ImageStore& store) {
-  CommandFlags flags;
-  if (int code = ParseBuildFlags(args, &flags); code != 0) return code;
-  if (flags.help) {
-    std::cout << kUsage;
-    return 0;
-  }
-  BuildOptions& options = flags.options;
-  options.state_dir = store.state_dir();
-  std::string name = options.name.empty() ? DefaultImageName(options.variant) : options.name;
-  auto fail = [](const Error& error) {
-    std::cerr << "mcp-sandbox image build: " << error.message << "\n";
-    return 1;
-  };
-
-  // Nothing to do when the archive is current and the store holds exactly its image.
-  if (!options.rebuild) {
-    auto cached = FindCachedBuild(options);
-    if (!cached) return fail(cached.error());
-    auto stored = store.Find(name);
-    if (*cached && stored && stored->digest == (*cached)->config_digest) {
-      if (!options.output_path.empty()) {
-        if (auto copied = CopyFileAtomic((*cached)->archive_path, options.output_path); !copied) {
-          return fail(copied.error());
-        }
-      }
-      std::cout << fmt::format(
-          "{} is up to date ({}, recipe {}); nothing to do (--rebuild builds it again)\n", name,
-          ShortDigest(stored->digest), (*cached)->recipe_hash.substr(0, 12));
-      return 0;
-    }
-  }
-
-  TerminalProgress progress;
-  options.progress = [&progress](std::string_view stage, std::string_view detail) {
-    progress.Update(stage, detail);
-  };
-  auto built = BuildImage(options);
-  if (!built) {
-    progress.Finish();
-    return fail(built.error());
-  }
-
-  progress.Update("importing into the image store", "");
-  ImportOptions import_options;
-  import_options.name = name;
-  import_options.progress = [&progress](const ImportProgress& p) {
-    if (p.bytes_total == 0) return;
-    progress.Update("",
-                    fmt::format("{} of {}", HumanBytes(p.bytes_done), HumanBytes(p.bytes_total)));
-  };
-  auto imported = store.Import(built->archive_path, import_options);
-  progress.Finish();
-  if (!imported) return fail(std::move(imported.error()).Context("import " + built->archive_path));
-
-  std::string how =
-      built->reused ? "archive reused" : fmt::format("built in {:.0f} s", built->seconds);
-  std::cout << fmt::format("{}  {}  {} ({}, {}), {}; archive {} ({}): {}\n", name,
-                           ShortDigest(imported->digest), ImageVariantName(options.variant),
-                           options.suite, HumanBytes(imported->size_bytes), how, built->reference,
-                           HumanBytes(built->archive_bytes), built->archive_path);
-  return 0;
 }
 
 }  // namespace sandbox::rootfs

@@ -42,6 +42,10 @@ struct BuildResult {
   double seconds = 0;        // wall time of BuildImage
 };
 
+// A name `image build` may give: stricter than the store's rule (rootfs/image_name.h), as it
+// is also one component of a docker reference (mcp-sandbox/<name>:latest) and a file name.
+Status ValidateImageName(std::string_view name);
+
 // The cached archive of `options` when it exists and was built from the current recipe.
 Result<std::optional<BuildResult>> FindCachedBuild(const BuildOptions& options);
 
@@ -49,10 +53,5 @@ Result<std::optional<BuildResult>> FindCachedBuild(const BuildOptions& options);
 // is. Two builds of the same name, variant and suite take turns (a lock file). Does not touch
 // the store. Fails when mmdebstrap fails (with its last messages), or on I/O errors.
 Result<BuildResult> BuildImage(const BuildOptions& options);
-
-// The `image build` subcommand: parses `args` (the arguments after "build"), builds, and
-// imports into `store`; does nothing (and says so) when the store already has the image of
-// the current recipe, unless --rebuild. Returns the exit code: 0 ok, 1 failure, 2 usage.
-int BuildImageCommand(const std::vector<std::string>& args, ImageStore& store);
 
 }  // namespace sandbox::rootfs

@@ -1,6 +1,7 @@
 #include "runtime/base/files.h"
 
 #include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,6 +43,33 @@ Status WriteFile(const std::string& path, std::string_view content, int mode) {
   Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
   if (!fd) return FailSys("open", path);
   if (auto st = WriteAll(fd.get(), content); !st) return Fail(std::move(st.error()).Context(path));
+  return {};
+}
+
+Status CopyFileAtomic(const std::string& from, const std::string& to) {
+  Fd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!in) return FailSys("open", from);
+  struct stat st {};
+  if (::fstat(in.get(), &st) != 0) return FailSys("fstat", from);
+  std::string tmp = to + ".tmp." + std::to_string(::getpid());
+  Fd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!out) return FailSys("open", tmp);
+  off_t left = st.st_size;
+  while (left > 0) {
+    ssize_t n = ::sendfile(out.get(), in.get(), nullptr, static_cast<size_t>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::unlink(tmp.c_str());
+      return FailSys("sendfile", to, err);
+    }
+    left -= n;
+  }
+  if (::fsync(out.get()) != 0 || ::rename(tmp.c_str(), to.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return FailSys("write", to, err);
+  }
   return {};
 }
 

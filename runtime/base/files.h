@@ -14,6 +14,9 @@ Result<std::string> ReadFile(const std::string& path);
 Status WriteFile(const std::string& path, std::string_view content, int mode = 0644);
 // Writes to a temp file next to `path`, fsyncs, then renames over it.
 Status WriteFileAtomic(const std::string& path, std::string_view content, int mode = 0644);
+// Copies `from` to `to` through a temp file beside `to` (sendfile, fsync, rename), so `to` is
+// never half written.
+Status CopyFileAtomic(const std::string& from, const std::string& to);
 // write(2) until done, retrying EINTR.
 Status WriteAll(int fd, std::string_view data);
 // mkdir -p.

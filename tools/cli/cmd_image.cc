@@ -227,11 +227,6 @@ int RemoveVerb(const Argv& argv) {
   return exit_code;
 }
 
-// `image build` belongs to the image recipe (rootfs/recipe/image_builder.h).
-int BuildVerb(const Argv& argv, rootfs::ImageStore& store) {
-  return rootfs::BuildImageCommand(argv, store);
-}
-
 }  // namespace
 
 int ImageCommand(const Argv& argv) {
@@ -256,7 +251,7 @@ int ImageCommand(const Argv& argv) {
       if (rest[i].rfind("--state-dir=", 0) == 0) state_dir = rest[i].substr(12);
     }
     rootfs::ImageStore store(state_dir);
-    return BuildVerb(rest, store);
+    return ImageBuildCommand(rest, store);
   }
   std::cerr << "mcp-sandbox image: unknown verb '" << verb << "' (see mcp-sandbox image --help)\n";
   return kExitUsage;

@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace sandbox::rootfs {
+class ImageStore;
+}
+
 namespace sandbox::cli {
 
 using Argv = std::vector<std::string>;
@@ -14,5 +18,10 @@ int RunCommand(const Argv& args);
 int ImageCommand(const Argv& args);
 int DoctorCommand(const Argv& args);
 int SessionsCommand(const Argv& args);
+
+// `image build`, called by ImageCommand with the store it opened (cmd_image_build.cc): does
+// nothing (and says so) when the store already has the image of the current recipe, unless
+// --rebuild.
+int ImageBuildCommand(const Argv& args, rootfs::ImageStore& store);
 
 }  // namespace sandbox::cli

@@ -15,6 +15,7 @@
 #include "runtime/base/files.h"
 #include "tests/rootfs/recipe/tar_fixture.h"
 #include "tests/support/test_support.h"
+#include "tools/cli/commands.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -26,7 +27,7 @@ using testing::TempDir;
 int RunBuild(const std::vector<std::string>& args, ImageStore& store, std::string* out) {
   std::ostringstream captured;
   auto* old = std::cout.rdbuf(captured.rdbuf());
-  int rc = BuildImageCommand(args, store);
+  int rc = cli::ImageBuildCommand(args, store);
   std::cout.rdbuf(old);
   *out = captured.str();
   std::cerr << captured.str();

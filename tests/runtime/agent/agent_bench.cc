@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "runtime/base/files.h"
-#include "tests/support/local_agent.h"
 #include "tests/support/bench_stats.h"
+#include "tests/support/local_agent.h"
 #include "tests/support/test_support.h"
 
 namespace {
