@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "mcp/jsonrpc.h"
+#include "mcp/tools/run_call.h"
 #include "mcp/tools/run_output.h"
 #include "runtime/session/package_installer.h"
 
@@ -59,18 +60,10 @@ Tool MakeInstallPackagesTool(const ContextPtr& context) {
 
     std::string note;
     request.timeout_s = RunTimeout(*context, arguments, &note);
-    CancelToken token;
-    auto cancel_link = call.OnCancel([&token] { token.Cancel(); });
-    auto progress = call.StartProgress(request.timeout_s);
-    OutputCallback on_output;
-    if (progress) {
-      on_output = [&progress](int stream, std::string_view chunk) {
-        progress->OnOutput(stream, chunk);
-      };
-    }
-    auto installed = InstallPackages(context->sessions, session->id, request, on_output, &token);
-    progress.reset();
-    cancel_link.reset();
+    auto installed = WithProgressAndCancel(
+        call, request.timeout_s, [&](const OutputCallback& on_output, CancelToken* token) {
+          return InstallPackages(context->sessions, session->id, request, on_output, token);
+        });
     if (!installed) return ToolError(installed.error(), extra);
 
     std::string output = ValidUtf8(*installed);

@@ -20,19 +20,11 @@ Status BoundRunRequest(const ToolContext& context, const Json& arguments, RunReq
 
 Result<RunResult> RunWithProgress(ToolContext& context, ToolCall& call,
                                   const std::string& session_id, RunRequest request) {
-  CancelToken token;
-  auto cancel_link = call.OnCancel([&token] { token.Cancel(); });
-  auto progress = call.StartProgress(request.timeout_s);
-  OutputCallback on_output;
-  if (progress) {
-    on_output = [&progress](int stream, std::string_view chunk) {
-      progress->OnOutput(stream, chunk);
-    };
-  }
-  auto run = context.sessions.Run(session_id, std::move(request), on_output, &token);
-  progress.reset();  // no progress notification after this point
-  cancel_link.reset();
-  return run;
+  double timeout_s = request.timeout_s;
+  return WithProgressAndCancel(
+      call, timeout_s, [&](const OutputCallback& on_output, CancelToken* token) {
+        return context.sessions.Run(session_id, std::move(request), on_output, token);
+      });
 }
 
 }  // namespace sandbox::mcp::tools

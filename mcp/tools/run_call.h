@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "mcp/tools/run_output.h"
 #include "mcp/tools/tool_support.h"
@@ -16,6 +17,26 @@ namespace sandbox::mcp::tools {
 // `presentation`) and its output bound.
 Status BoundRunRequest(const ToolContext& context, const Json& arguments, RunRequest& request,
                        RunPresentation& presentation);
+
+// Calls `work(on_output, &token)`: the output it reports becomes the call's progress (when the
+// client asked for progress), and the client's cancel cancels the token. No progress
+// notification goes out after it returns.
+template <typename Work>
+auto WithProgressAndCancel(ToolCall& call, double timeout_s, Work&& work) {
+  CancelToken token;
+  auto cancel_link = call.OnCancel([&token] { token.Cancel(); });
+  auto progress = call.StartProgress(timeout_s);
+  OutputCallback on_output;
+  if (progress) {
+    on_output = [&progress](int stream, std::string_view chunk) {
+      progress->OnOutput(stream, chunk);
+    };
+  }
+  auto result = work(on_output, &token);
+  progress.reset();
+  cancel_link.reset();
+  return result;
+}
 
 // Runs `request` in the session, reporting its output as progress while it runs (when the
 // client asked for progress) and cancelling it when the client cancels the call.

@@ -469,10 +469,13 @@ void Agent::HandleControl(Proc& proc) {
   if (!open) proc.child.control_read.Reset();
 }
 
-void Agent::HandleOutput(Proc& proc, int stream) {
+void Agent::HandleOutput(Proc& proc, int stream) { ReadOutput(proc, stream, 16); }
+
+void Agent::ReadOutput(Proc& proc, int stream, int max_reads) {
   Fd& fd = stream == 1 ? proc.child.stdout_read : proc.child.stderr_read;
+  if (!fd) return;
   std::string data;
-  bool open = ReadAvailable(fd.get(), data, 16);
+  bool open = ReadAvailable(fd.get(), data, max_reads);
   if (!data.empty()) {
     if (run_ && run_->proc == &proc) {
       AddOutput(stream, data);
@@ -726,20 +729,7 @@ void Agent::FlushOutput(bool force) {
 }
 
 void Agent::Drain(Proc& proc) {
-  for (int stream = 1; stream <= 2; ++stream) {
-    Fd& fd = stream == 1 ? proc.child.stdout_read : proc.child.stderr_read;
-    if (!fd) continue;
-    std::string data;
-    bool open = ReadAvailable(fd.get(), data, kMaxDrainReads);
-    if (!data.empty()) {
-      if (run_ && run_->proc == &proc) {
-        AddOutput(stream, data);
-      } else if (stream == 2) {
-        AppendTail(proc.stderr_tail, data, kStderrTailBytes);
-      }
-    }
-    if (!open) fd.Reset();
-  }
+  for (int stream = 1; stream <= 2; ++stream) ReadOutput(proc, stream, kMaxDrainReads);
 }
 
 void Agent::FinishRun(Json result) {

@@ -99,6 +99,9 @@ class Agent {
   void HandleControl(Proc& proc);
   void FlushControl(Proc& proc);
   void HandleOutput(Proc& proc, int stream);
+  // Reads what `stream` (1 stdout, 2 stderr) of `proc` has, at most `max_reads` reads: to the
+  // run's output when `proc` runs it, else stderr's tail is kept for diagnostics.
+  void ReadOutput(Proc& proc, int stream, int max_reads);
   void HandleSignals();
   void ReapChildren();
   void OnProcExit(Proc& proc, int wait_status);
