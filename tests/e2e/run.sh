@@ -5,7 +5,8 @@
 #      `mcp-sandbox doctor` finds no backend or the image is missing), and the Docker fallback
 #      workflow with user namespaces denied to the server (docker-fallback.test.mjs);
 #   2. the official conformance suite against `serve --http` (the scenarios that need no
-#      fixture tools, then the tools-call-* ones against `serve --conformance-fixtures`);
+#      fixture tools, then the tools-call-* ones against mcp-sandbox-conformance, `serve` plus
+#      the suite's fixture tools, a test-only binary built next to mcp-sandbox);
 #   3. an Inspector CLI smoke test over stdio (tools/list, tools/call).
 # Installs its npm packages first (npm ci, skipped when package-lock.json has not changed).
 # Ends with one line "N passed, N failed[, N skipped]"; exits 1 when anything failed.
@@ -91,12 +92,12 @@ if [ "$sdk_status" -ne 0 ] && ! grep -q '^fail ' "$results/sdk.outcomes"; then
 fi
 
 # --- 2. Conformance against the HTTP transport.
-# start_server NAME [serve flags...]: starts `serve --http 127.0.0.1:0`; sets server_pid, server_url.
+# start_server NAME [BINARY]: starts `BINARY serve --http 127.0.0.1:0` (BINARY: mcp-sandbox); sets
+# server_pid, server_url.
 start_server() {
-  local name=$1
-  shift
+  local name=$1 bin=${2:-$MCP_SANDBOX_BIN}
   local err="$results/server-$name.log"
-  SANDBOX_LOG_LEVEL=info SANDBOX_LOG_FILE='' "$MCP_SANDBOX_BIN" serve --http 127.0.0.1:0 "$@" 2>"$err" &
+  SANDBOX_LOG_LEVEL=info SANDBOX_LOG_FILE='' "$bin" serve --http 127.0.0.1:0 2>"$err" &
   server_pid=$!
   server_url=
   for _ in $(seq 1 200); do
@@ -136,7 +137,7 @@ if start_server conformance; then
 else
   fail "conformance: server start"
 fi
-if start_server fixtures --conformance-fixtures; then
+if start_server fixtures "$(dirname "$MCP_SANDBOX_BIN")/mcp-sandbox-conformance"; then
   for scenario in tools-call-simple-text tools-call-image tools-call-audio \
     tools-call-embedded-resource tools-call-mixed-content tools-call-with-logging \
     tools-call-error tools-call-with-progress; do

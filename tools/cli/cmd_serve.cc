@@ -22,7 +22,6 @@
 #include "mcp/server.h"
 #include "mcp/shutdown_signals.h"
 #include "mcp/stdio_transport.h"
-#include "mcp/tools/conformance_fixtures.h"
 #include "mcp/tools/sandbox_tools.h"
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
@@ -100,10 +99,12 @@ Argv NormalizeHttpFlag(const Argv& args) {
 
 }  // namespace
 
-int ServeCommand(const Argv& raw_args) {
+int ServeCommand(const Argv& raw_args) { return ServeCommand(raw_args, {}); }
+
+int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools) {
   std::set<std::string> value_flags = {"--http"};
   for (const auto& variable : mcp::ConfigVariables()) value_flags.insert(variable.flag);
-  Args args("serve", value_flags, {"--stdio", "--conformance-fixtures"});
+  Args args("serve", value_flags, {"--stdio"});
   if (!args.Parse(NormalizeHttpFlag(raw_args))) return kExitUsage;
   if (args.Has("--help")) {
     PrintServeUsage(std::cout);
@@ -186,9 +187,7 @@ int ServeCommand(const Argv& raw_args) {
   options.read_resource = mcp::SandboxResourceReader(sessions, settings);
   options.resource_templates = mcp::SandboxResourceTemplates();
   auto tools = mcp::SandboxTools(sessions, settings);
-  if (args.Has("--conformance-fixtures")) {
-    for (auto& fixture : mcp::ConformanceFixtureTools()) tools.push_back(std::move(fixture));
-  }
+  for (auto& extra : extra_tools) tools.push_back(std::move(extra));
   mcp::Server server(options, std::move(tools));
 
   if (!http) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "mcp/tool.h"
+
 namespace sandbox::rootfs {
 class ImageStore;
 }
@@ -14,6 +16,9 @@ namespace sandbox::cli {
 using Argv = std::vector<std::string>;
 
 int ServeCommand(const Argv& args);
+// `serve` with tools added after the sandbox ones (the conformance suite's fixtures, served by
+// a test-only binary: tests/mcp/conformance_server_main.cc).
+int ServeCommand(const Argv& args, std::vector<mcp::Tool> extra_tools);
 int RunCommand(const Argv& args);
 int ImageCommand(const Argv& args);
 int DoctorCommand(const Argv& args);

@@ -1,6 +1,6 @@
 // The fixture tools of @modelcontextprotocol/conformance's tools-call-* scenarios
-// (test_simple_text, test_image_content, ...), registered by the hidden test-only flag
-// `serve --conformance-fixtures`. Never part of a normal server's tool list.
+// (test_simple_text, test_image_content, ...). Test-only: they are served by
+// mcp-sandbox-conformance (conformance_server_main.cc), never by the product binary.
 #pragma once
 
 #include <vector>

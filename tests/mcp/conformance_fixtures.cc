@@ -1,4 +1,4 @@
-#include "mcp/tools/conformance_fixtures.h"
+#include "tests/mcp/conformance_fixtures.h"
 
 #include <chrono>
 #include <thread>
