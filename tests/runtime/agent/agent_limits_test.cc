@@ -13,6 +13,7 @@
 #include "runtime/agent/wire.h"
 #include "runtime/base/base64.h"
 #include "runtime/base/files.h"
+#include "tests/support/agent_session.h"
 #include "tests/support/local_agent.h"
 #include "tests/support/test_support.h"
 
@@ -25,20 +26,14 @@ using sandbox::testing::TempDir;
 
 namespace {
 
-struct Session {
-  Session() {
-    data = dir.Join("data");
-    tmp = dir.Join("tmp");
-    REQUIRE(sandbox::MakeDirs(data));
-    REQUIRE(sandbox::MakeDirs(tmp));
-    LocalAgentOptions options;
-    options.data_dir = data;
-    options.tmp_dir = tmp;
-    options.grace_ms = 200;
-    auto started = LocalAgent::Start(options);
-    if (!started) FAIL("sandbox-init did not start: " << started.error().message);
-    agent = std::move(*started);
-  }
+LocalAgentOptions QuickKills() {
+  LocalAgentOptions options;
+  options.grace_ms = 200;
+  return options;
+}
+
+struct Session : sandbox::testing::AgentSession {
+  Session() : AgentSession(QuickKills()) {}
 
   sandbox::Result<RunResult> Python(const std::string& code, double timeout_s = 60) {
     RunRequest request;
@@ -53,11 +48,6 @@ struct Session {
     REQUIRE(result);
     CHECK(result->stdout_text == "42\n");
   }
-
-  TempDir dir;
-  std::string data;
-  std::string tmp;
-  std::unique_ptr<LocalAgent> agent;
 };
 
 // Bytes that differ from chunk to chunk, so a chunk out of place or twice would show.

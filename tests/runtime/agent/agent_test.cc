@@ -15,6 +15,7 @@
 
 #include "runtime/agent/run_limits.h"
 #include "runtime/base/files.h"
+#include "tests/support/agent_session.h"
 #include "tests/support/local_agent.h"
 #include "tests/support/test_support.h"
 
@@ -32,18 +33,8 @@ namespace {
 // the test is not about timeouts.
 constexpr double kRelaxedTimeout = 60;
 
-struct Session {
-  explicit Session(LocalAgentOptions options = {}) {
-    data = dir.Join("data");
-    tmp = dir.Join("tmp");
-    REQUIRE(sandbox::MakeDirs(data));
-    REQUIRE(sandbox::MakeDirs(tmp));
-    options.data_dir = data;
-    options.tmp_dir = tmp;
-    auto started = LocalAgent::Start(options);
-    if (!started) FAIL("sandbox-init did not start: " << started.error().message);
-    agent = std::move(*started);
-  }
+struct Session : sandbox::testing::AgentSession {
+  explicit Session(LocalAgentOptions options = {}) : AgentSession(std::move(options)) {}
 
   RunResult Python(const std::string& code, double timeout_s = kRelaxedTimeout,
                    const sandbox::OutputCallback& on_output = {}) {
@@ -72,11 +63,6 @@ struct Session {
     REQUIRE(result.exit_code == 0);
     return std::stoi(result.stdout_text);
   }
-
-  TempDir dir;
-  std::string data;
-  std::string tmp;
-  std::unique_ptr<LocalAgent> agent;
 };
 
 // Waits until `pid` no longer exists (reaped), up to `timeout`. A zombie still exists.
