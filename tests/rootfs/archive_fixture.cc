@@ -53,11 +53,12 @@ TarEntry File(std::string name, std::string data, mode_t mode) {
   return e;
 }
 
-TarEntry Dir(std::string name, mode_t mode) {
+TarEntry Dir(std::string name, mode_t mode, int64_t uid) {
   TarEntry e;
   e.name = std::move(name);
   e.kind = TarEntry::Kind::kDir;
   e.mode = mode;
+  e.uid = uid;
   return e;
 }
 
@@ -88,7 +89,15 @@ TarEntry Special(std::string name, TarEntry::Kind kind) {
 std::string MakeTar(const std::vector<TarEntry>& entries) {
   std::string out;
   std::unique_ptr<archive, WriterDeleter> a(archive_write_new());
-  archive_write_set_format_pax_restricted(a.get());
+  // Restricted pax (extended headers only where needed) unless an entry carries an atime,
+  // which only full pax headers keep.
+  bool any_atime = false;
+  for (const auto& e : entries) any_atime |= e.atime.has_value();
+  if (any_atime) {
+    archive_write_set_format_pax(a.get());
+  } else {
+    archive_write_set_format_pax_restricted(a.get());
+  }
   archive_write_add_filter_none(a.get());
   archive_write_set_bytes_in_last_block(a.get(), 1);
   Check(a.get(), archive_write_open(a.get(), &out, nullptr, AppendToString, nullptr), "open");
@@ -97,6 +106,10 @@ std::string MakeTar(const std::vector<TarEntry>& entries) {
     archive_entry_set_pathname(entry.get(), e.name.c_str());
     archive_entry_set_mtime(entry.get(), e.mtime, 0);
     archive_entry_set_perm(entry.get(), e.mode);
+    archive_entry_set_uid(entry.get(), e.uid);
+    archive_entry_set_gid(entry.get(), e.uid);
+    if (!e.uname.empty()) archive_entry_set_uname(entry.get(), e.uname.c_str());
+    if (e.atime) archive_entry_set_atime(entry.get(), *e.atime, 0);
     switch (e.kind) {
       case TarEntry::Kind::kFile:
         archive_entry_set_filetype(entry.get(), AE_IFREG);
@@ -136,6 +149,10 @@ std::string MakeTar(const std::vector<TarEntry>& entries) {
   }
   Check(a.get(), archive_write_close(a.get()), "close");
   return out;
+}
+
+void WriteTar(const std::string& path, const std::vector<TarEntry>& entries) {
+  WriteBytes(path, MakeTar(entries));
 }
 
 std::string Compress(const std::string& data, Codec codec) {

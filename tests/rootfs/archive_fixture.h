@@ -23,16 +23,21 @@ struct TarEntry {
   std::string link;  // symlink target or hardlink target
   std::vector<std::pair<std::string, std::string>> xattrs;
   int64_t mtime = 1'700'000'000;
+  int64_t uid = 0;               // and gid
+  std::string uname;             // "" = none
+  std::optional<int64_t> atime;  // as a build tool writes it; unset = none
 };
 
 TarEntry File(std::string name, std::string data, mode_t mode = 0644);
-TarEntry Dir(std::string name, mode_t mode = 0755);
+TarEntry Dir(std::string name, mode_t mode = 0755, int64_t uid = 0);
 TarEntry Symlink(std::string name, std::string target);
 TarEntry Hardlink(std::string name, std::string target);
 TarEntry Special(std::string name, TarEntry::Kind kind);
 
 // A pax tar of the entries, in order.
 std::string MakeTar(const std::vector<TarEntry>& entries);
+// MakeTar written to `path`.
+void WriteTar(const std::string& path, const std::vector<TarEntry>& entries);
 
 enum class Codec { kNone, kGzip, kZstd };
 std::string Compress(const std::string& data, Codec codec);

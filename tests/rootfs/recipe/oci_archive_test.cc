@@ -19,6 +19,7 @@
 #include "rootfs/recipe/oci_documents.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
+#include "tests/rootfs/archive_fixture.h"
 #include "tests/rootfs/recipe/tar_fixture.h"
 #include "tests/support/test_support.h"
 
@@ -36,6 +37,16 @@ using testing::Symlink;
 using testing::TarEntry;
 using testing::TempDir;
 using testing::WriteTar;
+
+// As mmdebstrap's tarball has them: a user name and an atime on every entry, which the layer
+// rewrite must drop.
+std::vector<TarEntry> AsBuilt(std::vector<TarEntry> entries) {
+  for (auto& e : entries) {
+    e.uname = "builder";
+    e.atime = 1'700'000'001;
+  }
+  return entries;
+}
 
 Recipe SmallRecipe() { return MakeRecipe(ImageVariant::kSmall, "trixie").value(); }
 
@@ -110,13 +121,13 @@ TEST_CASE("the layer rewrite drops devices, privileges and host details, and kee
   TempDir dir;
   std::string input = dir.Join("rootfs.tar");
   TarEntry python = File("./usr/bin/python3.13", "python", 0755);
-  python.xattr = true;
-  WriteTar(input, {
+  python.xattrs = {{"user.test", "v"}, {"security.capability", "\x01\x02"}};
+  WriteTar(input, AsBuilt({
                       Dir("./"),
                       Dir("./dev/"),
-                      Special("./dev/null", AE_IFCHR),
+                      Special("./dev/null", TarEntry::Kind::kCharDevice),
                       Symlink("./dev/fd", "/proc/self/fd"),
-                      Special("./run/fifo", AE_IFIFO),
+                      Special("./run/fifo", TarEntry::Kind::kFifo),
                       Dir("./tmp/", 01777),
                       File("./usr/bin/su", "su-binary", 04755),
                       File("./usr/bin/wall", "wall-binary", 02755),
@@ -125,7 +136,7 @@ TEST_CASE("the layer rewrite drops devices, privileges and host details, and kee
                       Hardlink("./run/fifo2", "./run/fifo"),
                       Dir("./var/mail/", 02775),
                       Dir("./mnt/data/", 0755, 1000),
-                  });
+                  }));
   std::string layer_path = dir.Join("layer.tar");
   Fd fd(::open(input.c_str(), O_RDONLY | O_CLOEXEC));
   REQUIRE(fd);
@@ -165,7 +176,7 @@ TEST_CASE("the layer rewrite drops devices, privileges and host details, and kee
 TEST_CASE("a truncated rootfs tarball fails the layer rewrite", "[unit]") {
   TempDir dir;
   std::string input = dir.Join("rootfs.tar");
-  WriteTar(input, {Dir("./usr/"), File("./usr/big", std::string(100000, 'x'))});
+  WriteTar(input, AsBuilt({Dir("./usr/"), File("./usr/big", std::string(100000, 'x'))}));
   REQUIRE(::truncate(input.c_str(), 20000) == 0);
   Fd fd(::open(input.c_str(), O_RDONLY | O_CLOEXEC));
   auto layer = WriteLayerFromRootfsTar(fd.get(), dir.Join("layer.tar"));
@@ -176,9 +187,9 @@ TEST_CASE("a truncated rootfs tarball fails the layer rewrite", "[unit]") {
 std::string WriteTestArchive(const TempDir& dir, const std::string& name,
                              const std::string& image_name = "python-small") {
   std::string input = dir.Join("rootfs.tar");
-  WriteTar(input,
-           {Dir("./etc/"), File("./etc/passwd", "sandbox:x:1000:1000::/home/sandbox:/bin/sh\n"),
-            Dir("./mnt/data/", 0755, 1000)});
+  WriteTar(input, AsBuilt({Dir("./etc/"),
+                           File("./etc/passwd", "sandbox:x:1000:1000::/home/sandbox:/bin/sh\n"),
+                           Dir("./mnt/data/", 0755, 1000)}));
   Fd fd(::open(input.c_str(), O_RDONLY | O_CLOEXEC));
   std::string layer_path = dir.Join("layer.tar");
   Blob layer = WriteLayerFromRootfsTar(fd.get(), layer_path).value();

@@ -1,4 +1,5 @@
-// Tars for the recipe tests: write one from a list of entries, read one back entry by entry.
+// Reading back the tars the recipe writes, entry by entry, with the header fields it must
+// normalise (the tars themselves are made with tests/rootfs/archive_fixture.h).
 #pragma once
 
 #include <archive_entry.h>
@@ -10,27 +11,6 @@
 #include <vector>
 
 namespace sandbox::testing {
-
-// One entry of a tar made by a test.
-struct TarEntry {
-  std::string name;
-  unsigned type = AE_IFREG;
-  unsigned perm = 0644;
-  std::string data;
-  std::string link;  // symlink target, or hardlink target when `hardlink`
-  bool hardlink = false;
-  int64_t uid = 0;
-  bool xattr = false;  // add user.test and security.capability
-};
-
-TarEntry Dir(std::string name, unsigned perm = 0755, int64_t uid = 0);
-TarEntry File(std::string name, std::string data, unsigned perm = 0644);
-TarEntry Symlink(std::string name, std::string target);
-TarEntry Hardlink(std::string name, std::string target);
-TarEntry Special(std::string name, unsigned type);  // AE_IFCHR, AE_IFIFO, ...
-
-// Writes a pax tar (uname "builder", mtime 1700000000, atime set); fails the test on error.
-void WriteTar(const std::string& path, const std::vector<TarEntry>& entries);
 
 // What a tar entry holds, as read back.
 struct ReadEntry {
