@@ -19,10 +19,9 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/error.hpp>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
 
+#include "mcp/file_downloads.h"
 #include "mcp/http_admission.h"
 #include "mcp/http_connection.h"
 #include "mcp/jsonrpc.h"
@@ -135,7 +134,7 @@ struct HttpTransport::Impl : HttpConnHost {
   Server& server;
   HttpOptions options;
   std::unique_ptr<HttpAdmission> admission;
-  std::string token_key;  // random, for DownloadToken
+  std::unique_ptr<FileDownloads> downloads;  // GET /files and the links to it
   int port = 0;
   std::atomic<bool> stopping{false};
   std::mutex stop_mutex;
@@ -171,8 +170,6 @@ struct HttpTransport::Impl : HttpConnHost {
   void HandlePost(const std::shared_ptr<HttpExchange>& conn, const HttpRequestHead& head,
                   std::string body, const std::vector<HttpField>& cors, bool keep_alive);
   HttpResponse HandleDelete(const HttpRequestHead& head);
-  HttpResponse HandleFile(const HttpRequestHead& head);
-  std::string DownloadToken(const std::string& session_id) const;
   std::shared_ptr<Connection> FindSession(const std::string& id);
   Result<std::string> NewSession(std::shared_ptr<Connection> connection);
   void ExpireSessions();
@@ -259,7 +256,7 @@ int HttpTransport::port() const { return impl_->port; }
 Status HttpTransport::Bind() {
   Impl& impl = *impl_;
   HttpOptions& options = impl.options;
-  impl.token_key = RandomHex(32);
+  impl.downloads = std::make_unique<FileDownloads>(RandomHex(32), options.read_file);
   // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room
   // for the sandboxes' pipes and files.
   struct rlimit files {};
@@ -388,21 +385,7 @@ void HttpTransport::Stop() {
 }
 
 std::string HttpTransport::DownloadToken(const std::string& session_id) const {
-  return impl_->DownloadToken(session_id);
-}
-
-std::string HttpTransport::Impl::DownloadToken(const std::string& session_id) const {
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int mac_len = 0;
-  HMAC(EVP_sha256(), token_key.data(), static_cast<int>(token_key.size()),
-       reinterpret_cast<const unsigned char*>(session_id.data()), session_id.size(), mac, &mac_len);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < 16 && i < mac_len; ++i) {
-    hex += kHex[mac[i] >> 4];
-    hex += kHex[mac[i] & 15];
-  }
-  return hex;
+  return impl_->downloads->Token(session_id);
 }
 
 std::shared_ptr<Connection> HttpTransport::Impl::FindSession(const std::string& id) {
@@ -466,7 +449,7 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
       response.body = R"({"status":"ok"})";
       break;
     case HttpRoute::kFile:
-      response = HandleFile(head);
+      response = downloads->Serve(head.target);
       break;
     case HttpRoute::kMcp:
       if (head.method == "POST") {
@@ -541,16 +524,9 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   }
 
   std::string base = BaseUrl(head);
-  connection->set_download_linker(
-      [this, base](const std::string& sid, const std::string& path) -> std::string {
-        const std::string data_prefix = std::string(layout::kDataDir) + "/";
-        if (!options.read_file || path.rfind(data_prefix, 0) != 0 ||
-            path.size() == data_prefix.size()) {
-          return "";
-        }
-        return fmt::format("{}/files/{}/{}?token={}", base, sid,
-                           PercentEncodePath(path.substr(data_prefix.size())), DownloadToken(sid));
-      });
+  connection->set_download_linker([this, base](const std::string& sid, const std::string& path) {
+    return downloads->Link(base, sid, path);
+  });
 
   auto reply = std::make_shared<PostReply>();
   // Moved, not copied: what the call needs it takes (an upload's content), and nothing of the
@@ -636,95 +612,6 @@ HttpResponse HttpTransport::Impl::HandleDelete(const HttpRequestHead& head) {
   connection->CancelAll();
   HttpResponse response;
   response.status = 200;
-  return response;
-}
-
-HttpResponse HttpTransport::Impl::HandleFile(const HttpRequestHead& head) {
-  auto text = [](int status, std::string body) {
-    HttpResponse response;
-    response.status = status;
-    response.content_type = "text/plain";
-    response.body = std::move(body);
-    return response;
-  };
-  auto not_found = [&] { return text(404, "not found\n"); };
-  std::string_view target = head.target;
-  size_t question = target.find('?');
-  std::string_view path = target.substr(0, question);
-  std::string_view query =
-      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
-  // /files/{session_id}/{path}, both percent-decoded.
-  path.remove_prefix(std::string_view("/files/").size());
-  size_t slash = path.find('/');
-  if (!options.read_file || slash == std::string_view::npos || slash == 0 ||
-      slash + 1 >= path.size()) {
-    return not_found();
-  }
-  auto decoded_session = PercentDecode(path.substr(0, slash));
-  auto decoded_relative = PercentDecode(path.substr(slash + 1));
-  if (!decoded_session || !decoded_relative) return text(400, "invalid path\n");
-  std::string session_id = *decoded_session;
-  std::string relative = *decoded_relative;
-  std::string token = QueryParam(query, "token");
-  if (token.empty() || !SecretEquals(token, DownloadToken(session_id))) {
-    return text(403, "a valid token is required (use the download_url of a tool result)\n");
-  }
-  // The agent confines paths to the sandbox; refuse traversal here too, so a URL can only
-  // name a file below /mnt/data.
-  size_t start = 0;
-  while (start <= relative.size()) {
-    size_t next = relative.find('/', start);
-    std::string part =
-        relative.substr(start, next == std::string::npos ? std::string::npos : next - start);
-    if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string::npos) {
-      return text(400, "invalid path\n");
-    }
-    if (next == std::string::npos) break;
-    start = next + 1;
-  }
-  auto file = options.read_file(session_id, std::string(layout::kDataDir) + "/" + relative);
-  if (!file) {
-    switch (file.error().code) {
-      case ErrorCode::kNotFound:
-      case ErrorCode::kSessionNotFound:
-      case ErrorCode::kInvalidSessionId:
-        return not_found();
-      case ErrorCode::kSessionBusy: {
-        HttpResponse response =
-            text(409, "the session is running a call; try again when it finished\n");
-        response.headers.push_back({"Retry-After", "1"});
-        return response;
-      }
-      case ErrorCode::kArtifactTooLarge:
-        return text(413, ValidUtf8(file.error().message) + "\n");
-      case ErrorCode::kInvalidPath:
-        return text(400, "invalid path\n");
-      default:
-        spdlog::warn("download {} of {}: {}", LogSafe(relative, 200), LogSafe(session_id),
-                     file.error().message);
-        return text(500, "the file could not be read\n");
-    }
-  }
-  HttpResponse response;
-  std::string mime = file->mime_type.empty() ? "application/octet-stream" : file->mime_type;
-  // Files come from sandboxed code: never let one run script in our origin (CSP sandbox gives
-  // it an opaque origin), never let the browser guess a type, and download what is not an
-  // image or plain data.
-  response.headers.push_back({"Content-Security-Policy", "sandbox; default-src 'none'"});
-  response.headers.push_back({"X-Content-Type-Options", "nosniff"});
-  response.headers.push_back({"Cache-Control", "no-store"});
-  std::string name = relative.substr(relative.rfind('/') + 1);
-  std::string quoted;
-  for (char c : name)
-    quoted += (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) ? '_' : c;
-  bool inline_ok = mime.rfind("image/", 0) == 0 && mime != "image/svg+xml";
-  inline_ok = inline_ok || mime == "text/plain" || mime == "text/csv" ||
-              mime == "application/json" || mime == "application/pdf";
-  response.headers.push_back(
-      {"Content-Disposition",
-       fmt::format("{}; filename=\"{}\"", inline_ok ? "inline" : "attachment", quoted)});
-  response.content_type = mime;
-  response.body = std::move(file->content);
   return response;
 }
 
