@@ -11,6 +11,7 @@
 #include "runtime/cgroup/cgroup2.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/cgroup/fallback_hint.h"
 #include "runtime/cgroup/limits_plan.h"
 
 namespace sandbox {
@@ -125,7 +126,11 @@ Detection DetectWithOverride(const std::string& owner) {
     why = "SANDBOX_CGROUP=cgroup1 but cgroup v1 is unusable: " + v1.error().message;
     return none(why + "; rlimits only", MakeError(ErrorCode::kSandboxUnavailable, "{}", why));
   }
-  return none("no usable cgroups, rlimits only (" + why + ")");
+  std::string reason = "no usable cgroups, rlimits only (" + why + ")";
+  if (std::string hint = cgroup::FallbackHint(cgroup::ProbeFallbackHost()); !hint.empty()) {
+    reason += "; " + hint;
+  }
+  return none(std::move(reason));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "runtime/base/fd.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/cgroup/fallback_hint.h"
 #include "runtime/cgroup/limits_plan.h"
 #include "runtime/probe/host_probe.h"
 #include "tests/runtime/cgroup/cgroup_test_util.h"
@@ -288,6 +289,19 @@ TEST_CASE("Docker probe: DOCKER_HOST other than unix:// is refused with the reas
   CHECK_FALSE(probe.reachable);
   CHECK(probe.endpoint == "tcp://10.0.0.1:2375");
   CHECK(probe.detail.find("unix") != std::string::npos);
+}
+
+TEST_CASE("the rlimits-only fallback names the one command that gives real limits", "[unit]") {
+  using cgroup::FallbackHint;
+  // With a user manager: ask it for a delegated scope.
+  std::string with_manager = FallbackHint({.root = false, .cgroup2 = true, .user_manager = true});
+  CHECK(with_manager.find("systemd-run --user --scope -p Delegate=yes") != std::string::npos);
+  // Over SSH without linger there is none to ask: linger starts one.
+  std::string without = FallbackHint({.root = false, .cgroup2 = true, .user_manager = false});
+  CHECK(without.find("loginctl enable-linger") != std::string::npos);
+  // Root needs no delegation; systemd delegates nothing to users on cgroup v1.
+  CHECK(FallbackHint({.root = true, .cgroup2 = true, .user_manager = true}).empty());
+  CHECK(FallbackHint({.root = false, .cgroup2 = false, .user_manager = true}).empty());
 }
 
 }  // namespace
