@@ -242,8 +242,8 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
     uint64_t expected = head.content_length.value_or(host_.Options().max_body_bytes);
     stream_.expires_after(host_.Options().body_timeout + std::chrono::seconds(expected >> 20));
     if (AsciiLower(head.Get("Expect")) == "100-continue") {
-      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      asio::async_write(stream_, asio::buffer(kContinue),
+      static const std::string continue_answer = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(stream_, asio::buffer(continue_answer),
                         [self = shared_from_this()](beast::error_code ec2, size_t) {
                           if (ec2) return self->Close();
                           self->ReadBody();

@@ -211,10 +211,10 @@ void HttpTransport::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   }
   if (!admitted) {
     // Over a cap: say so if the socket takes it at once, and close.
-    static const std::string kBusy = SerializeResponse(
+    static const std::string busy_answer = SerializeResponse(
         JsonErrorResponse(503, -32000, "Service Unavailable: too many connections"), true, false);
-    ssize_t sent =
-        ::send(socket.native_handle(), kBusy.data(), kBusy.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t sent = ::send(socket.native_handle(), busy_answer.data(), busy_answer.size(),
+                          MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)sent;
     socket.close(ec);
   } else {

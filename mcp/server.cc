@@ -383,7 +383,7 @@ bool HasUnknownCursor(const Json& params) {
 }  // namespace
 
 const std::unordered_map<std::string_view, Connection::MethodEntry>& Connection::Methods() {
-  static const std::unordered_map<std::string_view, MethodEntry> kMethods = {
+  static const std::unordered_map<std::string_view, MethodEntry> table = {
       {"initialize", {&Connection::OnInitialize, false}},
       {"ping", {&Connection::OnPing, false}},
       {"logging/setLevel", {&Connection::OnSetLogLevel, false}},
@@ -393,7 +393,7 @@ const std::unordered_map<std::string_view, Connection::MethodEntry>& Connection:
       {"resources/templates/list", {&Connection::OnResourceTemplatesList, true}},
       {"resources/read", {&Connection::OnResourcesRead, true}},
   };
-  return kMethods;
+  return table;
 }
 
 void Connection::HandleRequest(Message& message, const std::shared_ptr<Reply>& reply,

@@ -119,8 +119,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void HandleNotification(const Message& message);
   Json Initialize(const Json& params);
 
-  // One handler per request method, bound by name in a table (server.cc, kMethods), as clangd
-  // binds its LSP methods: a new method is one entry and one function.
+  // One handler per request method, bound by name in a table (server.cc, Connection::Methods), as
+  // clangd binds its LSP methods: a new method is one entry and one function.
   using MethodHandler = void (Connection::*)(Message& message, const std::shared_ptr<Reply>& reply,
                                              bool in_batch);
   struct MethodEntry {
