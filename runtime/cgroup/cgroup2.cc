@@ -18,6 +18,7 @@
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
+#include "runtime/cgroup/systemd_scope.h"
 #include "runtime/sandbox_layout.h"
 
 namespace sandbox::cgroup {
@@ -25,7 +26,6 @@ namespace {
 
 using std::chrono::milliseconds;
 constexpr milliseconds kDrainTimeout{2000};
-constexpr const char* kServerLeaf = "server";
 
 bool HasWord(std::string_view list, std::string_view word) {
   size_t pos = 0;
@@ -150,8 +150,7 @@ Result<Cgroup2Setup> PrepareAt(const V2Mount& mount, const std::string& base,
     if (!base_is_own || !others.empty()) {
       return Fail(ErrorCode::kSandboxUnavailable,
                   "cannot enable controllers in {}: it holds other processes ({}), and cgroup v2 "
-                  "allows controllers only in groups without processes; start mcp-sandbox in a "
-                  "cgroup of its own, e.g. systemd-run --user --scope -p Delegate=yes",
+                  "allows controllers only in groups without processes",
                   base, ListForMessage(others));
     }
     // Like systemd and nsjail: move ourselves to a leaf, then enable controllers in `base`.
@@ -166,6 +165,7 @@ Result<Cgroup2Setup> PrepareAt(const V2Mount& mount, const std::string& base,
   if (!enabled) return Fail(std::move(enabled.error()));
   bool cpu = *enabled;
 
+  setup.owner = owner;
   setup.parent = base + "/" + owner;
   if (::mkdir(setup.parent.c_str(), 0755) != 0 && errno != EEXIST) {
     return FailSys("mkdir", setup.parent);
@@ -319,6 +319,11 @@ class Cgroup2Manager final : public CgroupManager {
           [&](Error e) { return std::move(e).Context("sweep orphan " + name); }));
       ++swept;
     }
+    // A crashed server's scope holds the sandboxes of its own parent group, not ours.
+    if (!setup_.systemd_scope.empty()) {
+      SBX_ASSIGN_OR_RETURN(int scopes, SweepStaleScopes(setup_.owner, setup_.mount));
+      swept += scopes;
+    }
     return swept;
   }
 
@@ -373,10 +378,8 @@ Result<Cgroup2Setup> PrepareCgroup2(const std::string& owner) {
   std::string base = own;
   if (Basename(own) == kServerLeaf && IsDelegatedToUs(Dirname(own))) base = Dirname(own);
   if (!IsDelegatedToUs(base)) {
-    std::string why = fmt::format(
-        "own cgroup {} is not delegated to uid {} ({}); run under a delegated cgroup, e.g. "
-        "systemd-run --user --scope -p Delegate=yes, or as root",
-        base, ::geteuid(), OwnerText(base));
+    std::string why = fmt::format("own cgroup {} is not delegated to uid {} ({})", base,
+                                  ::geteuid(), OwnerText(base));
     if (!root_failure.empty()) why = root_failure + "; " + why;
     return Fail(ErrorCode::kSandboxUnavailable, "{}", why);
   }

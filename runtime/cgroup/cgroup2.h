@@ -12,6 +12,10 @@
 
 namespace sandbox::cgroup {
 
+// The leaf a server moves itself to inside its delegated cgroup, so controllers can be enabled
+// there (cgroup v2 "no internal processes").
+inline constexpr const char* kServerLeaf = "server";
+
 // What preparing the v2 hierarchy found; the input of the v2 manager.
 struct Cgroup2Setup {
   std::string mount;       // "/sys/fs/cgroup"
@@ -20,6 +24,10 @@ struct Cgroup2Setup {
   bool cpu = false;        // the cpu controller is enabled for the session groups
   bool swap = false;       // memory.swap.max exists (swap accounting is on)
   std::string moved_to;    // when we moved ourselves to a leaf: its path, for the reason text
+  std::string owner;       // the parent group's name (CgroupOwnerFor)
+  // The transient scope the user's systemd manager made for us (runtime/cgroup/systemd_scope.h),
+  // when that is where the delegated cgroup came from; its sweep also stops stale sibling scopes.
+  std::string systemd_scope;
 };
 
 // Finds the v2 hierarchy and prepares `<base>/<owner>` with the memory and pids controllers

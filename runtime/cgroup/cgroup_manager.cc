@@ -13,6 +13,7 @@
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/cgroup/fallback_hint.h"
 #include "runtime/cgroup/limits_plan.h"
+#include "runtime/cgroup/systemd_scope.h"
 
 namespace sandbox {
 namespace {
@@ -86,15 +87,35 @@ Detection DetectWithOverride(const std::string& owner) {
   }
   std::string forced = requested == "auto" ? "" : fmt::format("SANDBOX_CGROUP={}: ", requested);
 
+  const cgroup::FallbackHost host = cgroup::ProbeFallbackHost();
   std::string v2_why = "not tried (SANDBOX_CGROUP=cgroup1)";
   if (requested != "cgroup1") {
     auto v2 = cgroup::PrepareCgroup2(owner);
+    if (!v2 && !host.root && host.cgroup2) {
+      // Unprivileged, and our own cgroup is not ours to divide: ask the user's systemd manager
+      // for one that is, as rootless podman does.
+      std::string first_why = v2.error().message;
+      auto scope = cgroup::MoveIntoDelegatedScope(owner);
+      if (!scope) {
+        v2 = Fail(MakeError(ErrorCode::kSandboxUnavailable, "{}; a delegated scope: {}",
+                            first_why, scope.error().message));
+      } else {
+        v2 = cgroup::PrepareCgroup2(owner).map_error([&](Error e) {
+          return std::move(e).Context("in " + *scope + " from the user's systemd manager");
+        });
+        if (v2) v2->systemd_scope = *scope;
+      }
+    }
     if (v2) {
-      std::string reason = fmt::format(
-          "{}cgroup v2 {}: session groups under {} (memory, pids{})", forced,
-          v2->delegated ? "through a subtree delegated to uid " + std::to_string(::geteuid())
-                        : "as root",
-          v2->parent, v2->cpu ? ", cpu" : "");
+      std::string how = "as root";
+      if (!v2->systemd_scope.empty()) {
+        how = fmt::format("through {}, a scope the user's systemd manager delegated to uid {}",
+                          v2->systemd_scope, ::geteuid());
+      } else if (v2->delegated) {
+        how = "through a subtree delegated to uid " + std::to_string(::geteuid());
+      }
+      std::string reason = fmt::format("{}cgroup v2 {}: session groups under {} (memory, pids{})",
+                                       forced, how, v2->parent, v2->cpu ? ", cpu" : "");
       if (!v2->moved_to.empty()) {
         reason += fmt::format("; the server moved itself to {} (no internal processes rule)",
                               v2->moved_to);
@@ -127,7 +148,7 @@ Detection DetectWithOverride(const std::string& owner) {
     return none(why + "; rlimits only", MakeError(ErrorCode::kSandboxUnavailable, "{}", why));
   }
   std::string reason = "no usable cgroups, rlimits only (" + why + ")";
-  if (std::string hint = cgroup::FallbackHint(cgroup::ProbeFallbackHost()); !hint.empty()) {
+  if (std::string hint = cgroup::FallbackHint(host); !hint.empty()) {
     reason += "; " + hint;
   }
   return none(std::move(reason));

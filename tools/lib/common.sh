@@ -7,7 +7,7 @@ BUILD_DIR=${SANDBOX_BUILD_DIR:-$SANDBOX_ROOT/build}
 # The Debian packages the build, the image recipe and the tests need.
 BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   libseccomp-dev libcap-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
-  libarchive-dev libboost-dev libcpp-httplib-dev libcurl4-openssl-dev libexpected-dev libssl-dev
+  libarchive-dev libsystemd-dev libboost-dev libcpp-httplib-dev libcurl4-openssl-dev libexpected-dev libssl-dev
   libzstd-dev zlib1g-dev)
 IMAGE_PACKAGES=(mmdebstrap)
 # What the tests use besides the build: skopeo and umoci make real image archives, python3's

@@ -16,6 +16,7 @@
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/cgroup/fallback_hint.h"
 #include "runtime/cgroup/limits_plan.h"
+#include "runtime/cgroup/systemd_scope.h"
 #include "runtime/probe/host_probe.h"
 #include "tests/runtime/cgroup/cgroup_test_util.h"
 #include "tests/support/test_support.h"
@@ -302,6 +303,38 @@ TEST_CASE("the rlimits-only fallback names the one command that gives real limit
   // Root needs no delegation; systemd delegates nothing to users on cgroup v1.
   CHECK(FallbackHint({.root = true, .cgroup2 = true, .user_manager = true}).empty());
   CHECK(FallbackHint({.root = false, .cgroup2 = false, .user_manager = true}).empty());
+}
+
+TEST_CASE("systemd scopes are named after the cgroup owner and the server's pid", "[unit]") {
+  using cgroup::IsScopeOf;
+  CHECK(cgroup::ScopeNameFor("mcp-sandbox", 4242) == "mcp-sandbox-4242.scope");
+  CHECK(IsScopeOf("mcp-sandbox", "mcp-sandbox-4242.scope"));
+  // Another state dir's servers (owner "mcp-sandbox-<hash>") are not ours to sweep, and their
+  // scopes must not look like ours, nor ours like theirs.
+  const std::string other = CgroupOwnerFor("/home/u/state");
+  CHECK_FALSE(IsScopeOf("mcp-sandbox", cgroup::ScopeNameFor(other, 4242)));
+  CHECK(IsScopeOf(other, cgroup::ScopeNameFor(other, 4242)));
+  CHECK_FALSE(IsScopeOf(other, "mcp-sandbox-4242.scope"));
+  CHECK_FALSE(IsScopeOf("mcp-sandbox", "mcp-sandbox-.scope"));
+  CHECK_FALSE(IsScopeOf("mcp-sandbox", "mcp-sandbox-42.service"));
+  CHECK_FALSE(IsScopeOf("mcp-sandbox", "mcp-sandbox-4x2.scope"));
+}
+
+TEST_CASE("without a user bus the scope request fails saying what is missing", "[unit]") {
+  {
+    testing::ScopedEnv address("DBUS_SESSION_BUS_ADDRESS", std::nullopt);
+    testing::ScopedEnv runtime("XDG_RUNTIME_DIR", std::nullopt);
+    auto scope = cgroup::MoveIntoDelegatedScope("mcp-sandbox");
+    REQUIRE_FALSE(scope);
+    CHECK(scope.error().message.find("no user bus") != std::string::npos);
+  }
+  {
+    testing::ScopedEnv address("DBUS_SESSION_BUS_ADDRESS", std::nullopt);
+    testing::ScopedEnv runtime("XDG_RUNTIME_DIR", "/nonexistent");
+    auto scope = cgroup::MoveIntoDelegatedScope("mcp-sandbox");
+    REQUIRE_FALSE(scope);
+    CHECK(scope.error().message.find("/nonexistent/bus") != std::string::npos);
+  }
 }
 
 }  // namespace
