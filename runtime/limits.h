@@ -63,6 +63,9 @@ struct EnforcedLimit {
 
 struct EnforcedLimits {
   std::string cgroup_mode;  // "cgroup2", "cgroup1", "none" (rlimits only), "docker"
+  // Why this mechanism: CgroupManager::reason(), which for rlimits only names what failed and
+  // the one command that would give real limits.
+  std::string reason;
   std::vector<EnforcedLimit> limits;
 };
 

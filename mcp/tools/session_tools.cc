@@ -50,6 +50,9 @@ std::string LimitsText(const SessionInfo& info) {
                         LimitMechanismName(limit.mechanism),
                         limit.note.empty() ? "" : " (" + limit.note + ")");
   }
+  if (info.enforced.cgroup_mode == "none" && !info.enforced.reason.empty()) {
+    text += fmt::format("  why rlimits only: {}\n", info.enforced.reason);
+  }
   return text;
 }
 

@@ -186,7 +186,9 @@ class Cgroup1Manager final : public CgroupManager {
           "memory.failcnt (times the limit was hit)";
     }
     if (!caps.cpu) caps.cpu_note = "no v1 cpu hierarchy is mounted: CPU time is not limited";
-    return BuildPlan("cgroup1", limits, caps);
+    EnforcedLimits plan = BuildPlan("cgroup1", limits, caps);
+    plan.reason = reason_;
+    return plan;
   }
 
   Result<std::unique_ptr<SandboxCgroup>> Create(const std::string& session_id,

@@ -282,7 +282,9 @@ class Cgroup2Manager final : public CgroupManager {
                              "swap, so none can be used";
     }
     if (!caps.cpu) caps.cpu_note = "the cpu controller could not be enabled for session groups";
-    return BuildPlan("cgroup2", limits, caps);
+    EnforcedLimits plan = BuildPlan("cgroup2", limits, caps);
+    plan.reason = reason_;
+    return plan;
   }
 
   Result<std::unique_ptr<SandboxCgroup>> Create(const std::string& session_id,

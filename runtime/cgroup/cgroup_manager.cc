@@ -42,7 +42,9 @@ class NoCgroupManager final : public CgroupManager {
     caps.swap_note = cgroup::HostHasSwap()
                          ? "no memory cgroup: swap use is not limited"
                          : "no memory cgroup; this host has no swap, so none can be used";
-    return cgroup::BuildPlan("none", limits, caps);
+    EnforcedLimits plan = cgroup::BuildPlan("none", limits, caps);
+    plan.reason = reason_;
+    return plan;
   }
   Result<std::unique_ptr<SandboxCgroup>> Create(const std::string& session_id,
                                                 const Limits&) override {

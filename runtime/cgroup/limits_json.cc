@@ -10,7 +10,9 @@ nlohmann::json EnforcedLimitsJson(const EnforcedLimits& enforced) {
                       {"value", limit.value},
                       {"note", limit.note}});
   }
-  return {{"cgroup_mode", enforced.cgroup_mode}, {"limits", std::move(limits)}};
+  return {{"cgroup_mode", enforced.cgroup_mode},
+          {"reason", enforced.reason},
+          {"limits", std::move(limits)}};
 }
 
 }  // namespace sandbox

@@ -32,6 +32,7 @@ EnforcedLimit* Find(EnforcedLimits& limits, std::string_view name) {
 EnforcedLimits PlanDockerLimits(const Limits& limits, const DaemonInfo& daemon) {
   EnforcedLimits plan;
   plan.cgroup_mode = "docker";
+  plan.reason = "the Docker daemon enforces these through the container's HostConfig";
   auto& out = plan.limits;
   out.push_back(daemon.memory_limit
                     ? Enforced("memory", FormatBytes(limits.memory_bytes))

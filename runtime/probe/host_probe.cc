@@ -411,6 +411,7 @@ HostReport ProbeHost(const Limits& limits, const std::string& requested_backend,
   if (report.backend.backend == "docker") {
     // The daemon enforces these through the container's HostConfig.
     report.limits.cgroup_mode = "docker";
+    report.limits.reason = "the Docker daemon enforces these through the container's HostConfig";
     auto add = [&](const char* name, std::string value) {
       report.limits.limits.push_back(
           {name, LimitMechanism::kDocker, std::move(value), "enforced by the Docker daemon"});

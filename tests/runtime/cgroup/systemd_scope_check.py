@@ -190,8 +190,10 @@ def check_sessions():
           "cpu share %s (%s)" % (share, json.dumps(cpu)))
 
     status = server.tool("sandbox_session_status", session_id=session)
-    reason = status.get("enforced", {}).get("cgroup_mode", "")
-    check("status: reports cgroup2", reason == "cgroup2", json.dumps(status.get("enforced")))
+    enforced = status.get("enforced", {})
+    check("status: reports cgroup2 and the scope it comes from",
+          enforced.get("cgroup_mode") == "cgroup2" and scope in enforced.get("reason", ""),
+          json.dumps(enforced))
 
     server.tool("sandbox_close_session", session_id=session)
     check("close: the session's cgroup is removed", not os.path.exists(group), group)
@@ -255,10 +257,12 @@ def check_run():
     out = subprocess.run([BIN, "run", "--image", IMAGE, "--json", "-"], input="print(1)",
                          capture_output=True, text=True)
     try:
-        mode = json.loads(out.stdout).get("limits", {}).get("cgroup_mode")
+        limits = json.loads(out.stdout).get("limits") or {}
     except json.JSONDecodeError:
-        mode = None
-    check("run --json: cgroup2", mode == "cgroup2", out.stdout[-500:] + out.stderr[-500:])
+        limits = {}
+    check("run --json: cgroup2 through a scope of its own",
+          limits.get("cgroup_mode") == "cgroup2" and ".scope" in limits.get("reason", ""),
+          out.stdout[-500:] + out.stderr[-500:])
     out = subprocess.run([BIN, "run", "--image", IMAGE, "--memory", "64m", "-"],
                          input="b = bytearray(300 << 20); b[::4096] = b'x' * len(b[::4096])",
                          capture_output=True, text=True)
@@ -275,6 +279,24 @@ def check_no_bus():
     check("no user bus: rlimits only, saying why and naming loginctl enable-linger",
           cgroups.get("mode") == "none" and "no user bus" in reason and
           "loginctl enable-linger" in reason, json.dumps(cgroups))
+    out = subprocess.run([BIN, "run", "--image", IMAGE, "--json", "-"], input="print(1)",
+                         capture_output=True, text=True, env=env)
+    try:
+        limits = json.loads(out.stdout).get("limits") or {}
+    except json.JSONDecodeError:
+        limits = {}
+    check("no user bus: run --json says rlimits only and names loginctl enable-linger",
+          limits.get("cgroup_mode") == "none" and
+          "loginctl enable-linger" in limits.get("reason", ""),
+          out.stdout[-500:] + out.stderr[-500:])
+    server = Server(env=env)
+    created = server.tool("sandbox_create_session", image=IMAGE)
+    enforced = created.get("enforced", {})
+    check("no user bus: sandbox_create_session says rlimits only and why",
+          enforced.get("cgroup_mode") == "none" and "no user bus" in enforced.get("reason", ""),
+          json.dumps(enforced))
+    server.tool("sandbox_close_session", session_id=created["session_id"])
+    server.close()
     env["XDG_RUNTIME_DIR"] = "/nonexistent"
     out = subprocess.run([BIN, "doctor", "--json"], capture_output=True, text=True, env=env)
     cgroups = json.loads(out.stdout).get("cgroup", {})
