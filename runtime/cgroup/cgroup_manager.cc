@@ -99,8 +99,8 @@ Detection DetectWithOverride(const std::string& owner) {
       std::string first_why = v2.error().message;
       auto scope = cgroup::MoveIntoDelegatedScope(owner);
       if (!scope) {
-        v2 = Fail(MakeError(ErrorCode::kSandboxUnavailable, "{}; a delegated scope: {}",
-                            first_why, scope.error().message));
+        v2 = Fail(MakeError(ErrorCode::kSandboxUnavailable, "{}; a delegated scope: {}", first_why,
+                            scope.error().message));
       } else {
         v2 = cgroup::PrepareCgroup2(owner).map_error([&](Error e) {
           return std::move(e).Context("in " + *scope + " from the user's systemd manager");

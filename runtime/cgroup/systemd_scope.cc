@@ -2,7 +2,6 @@
 
 #include <signal.h>
 #include <stdlib.h>
-#include <systemd/sd-bus.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +11,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <systemd/sd-bus.h>
 
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup2.h"
@@ -84,10 +84,9 @@ Result<Bus> OpenUserBus() {
   sd_bus* raw = nullptr;
   int r = sd_bus_open_user(&raw);
   if (r < 0) {
-    return Fail(BusFailure(
-        fmt::format("cannot reach the user bus at {}",
-                    address.empty() ? runtime_dir + "/bus" : address),
-        r));
+    return Fail(BusFailure(fmt::format("cannot reach the user bus at {}",
+                                       address.empty() ? runtime_dir + "/bus" : address),
+                           r));
   }
   return Bus(raw);
 }
@@ -103,8 +102,8 @@ Result<Message> Call(sd_bus* bus, sd_bus_message* call, const char* method, BusE
   sd_bus_message* reply = nullptr;
   int r = sd_bus_call(bus, call, kCallTimeoutUsec, error.get(), &reply);
   if (r < 0) {
-    return Fail(MakeError(ErrorCode::kSandboxUnavailable, "the user's systemd manager refused {}: {}",
-                          method, error.Text(r)));
+    return Fail(MakeError(ErrorCode::kSandboxUnavailable,
+                          "the user's systemd manager refused {}: {}", method, error.Text(r)));
   }
   return Message(reply);
 }
@@ -116,7 +115,8 @@ Result<std::string> StartScope(sd_bus* bus, const std::string& name, BusError& e
   std::string description = fmt::format("mcp-sandbox server {} and its sandboxes", ::getpid());
   int r = sd_bus_message_append(m, "ss", name.c_str(), "fail");
   if (r >= 0) r = sd_bus_message_open_container(m, 'a', "(sv)");
-  if (r >= 0) r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, static_cast<uint32_t>(::getpid()));
+  if (r >= 0)
+    r = sd_bus_message_append(m, "(sv)", "PIDs", "au", 1, static_cast<uint32_t>(::getpid()));
   // The point of it all: the cgroup subtree below the scope is ours to manage.
   if (r >= 0) r = sd_bus_message_append(m, "(sv)", "Delegate", "b", 1);
   if (r >= 0) r = sd_bus_message_append(m, "(sv)", "Description", "s", description.c_str());

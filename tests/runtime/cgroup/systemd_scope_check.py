@@ -41,7 +41,7 @@ def user_scopes():
     return sorted(line.split()[0] for line in out.splitlines() if line.strip())
 
 
-def wait_until(predicate, timeout=20.0):
+def wait_until(predicate, timeout=60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
