@@ -1,8 +1,11 @@
 #include "mcp/config.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <utility>
 
 #include <fmt/format.h>
@@ -65,6 +68,31 @@ bool HasControlOrSpace(const std::string& value) {
     if (c <= 0x20 || c == 0x7F) return true;
   }
   return false;
+}
+
+// The first line of a token file, without its line end. A token is short: a file larger than
+// 4 KiB is the wrong file, and is refused before it is read whole.
+Result<std::string> ReadTokenFile(const std::string& path) {
+  constexpr size_t kMaxTokenFile = 4096;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return Fail(ErrorCode::kInvalidArgument, "cannot read it: {}", std::strerror(errno));
+  }
+  std::string content(kMaxTokenFile + 1, '\0');
+  file.read(content.data(), static_cast<std::streamsize>(content.size()));
+  content.resize(static_cast<size_t>(file.gcount()));
+  if (content.size() > kMaxTokenFile) {
+    return Fail(ErrorCode::kInvalidArgument, "larger than {} bytes: not a token file",
+                kMaxTokenFile);
+  }
+  std::string token = content.substr(0, content.find('\n'));
+  if (!token.empty() && token.back() == '\r') token.pop_back();
+  if (token.empty()) return Fail(ErrorCode::kInvalidArgument, "its first line is empty");
+  if (HasControlOrSpace(token)) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "the token must not contain spaces or control characters");
+  }
+  return token;
 }
 
 // "http://host[:port]" or "https://...", or "*".
@@ -181,6 +209,17 @@ const std::vector<ConfigVariable> kVariables = {
        if (HasControlOrSpace(value))
          return Invalid("must not contain spaces or control characters");
        config.auth_token = value;
+       return {};
+     }},
+    {"SANDBOX_AUTH_TOKEN_FILE", "--auth-token-file", "",
+     "File holding the bearer token (its first line), e.g. a systemd credential "
+     "(`LoadCredential=`); keeps the token out of the environment and `ps`",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (!config.auth_token.empty()) {
+         return Invalid("set one of SANDBOX_AUTH_TOKEN and SANDBOX_AUTH_TOKEN_FILE, not both");
+       }
+       SBX_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(value));
+       config.auth_token = std::move(token);
        return {};
      }},
     {"SANDBOX_ALLOWED_ORIGINS", "--allowed-origins", "",

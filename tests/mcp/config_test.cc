@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "runtime/base/files.h"
+#include "tests/support/test_support.h"
+
 using namespace sandbox::mcp;
 
 namespace {
@@ -164,4 +167,35 @@ TEST_CASE("serve --http takes HOST:PORT, :PORT, PORT or HOST", "[unit]") {
   CHECK(config.http_host == "localhost");
   CHECK_FALSE(ApplyHttpAddress(config, "host:port"));
   CHECK_FALSE(ApplyHttpAddress(config, "host:99999"));
+}
+
+TEST_CASE("the token can come from a file (a systemd credential), never from both places",
+          "[unit]") {
+  sandbox::testing::TempDir dir;
+  const std::string path = dir.Join("auth-token");
+  REQUIRE(sandbox::WriteFile(path, "s3cret-token\n", 0600));
+  auto config = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", path}}), {});
+  REQUIRE(config);
+  CHECK(config->auth_token == "s3cret-token");
+  auto from_flag = LoadServeConfig(Env({}), {{"--auth-token-file", path}});
+  REQUIRE(from_flag);
+  CHECK(from_flag->auth_token == "s3cret-token");
+
+  auto both = LoadServeConfig(
+      Env({{"SANDBOX_AUTH_TOKEN", "other"}, {"SANDBOX_AUTH_TOKEN_FILE", path}}), {});
+  REQUIRE_FALSE(both);
+  CHECK(both.error().message.find("not both") != std::string::npos);
+
+  auto missing = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("none")}}), {});
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message.find("SANDBOX_AUTH_TOKEN_FILE") != std::string::npos);
+
+  REQUIRE(sandbox::WriteFile(dir.Join("empty"), "\n"));
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("empty")}}), {}));
+  REQUIRE(sandbox::WriteFile(dir.Join("spaces"), "two words\n"));
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("spaces")}}), {}));
+  REQUIRE(sandbox::WriteFile(dir.Join("big"), std::string(5000, 'a')));
+  auto big = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("big")}}), {});
+  REQUIRE_FALSE(big);
+  CHECK(big.error().message.find("not a token file") != std::string::npos);
 }
