@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox_commit.h"  // generated: SANDBOX_COMMIT
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
     return sandbox::cli::kExitOk;
   }
   if (name == "--version" || name == "version") {
-    std::cout << "mcp-sandbox " << SANDBOX_VERSION << "\n";
+    std::cout << "mcp-sandbox " << SANDBOX_VERSION << " (commit " << SANDBOX_COMMIT << ")\n";
     return sandbox::cli::kExitOk;
   }
   sandbox::cli::Argv rest(argv + 2, argv + argc);

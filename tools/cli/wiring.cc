@@ -17,7 +17,15 @@ std::string DefaultAgentDir() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return "agent";
-  return (exe.parent_path() / "agent").string();
+  // The build tree keeps it beside the binary; the package installs it in /usr/lib/mcp-sandbox
+  // (bin/../lib/mcp-sandbox, so any prefix works).
+  auto beside = exe.parent_path() / "agent";
+  auto installed = exe.parent_path().parent_path() / "lib" / "mcp-sandbox";
+  if (!std::filesystem::exists(beside / "sandbox-init", ec) &&
+      std::filesystem::exists(installed / "sandbox-init", ec)) {
+    return installed.string();
+  }
+  return beside.string();
 }
 
 std::string DefaultImageName() {

@@ -11,7 +11,7 @@
 namespace sandbox::cli {
 
 // The host dir holding sandbox-init and worker.py: $SANDBOX_AGENT_DIR, else "agent/" beside
-// this executable (the build tree's layout).
+// this executable (the build tree), else ../lib/mcp-sandbox from it (the installed package).
 std::string DefaultAgentDir();
 
 // Resolves image names through the store; the error says how to build or import the image.
