@@ -10,6 +10,9 @@ BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   libarchive-dev libsystemd-dev libboost-dev libcpp-httplib-dev libcurl4-openssl-dev libexpected-dev libssl-dev
   libzstd-dev zlib1g-dev)
 IMAGE_PACKAGES=(mmdebstrap)
+# tools/package: dpkg-shlibdeps (dpkg-dev) computes the .deb's dependencies; lintian checks it;
+# groff-base checks its man page.
+PACKAGE_PACKAGES=(dpkg-dev lintian groff-base)
 # What the tests use besides the build: skopeo and umoci make real image archives, python3's
 # data stack runs the agent on the host, docker.io is the fallback backend's daemon, procps
 # serves Docker's /top, nodejs/npm run the MCP SDK end-to-end tests, util-linux gives setpriv,

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The .deb on a system that never saw the source tree: a fresh minimal Debian root where apt-get
+# installs it (dependencies from the archive), then, inside: --version, the man page, bash
+# completion, the agent's place, `image import`, `mcp-sandbox run`, and `serve` driven by the
+# official SDK client. Prints "ok"/"FAIL" lines; exits 1 when a check failed.
+# usage: installed_test.sh DEB IMAGE_ARCHIVE WORK_DIR
+set -uo pipefail
+deb=$1 archive=$2 work=$3
+here=$(cd "$(dirname "$0")" && pwd)
+root=$work/root
+fail=0
+check() {  # check NAME COMMAND...: runs COMMAND on the host side, against the root
+  local name=$1; shift
+  if out=$("$@" 2>&1); then echo "ok   $name"; else echo "FAIL $name: $(tail -c 1500 <<<"$out")"; fail=1; fi
+}
+inroot() { "$here/fresh_root.sh" enter "$root" "$@"; }
+
+"$here/fresh_root.sh" make "$root" || { echo "FAIL fresh root: mmdebstrap failed"; exit 1; }
+cp "$deb" "$root/var/tmp/"
+cp "$archive" "$root/var/tmp/python-small.tar"
+debname=$(basename "$deb")
+
+check "apt-get installs the package and its dependencies" inroot sh -c \
+  "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /var/tmp/$debname"
+check "--version names version and commit" inroot sh -c \
+  'mcp-sandbox --version | grep -E "^mcp-sandbox [0-9.]+ \(commit [0-9a-f]{7,}"'
+check "the man page is installed" test -s "$root/usr/share/man/man1/mcp-sandbox.1.gz"
+check "the man page is valid roff (no groff warning)" sh -c "zcat '$root/usr/share/man/man1/mcp-sandbox.1.gz' | groff -man -Tutf8 -ww -z 2>&1 | (! grep .)"
+check "bash completion is installed and parses" bash -n "$root/usr/share/bash-completion/completions/mcp-sandbox"
+check "the agent is in /usr/lib/mcp-sandbox" test -x "$root/usr/lib/mcp-sandbox/sandbox-init" -a -s "$root/usr/lib/mcp-sandbox/worker.py"
+check "the systemd unit is installed" test -s "$root/lib/systemd/system/mcp-sandbox.service"
+# A state dir of its own: its cgroup parent is then not the host's default one, so nothing
+# here can sweep a session of another server on this machine.
+state=/var/lib/mcp-sandbox-package-test
+check "image import of an OCI archive" inroot env SANDBOX_STATE_DIR=$state \
+  mcp-sandbox image import /var/tmp/python-small.tar --name python-small
+check "mcp-sandbox run prints and exits 0" inroot sh -c \
+  "echo 'print(6 * 7)' | SANDBOX_STATE_DIR=$state mcp-sandbox run --image python-small - | grep -qx 42"
+check "mcp-sandbox run passes the snippet's exit code" inroot sh -c \
+  "echo 'raise SystemExit(3)' | SANDBOX_STATE_DIR=$state mcp-sandbox run --image python-small -; [ \$? -eq 3 ]"
+
+node=$here/../e2e/node_modules/node/bin/node
+[ -x "$node" ] || node=node
+if [ -d "$here/../e2e/node_modules/@modelcontextprotocol/sdk" ]; then
+  out=$("$node" "$here/serve_client.mjs" "$here/fresh_root.sh" enter "$root" \
+    env SANDBOX_STATE_DIR=$state SANDBOX_IMAGE=python-small SANDBOX_LOG_LEVEL=warn \
+    mcp-sandbox serve 2>&1)
+  rc=$?
+  echo "$out" | grep -E '^(ok|FAIL) ' || true
+  if [ $rc -ne 0 ]; then
+    grep -q '^FAIL ' <<<"$out" || echo "FAIL the SDK client over stdio: $(tail -c 1500 <<<"$out")"
+    fail=1
+  fi
+else
+  echo "FAIL the SDK client: tests/e2e/node_modules is missing (tests/e2e/run.sh installs it)"
+  fail=1
+fi
+rm -rf "$root"
+exit $fail
