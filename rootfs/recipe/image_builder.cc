@@ -115,6 +115,19 @@ Result<std::string> MakeTempDir(const std::string& pattern_prefix) {
   return pattern;
 }
 
+// The recipe of `options`: the variant's, plus any --pip requirements.
+Result<Recipe> RecipeFor(const BuildOptions& options) {
+  SBX_ASSIGN_OR_RETURN(Recipe recipe, MakeRecipe(options.variant, options.suite));
+  SBX_TRY(AddPipRequirements(recipe, options.pip));
+  if (!recipe.pip_requirements.empty() && options.pip_wheelhouse.empty() &&
+      options.pip_index_url.empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--pip needs somewhere to install from: --index-url (or SANDBOX_INDEX_URL) or "
+                "--wheelhouse (or SANDBOX_WHEELHOUSE)");
+  }
+  return recipe;
+}
+
 void Report(const BuildOptions& options, std::string_view stage, std::string_view detail = {}) {
   if (options.progress) options.progress(stage, detail);
 }
@@ -132,6 +145,8 @@ Result<std::unique_ptr<MmdebstrapProcess>> StartMmdebstrap(const Recipe& recipe,
   mm.as_root = ::geteuid() == 0;
   mm.mirror = options.mirror;
   mm.hook_path = hook_path;
+  mm.pip_wheelhouse = options.pip_wheelhouse;
+  mm.pip_index_url = options.pip_index_url;
   mm.output = "-";
   return MmdebstrapProcess::Start(
       MmdebstrapArgv(recipe, mm),
@@ -190,7 +205,7 @@ Status ValidateImageName(std::string_view name) {
 }
 
 Result<std::optional<BuildResult>> FindCachedBuild(const BuildOptions& options) {
-  SBX_ASSIGN_OR_RETURN(Recipe recipe, MakeRecipe(options.variant, options.suite));
+  SBX_ASSIGN_OR_RETURN(Recipe recipe, RecipeFor(options));
   SBX_ASSIGN_OR_RETURN(ResolvedPaths paths, ResolvePaths(options));
   auto text = ReadFile(paths.base + ".json");
   if (!text) return std::optional<BuildResult>();
@@ -229,7 +244,7 @@ Result<BuildResult> BuildImage(const BuildOptions& options) {
   auto elapsed = [&started] {
     return std::chrono::duration<double>(Clock::now() - started).count();
   };
-  SBX_ASSIGN_OR_RETURN(Recipe recipe, MakeRecipe(options.variant, options.suite));
+  SBX_ASSIGN_OR_RETURN(Recipe recipe, RecipeFor(options));
   SBX_ASSIGN_OR_RETURN(ResolvedPaths paths, ResolvePaths(options));
   SBX_TRY(MakeDirs(paths.archives_dir));
   SBX_ASSIGN_OR_RETURN(FileLock lock, LockBuild(paths.base + ".lock", options));

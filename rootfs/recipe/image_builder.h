@@ -24,6 +24,11 @@ struct BuildOptions {
   std::string state_dir;    // "" = ImageStore::DefaultStateDir()
   bool rebuild = false;     // build even when the cached archive is current
   std::string output_path;  // also copy the archive here ("" = no copy)
+  // `--pip`: requirements pip installs into the image (Recipe::pip_requirements), from a
+  // wheelhouse directory (tried first) and/or a PEP 503 index; one of them must be given.
+  std::vector<std::string> pip;
+  std::string pip_wheelhouse;
+  std::string pip_index_url;
   // Stage changes (`detail` empty) and status lines within a stage (mmdebstrap's "I: ..."
   // messages). Called from the building thread and from mmdebstrap's reader thread, possibly
   // at the same time: it must be thread-safe.

@@ -6,6 +6,7 @@
 
 #include "rootfs/digest.h"
 #include "rootfs/recipe/customize_script.h"
+#include "runtime/base/pip_requirement.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -77,6 +78,47 @@ std::string ShellQuote(std::string_view text) {
   return out + "'";
 }
 
+// The hook that pip-installs the recipe's requirements into the tree (in a chroot, with the
+// tree's own Python, as root: into /usr/local) and records what it installed, exact versions,
+// in /usr/share/mcp-sandbox/pip-freeze.txt. A wheelhouse is copied in for the install and
+// removed after. An http:// index is trusted as given: the operator named it.
+std::string PipHook(const Recipe& recipe, const MmdebstrapOptions& options) {
+  std::string hook = "set -e; ";
+  std::string sources;
+  if (!options.pip_wheelhouse.empty()) {
+    hook += "mkdir -p \"$1/tmp/wheelhouse\"; cp -a " + ShellQuote(options.pip_wheelhouse + "/.") +
+            " \"$1/tmp/wheelhouse/\"; ";
+    sources += " --find-links /tmp/wheelhouse";
+  }
+  if (options.pip_index_url.empty()) {
+    sources += " --no-index";
+  } else {
+    sources += " --index-url " + ShellQuote(options.pip_index_url);
+    if (options.pip_index_url.rfind("http://", 0) == 0) {
+      std::string host = options.pip_index_url.substr(7);
+      host = host.substr(0, host.find_first_of("/:"));
+      sources += " --trusted-host " + ShellQuote(host);
+    }
+  }
+  std::string requirements;
+  for (const auto& requirement : recipe.pip_requirements)
+    requirements += " " + ShellQuote(requirement);
+  // PIP_CONFIG_FILE=/dev/null: the build host's pip configuration stays out of the image.
+  hook +=
+      "chroot \"$1\" env HOME=/root PIP_CONFIG_FILE=/dev/null python3 -m pip install "
+      "--no-cache-dir --disable-pip-version-check --root-user-action=ignore "
+      "--break-system-packages --no-warn-script-location" +
+      sources + requirements + "; ";
+  hook += "mkdir -p \"$1/usr/share/mcp-sandbox\"; ";
+  hook +=
+      "for site in \"$1\"/usr/local/lib/python3*/dist-packages; do "
+      "chroot \"$1\" env PIP_CONFIG_FILE=/dev/null python3 -m pip list --format=freeze "
+      "--disable-pip-version-check --path \"${site#$1}\"; done "
+      "> \"$1/usr/share/mcp-sandbox/pip-freeze.txt\"; ";
+  hook += "rm -rf \"$1/tmp/wheelhouse\"";
+  return hook;
+}
+
 }  // namespace
 
 Result<ImageVariant> ParseImageVariant(std::string_view name) {
@@ -112,6 +154,23 @@ Result<Recipe> MakeRecipe(ImageVariant variant, std::string_view suite) {
   return recipe;
 }
 
+Status AddPipRequirements(Recipe& recipe, const std::vector<std::string>& requirements) {
+  for (const std::string& requirement : requirements) {
+    if (!IsPlainRequirement(requirement)) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "'{}' is not a plain requirement (a name, extras and version specifiers such "
+                  "as scikit-learn==1.6.1; no options, paths or URLs)",
+                  requirement);
+    }
+    recipe.pip_requirements.push_back(requirement);
+  }
+  if (!recipe.pip_requirements.empty() && std::find(recipe.packages.begin(), recipe.packages.end(),
+                                                    "python3-pip") == recipe.packages.end()) {
+    recipe.packages.push_back("python3-pip");
+  }
+  return {};
+}
+
 std::string RecipeHash(const Recipe& recipe) {
   // nlohmann's dump() of an object sorts keys, which makes this canonical.
   nlohmann::json doc = {
@@ -126,6 +185,8 @@ std::string RecipeHash(const Recipe& recipe) {
       {"env", recipe.env},
       {"cmd", recipe.cmd},
   };
+  // Only when there are some: the hashes (and cached archives) of plain builds stay as they were.
+  if (!recipe.pip_requirements.empty()) doc["pip_requirements"] = recipe.pip_requirements;
   return Sha256Hex(doc.dump());
 }
 
@@ -141,6 +202,8 @@ std::vector<std::string> MmdebstrapArgv(const Recipe& recipe, const MmdebstrapOp
   for (const auto& option : recipe.dpkg_options) argv.push_back("--dpkgopt=" + option);
   // mmdebstrap runs the hook with sh -c, the tree's root as $1.
   argv.push_back("--customize-hook=sh " + ShellQuote(options.hook_path) + " \"$1\"");
+  if (!recipe.pip_requirements.empty())
+    argv.push_back("--customize-hook=" + PipHook(recipe, options));
   argv.push_back(recipe.suite);
   argv.push_back(options.output);
   if (!options.mirror.empty()) argv.push_back(options.mirror);

@@ -26,6 +26,9 @@ struct Recipe {
   std::vector<std::string> packages;      // mmdebstrap --include, on top of the essential set
   std::vector<std::string> dpkg_options;  // path-exclude/path-include rules against docs
   std::string customize_script;           // the --customize-hook (rootfs/recipe/customize.sh)
+  // `image build --pip`: what pip installs into /usr/local after Debian's packages (which then
+  // include python3-pip). Part of the hash; where pip takes them from is not (as the mirror).
+  std::vector<std::string> pip_requirements;
   // The image config.
   std::string user;              // "1000:1000"
   std::string working_dir;       // "/mnt/data"
@@ -38,6 +41,10 @@ inline constexpr std::string_view kDefaultSuite = "trixie";
 // The recipe of `variant` on `suite`. The suite must look like a Debian suite or codename
 // (lowercase letters, digits, '-'); anything else fails with kInvalidArgument.
 Result<Recipe> MakeRecipe(ImageVariant variant, std::string_view suite);
+
+// Adds `image build --pip` requirements: each must be a plain requirement (IsPlainRequirement:
+// a name with extras and version specifiers; pin with == for a reproducible rebuild).
+Status AddPipRequirements(Recipe& recipe, const std::vector<std::string>& requirements);
 
 // A stable hex SHA-256 over everything that decides the image's content: suite, packages, dpkg
 // options, the customize script and the config. The mirror is not part of it (any mirror
@@ -52,6 +59,10 @@ struct MmdebstrapOptions {
                              // security for a stable codename)
   std::string hook_path;     // the customize script, written to a file by the caller
   std::string output = "-";  // "-": the tarball on stdout
+  // Where pip takes the recipe's pip_requirements from: a wheelhouse directory on the host
+  // (tried first) and/or a PEP 503 index URL. At least one when there are requirements.
+  std::string pip_wheelhouse;
+  std::string pip_index_url;
 };
 
 // The full argv ("mmdebstrap", ...) that builds `recipe` as a tarball.

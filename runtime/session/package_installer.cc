@@ -20,16 +20,6 @@ std::string Tail(const std::string& text, size_t max_bytes) {
 
 }  // namespace
 
-bool IsPlainRequirement(const std::string& spec) {
-  if (spec.empty() || spec.size() > 200 || !std::isalnum(static_cast<unsigned char>(spec[0]))) {
-    return false;
-  }
-  return std::all_of(spec.begin(), spec.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           std::string_view("._-[],=<>!~*+").find(c) != std::string_view::npos;
-  });
-}
-
 Status CheckCanInstall(const SessionConfig& config) {
   if (config.wheelhouse.empty()) {
     return Fail(ErrorCode::kInstallFailed,

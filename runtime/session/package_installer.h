@@ -7,16 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/pip_requirement.h"  // IsPlainRequirement, for its callers too
 #include "runtime/base/result.h"
 #include "runtime/run.h"
 #include "runtime/session/session_manager.h"
 
 namespace sandbox {
-
-// A requirement like "pandas", "scikit-learn==1.5.0", "requests[socks]>=2,<3": letters, digits
-// and . _ - [ ] , = < > ! ~ * +, starting with a letter or digit. Anything else (spaces, quotes,
-// options such as --index-url) is refused before it reaches a shell.
-bool IsPlainRequirement(const std::string& spec);
 
 // Whether this server has anything to install from (kInstallFailed, saying what to do, when not):
 // for callers that refuse before they make a session for an install.

@@ -1,6 +1,7 @@
 #!/bin/sh
 # fresh_root.sh make DIR        : a fresh minimal Debian bookworm root in DIR, unpacked from a
-#                                 tarball that mmdebstrap makes once (cached beside DIR)
+#                                 tarball that mmdebstrap makes once (cached in $FRESH_ROOT_CACHE,
+#                                 default beside DIR)
 # fresh_root.sh enter DIR CMD...: runs CMD as root inside DIR as its own mount root (a mount
 #                                 namespace, pivot_root, a fresh /proc, the host's /sys and /dev)
 #
@@ -14,11 +15,14 @@ case $verb in
   make)
     # minbase plus what the CI recipe's runner has: sudo, jq, CA certificates.
     packages=sudo,jq,ca-certificates
-    tarball=$(dirname "$dir")/bookworm-minbase-$(echo "$packages" | sha256sum | cut -c1-12).tar
+    cache=${FRESH_ROOT_CACHE:-$(dirname "$dir")}
+    mkdir -p "$cache"
+    tarball=$cache/bookworm-minbase-$(echo "$packages" | sha256sum | cut -c1-12).tar
     if [ ! -s "$tarball" ]; then
-      mmdebstrap --quiet --variant=minbase --include="$packages" bookworm "$tarball.tmp" \
-        http://deb.debian.org/debian
-      mv "$tarball.tmp" "$tarball"
+      # mmdebstrap picks the output format from the name: keep ".tar" at the end.
+      mmdebstrap --quiet --variant=minbase --include="$packages" bookworm \
+        "${tarball%.tar}.partial.tar" http://deb.debian.org/debian
+      mv "${tarball%.tar}.partial.tar" "$tarball"
     fi
     rm -rf "$dir"
     mkdir -p "$dir"

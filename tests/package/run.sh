@@ -11,6 +11,7 @@ root=$(cd "$here/../.." && pwd)
 source "$root/tools/lib/common.sh"
 work=$BUILD_DIR/package-test
 mkdir -p "$work"
+export FRESH_ROOT_CACHE=$work  # one mmdebstrap run, shared by the tests below and later runs
 case_file=$root/tools/lib/junit_case.py
 record() {  # record NAME DESCRIPTION RC LOG
   python3 "$case_file" "$results/package-$1.xml" package "$2" "$3" "$4"

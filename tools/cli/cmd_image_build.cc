@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -28,6 +29,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kUsage =
     R"(usage: mcp-sandbox image build [--variant default|small] [--suite SUITE] [--name NAME]
                                 [--mirror URL] [--output FILE] [--rebuild]
+                                [--pip REQ... [--index-url URL] [--wheelhouse DIR]]
 
 Builds the sandbox's Python image from Debian packages with mmdebstrap (no Docker, no PyPI)
 and imports it into the image store. The OCI archive is kept in STATE_DIR/archives for the
@@ -41,6 +43,13 @@ Docker backend and for the next build; a build whose recipe has not changed does
   --mirror URL  Debian mirror (default deb.debian.org, with updates and security)
   --output F    also write the archive to F (loadable with docker load, skopeo, podman)
   --rebuild     build again even when the archive and the stored image are current
+  --pip REQ     also pip-install REQ into the image (repeatable, or comma-separated), for
+                what Debian does not package, e.g. pyarrow==18.1.0; pin with == so a rebuild
+                gives the same image. Recorded in the recipe (a changed list rebuilds) and,
+                exact versions, in /usr/share/mcp-sandbox/pip-freeze.txt in the image
+  --index-url U the package index for --pip (default: $SANDBOX_INDEX_URL), e.g.
+                https://pypi.org/simple or a devpi/Nexus/Artifactory mirror
+  --wheelhouse D a directory of wheels for --pip, tried first (default: $SANDBOX_WHEELHOUSE)
   --state-dir D the image store (default: $SANDBOX_STATE_DIR, /var/lib/mcp-sandbox as root)
 
 Runs as root (mmdebstrap --mode=root) or as a user with subordinate ids (--mode=unshare).
@@ -48,6 +57,7 @@ Runs as root (mmdebstrap --mode=root) or as a user with subordinate ids (--mode=
 example:
   mcp-sandbox image build                       # the default image, about 70 s
   mcp-sandbox image build --variant small --output /tmp/python-small.tar
+  mcp-sandbox image build --name python-arrow --pip pyarrow==18.1.0 --index-url https://pypi.org/simple
 )";
 
 // Stage lines and one self-overwriting status line on a terminal; nothing otherwise.
@@ -116,6 +126,9 @@ int ParseBuildFlags(const std::vector<std::string>& args, CommandFlags* flags) {
       {"--name", &flags->options.name},
       {"--mirror", &flags->options.mirror},
       {"--output", &flags->options.output_path},
+      {"--pip", nullptr},
+      {"--index-url", &flags->options.pip_index_url},
+      {"--wheelhouse", &flags->options.pip_wheelhouse},
       // The caller opened the store from it (tools/cli/cmd_image.cc); accepted here too.
       {"--state-dir", &flags->state_dir},
   };
@@ -148,7 +161,23 @@ int ParseBuildFlags(const std::vector<std::string>& args, CommandFlags* flags) {
       if (i + 1 >= args.size()) return usage_error("flag " + flag + " needs a value");
       value = args[++i];
     }
-    if (flag == "--variant") {
+    if (flag == "--pip") {
+      // Comma-separated lists too; a requirement never holds a comma outside its specifiers,
+      // so "a>=1,<2" is split at the comma only where a name follows.
+      size_t start = 0;
+      while (start <= value->size()) {
+        size_t comma = value->find(',', start);
+        while (comma != std::string::npos && comma + 1 < value->size() &&
+               std::string_view("<>=!~").find((*value)[comma + 1]) != std::string_view::npos) {
+          comma = value->find(',', comma + 1);
+        }
+        std::string item =
+            value->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (!item.empty()) flags->options.pip.push_back(item);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (flag == "--variant") {
       auto variant = ParseImageVariant(*value);
       if (!variant) return usage_error(variant.error().message);
       flags->options.variant = *variant;
@@ -156,8 +185,25 @@ int ParseBuildFlags(const std::vector<std::string>& args, CommandFlags* flags) {
       *it->second = *value;
     }
   }
-  if (auto recipe = MakeRecipe(flags->options.variant, flags->options.suite); !recipe) {
-    return usage_error(recipe.error().message);
+  // The environment's index and wheelhouse, as serve reads them, when no flag names one.
+  for (auto [variable, field] : {std::pair{"SANDBOX_INDEX_URL", &flags->options.pip_index_url},
+                                 std::pair{"SANDBOX_WHEELHOUSE", &flags->options.pip_wheelhouse}}) {
+    const char* env = std::getenv(variable);
+    if (field->empty() && env != nullptr) *field = env;
+  }
+  auto recipe = MakeRecipe(flags->options.variant, flags->options.suite);
+  if (!recipe) return usage_error(recipe.error().message);
+  if (auto added = AddPipRequirements(*recipe, flags->options.pip); !added) {
+    return usage_error(added.error().message);
+  }
+  if (!flags->options.pip.empty() && flags->options.pip_index_url.empty() &&
+      flags->options.pip_wheelhouse.empty()) {
+    return usage_error(
+        "--pip needs somewhere to install from: --index-url (or SANDBOX_INDEX_URL) or "
+        "--wheelhouse (or SANDBOX_WHEELHOUSE)");
+  }
+  if (!flags->options.pip_wheelhouse.empty() && flags->options.pip_wheelhouse[0] != '/') {
+    return usage_error("--wheelhouse must be an absolute path");
   }
   if (!flags->options.name.empty()) {
     if (auto valid = ValidateImageName(flags->options.name); !valid) {
