@@ -120,5 +120,42 @@ TEST_CASE("mmdebstrap argv: mode, variant, includes, doc excludes, hook, suite, 
   CHECK(argv.back() == "http://mirror.example/debian");
 }
 
+TEST_CASE("image build --pip: plain requirements only, in the hash, installed by a hook",
+          "[unit]") {
+  auto recipe = MakeRecipe(ImageVariant::kSmall, "trixie");
+  REQUIRE(recipe);
+  const std::string plain_hash = RecipeHash(*recipe);
+  CHECK_FALSE(AddPipRequirements(*recipe, {"-e", "x"}));
+  CHECK_FALSE(AddPipRequirements(*recipe, {"git+https://example.org/x"}));
+  CHECK_FALSE(AddPipRequirements(*recipe, {"a; rm -rf /"}));
+  REQUIRE(AddPipRequirements(*recipe, {"pyarrow==18.1.0", "requests[socks]>=2,<3"}));
+  CHECK(Contains(recipe->packages, "python3-pip"));
+  CHECK(RecipeHash(*recipe) != plain_hash);
+
+  MmdebstrapOptions options;
+  options.hook_path = "/tmp/customize.sh";
+  options.pip_index_url = "http://mirror.lan:3141/root/pypi/+simple/";
+  auto argv = MmdebstrapArgv(*recipe, options);
+  auto hook = std::find_if(argv.begin(), argv.end(), [](const std::string& arg) {
+    return arg.rfind("--customize-hook=", 0) == 0 && arg.find("pip install") != std::string::npos;
+  });
+  REQUIRE(hook != argv.end());
+  CHECK(hook->find("'pyarrow==18.1.0' 'requests[socks]>=2,<3'") != std::string::npos);
+  CHECK(hook->find("--index-url 'http://mirror.lan:3141/root/pypi/+simple/'") != std::string::npos);
+  CHECK(hook->find("--trusted-host 'mirror.lan'") != std::string::npos);
+  CHECK(hook->find("PIP_CONFIG_FILE=/dev/null") != std::string::npos);
+  CHECK(hook->find("--no-index") == std::string::npos);
+
+  options.pip_index_url.clear();
+  options.pip_wheelhouse = "/srv/wheels";
+  argv = MmdebstrapArgv(*recipe, options);
+  hook = std::find_if(argv.begin(), argv.end(), [](const std::string& arg) {
+    return arg.find("pip install") != std::string::npos;
+  });
+  REQUIRE(hook != argv.end());
+  CHECK(hook->find("--find-links /tmp/wheelhouse --no-index") != std::string::npos);
+  CHECK(hook->find("'/srv/wheels/.'") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace sandbox::rootfs
