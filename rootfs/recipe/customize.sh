@@ -114,6 +114,12 @@ if [ -e "$root/usr/share/mcp-sandbox/matplotlib" ]; then
   run_as_sandbox python3 -c '
 import numpy, numpy.testing, pandas, scipy.stats, scipy.sparse, scipy.optimize, seaborn
 import openpyxl, reportlab.pdfgen.canvas, reportlab.platypus, pip, venv
+import sklearn.linear_model, statsmodels.api, sympy, networkx, nltk, xarray, h5py, joblib
+import plotly.graph_objects, PIL.Image, imageio, skimage, cv2, soundfile
+import xlsxwriter, xlrd, docx, pypdf, tabulate, jinja2, bs4, lxml.etree
+import requests, urllib3, aiohttp, tornado, orjson, pytz, IPython, pytest
+import numba
+assert numba.njit(lambda x: x + 1)(1) == 2
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots()
 ax.set_title("smoke test")
