@@ -24,7 +24,7 @@ const std::vector<std::string> kDefaultPackages = {
     "python3-pip",
     "python3-venv",
     // Arrays, tables and numerics. h5py and xarray read HDF5 and netCDF-like data; numba
-    // brings LLVM (llvmlite, about 130 MB of the image).
+    // brings LLVM 19 and its tools (240 MiB of the image).
     "python3-numpy",
     "python3-pandas",
     "python3-scipy",
@@ -40,7 +40,10 @@ const std::vector<std::string> kDefaultPackages = {
     "python3-networkx",
     "python3-nltk",
     // Plots and images. fonts-dejavu-core: matplotlib's default font (DejaVu Sans), so plots
-    // render text. plotly writes HTML (no kaleido in Debian, so no static export).
+    // render text. plotly writes HTML (no kaleido in Debian, so no static export). Debian's one
+    // OpenCV has every backend: python3-opencv brings 800 MiB (VTK, Qt, GDAL, FFmpeg, ROCm),
+    // 44% of the image. For a smaller one, drop it here and cv2 from customize.sh's smoke test
+    // and tests/cli/batteries_import_test.sh.
     "python3-matplotlib",
     "python3-seaborn",
     "python3-plotly",
