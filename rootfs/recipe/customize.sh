@@ -85,14 +85,14 @@ fi
 
 # --- Trims. dpkg's path-exclude already kept docs, man pages, info and translations out; what
 # is left: the test suites inside Python packages (~150 MB, never imported at run time except
-# numpy/_core/tests, which numpy.testing imports and scipy imports numpy.testing), logs,
-# caches and leftovers. Byte-compiled __pycache__ stays: the rootfs is read-only and
+# numpy/_core/tests, which numpy.testing imports and scipy imports numpy.testing, and h5py's,
+# which Debian's h5py/__init__.py imports), logs, caches and leftovers. Byte-compiled __pycache__ stays: the rootfs is read-only and
 # PYTHONDONTWRITEBYTECODE is set, so without it every session would recompile every import
 # (measured: importing numpy, pandas, matplotlib, scipy and seaborn takes 1.7 s with it, 4.5 s
 # without).
 if [ -d usr/lib/python3/dist-packages ]; then
   find usr/lib/python3/dist-packages -depth -type d -name tests \
-    ! -path '*/numpy/_core/tests' -exec rm -rf {} +
+    ! -path '*/numpy/_core/tests' ! -path '*/h5py/_debian_h5py_*/tests' -exec rm -rf {} +
 fi
 rm -rf usr/share/man usr/share/info usr/share/lintian usr/share/linda
 find usr/share/doc -mindepth 1 ! -type d ! -name copyright -delete 2>/dev/null || true
@@ -111,9 +111,24 @@ if [ -e "$root/usr/share/mcp-sandbox/matplotlib" ]; then
   rm -rf "$root/tmp/matplotlib"
   # sitecustomize seeds the font list before any import.
   run_as_sandbox python3 -c 'import os, sys; sys.exit(not os.listdir("/tmp/matplotlib"))'
+  # Every module is tried, so one build names every module that does not import.
   run_as_sandbox python3 -c '
-import numpy, numpy.testing, pandas, scipy.stats, scipy.sparse, scipy.optimize, seaborn
-import openpyxl, reportlab.pdfgen.canvas, reportlab.platypus, pip, venv
+import importlib, sys
+failed = []
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as error:
+        failed.append("%s: %s: %s" % (name, type(error).__name__, error))
+sys.exit("smoke test: cannot import " + "; ".join(failed) if failed else 0)
+' numpy numpy.testing pandas scipy.stats scipy.sparse scipy.optimize seaborn openpyxl \
+    reportlab.pdfgen.canvas reportlab.platypus pip venv sklearn.linear_model statsmodels.api \
+    sympy networkx nltk xarray h5py joblib numba plotly.graph_objects PIL.Image imageio skimage \
+    cv2 soundfile xlsxwriter xlrd docx pypdf tabulate jinja2 bs4 lxml.etree requests urllib3 \
+    aiohttp tornado orjson pytz IPython pytest
+  run_as_sandbox python3 -c '
+import numba
+assert numba.njit(lambda x: x + 1)(1) == 2
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots()
 ax.set_title("smoke test")

@@ -15,12 +15,67 @@ namespace {
 // (for example the layer writer), so cached archives are rebuilt.
 constexpr int kRecipeFormat = 1;
 
-// The scientific stack of the default image, all from Debian (no PyPI at build time).
-// fonts-dejavu-core: matplotlib's default font (DejaVu Sans), so plots render text.
+// The default image: what a model reaches for in a data session (issue #16), and every package
+// of E2B's code-interpreter template that Debian ships (the README has the side-by-side table).
+// All from Debian (no PyPI at build time). mmdebstrap installs no Recommends unless told to, so
+// each of these brings its Depends only.
 const std::vector<std::string> kDefaultPackages = {
-    "python3",         "python3-numpy", "python3-pandas",    "python3-matplotlib",
-    "python3-seaborn", "python3-scipy", "python3-openpyxl",  "python3-reportlab",
-    "python3-pip",     "python3-venv",  "fonts-dejavu-core",
+    // Python, and pip and venv for a session's own installs (into /tmp/.local).
+    "python3",
+    "python3-pip",
+    "python3-venv",
+    // Arrays, tables and numerics. h5py and xarray read HDF5 and netCDF-like data; numba
+    // brings LLVM 19 and its tools (240 MiB of the image).
+    "python3-numpy",
+    "python3-pandas",
+    "python3-scipy",
+    "python3-xarray",
+    "python3-h5py",
+    "python3-numba",
+    "python3-joblib",
+    // Statistics, machine learning, symbolic maths, graphs, text. nltk comes without its corpora
+    // (nltk.download needs the network a sandbox does not have).
+    "python3-sklearn",
+    "python3-statsmodels",
+    "python3-sympy",
+    "python3-networkx",
+    "python3-nltk",
+    // Plots and images. fonts-dejavu-core: matplotlib's default font (DejaVu Sans), so plots
+    // render text. plotly writes HTML (no kaleido in Debian, so no static export). Debian's one
+    // OpenCV has every backend: python3-opencv brings 800 MiB (VTK, Qt, GDAL, FFmpeg, ROCm),
+    // 44% of the image. For a smaller one, drop it here and cv2 from customize.sh's smoke test
+    // and tests/cli/batteries_import_test.sh.
+    "python3-matplotlib",
+    "python3-seaborn",
+    "python3-plotly",
+    "fonts-dejavu-core",
+    "python3-pil",
+    "python3-imageio",
+    "python3-skimage",
+    "python3-opencv",
+    "python3-soundfile",
+    // Office documents and reports, in and out.
+    "python3-openpyxl",
+    "python3-xlsxwriter",
+    "python3-xlrd",
+    "python3-docx",
+    "python3-reportlab",
+    "python3-pypdf",
+    "python3-tabulate",
+    "python3-jinja2",
+    // HTML, XML, JSON and HTTP client APIs (a session has no network; they parse saved pages and
+    // uploaded files, and code written for them imports).
+    "python3-bs4",
+    "python3-lxml",
+    "python3-requests",
+    "python3-urllib3",
+    "python3-aiohttp",
+    "python3-tornado",
+    "python3-orjson",
+    "python3-tz",
+    // Tools: an interactive shell and the test runner models write tests for.
+    "python3-ipython",
+    "python3-pytest",
 };
 
 // dpkg drops these paths while unpacking every package (see dpkg(1) --path-exclude), so docs,

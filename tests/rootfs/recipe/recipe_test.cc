@@ -26,7 +26,7 @@ TEST_CASE("variant names parse both ways and map to store names", "[unit]") {
   CHECK(DefaultImageName(ImageVariant::kSmall) == "python-small");
 }
 
-TEST_CASE("the default recipe has the scientific stack, small has python3 only", "[unit]") {
+TEST_CASE("the default recipe has the batteries, small has python3 only", "[unit]") {
   auto full = MakeRecipe(ImageVariant::kDefault, "trixie");
   REQUIRE(full);
   for (const char* package :
@@ -35,6 +35,19 @@ TEST_CASE("the default recipe has the scientific stack, small has python3 only",
         "fonts-dejavu-core"}) {
     CHECK(Contains(full->packages, package));
   }
+  // Issue #16's list: what models reach for.
+  for (const char* package :
+       {"python3-sklearn", "python3-statsmodels", "python3-sympy", "python3-plotly", "python3-bs4",
+        "python3-lxml", "python3-requests", "python3-xlsxwriter", "python3-docx", "python3-pil",
+        "python3-networkx", "python3-tabulate", "python3-pypdf", "python3-jinja2", "python3-h5py",
+        "python3-xarray"}) {
+    INFO(package);
+    CHECK(Contains(full->packages, package));
+  }
+  // No package twice: the list is the recipe hash's input, and a duplicate hides a typo.
+  std::vector<std::string> sorted = full->packages;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
   auto small = MakeRecipe(ImageVariant::kSmall, "trixie");
   REQUIRE(small);
   CHECK(small->packages == std::vector<std::string>{"python3"});
