@@ -56,8 +56,11 @@ Tool MakeRunPythonTool(const ContextPtr& context) {
       "to /mnt/data).\n"
       "- Each run is limited to {} s (timeout_s); stdout and stderr are kept up to {} each. "
       "There is no network access.\n"
-      "- The default image has numpy, pandas, matplotlib, seaborn, scipy, openpyxl and "
-      "reportlab. A Python exception gives exit_code 1 and the traceback in stderr; the session "
+      "- The default image has numpy, pandas, matplotlib, seaborn, scipy, scikit-learn, "
+      "statsmodels, sympy, plotly, networkx, xarray, h5py, numba, scikit-image, opencv (cv2), "
+      "pillow, requests, beautifulsoup4, lxml, openpyxl, xlsxwriter, xlrd, python-docx, pypdf, "
+      "reportlab, tabulate, jinja2 and nltk (no corpora). A Python exception gives exit_code 1 and "
+      "the traceback in stderr; the session "
       "stays usable. fresh=true runs in a new interpreter process.",
       context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes));
   tool.input_schema =

@@ -25,7 +25,8 @@ Status CheckCanInstall(const SessionConfig& config) {
     return Fail(ErrorCode::kInstallFailed,
                 "this server has no wheelhouse (SANDBOX_WHEELHOUSE), and sandboxes have no "
                 "network, so packages cannot be installed. Use what the image provides (numpy, "
-                "pandas, matplotlib, seaborn, scipy, openpyxl, reportlab), or ask the operator to "
+                "pandas, matplotlib, scikit-learn, statsmodels, scipy, plotly, opencv and more), "
+                "or ask the operator to "
                 "set SANDBOX_WHEELHOUSE to a directory of wheels.");
   }
   return {};

@@ -35,8 +35,9 @@ Builds the sandbox's Python image from Debian packages with mmdebstrap (no Docke
 and imports it into the image store. The OCI archive is kept in STATE_DIR/archives for the
 Docker backend and for the next build; a build whose recipe has not changed does nothing.
 
-  --variant V   default: python3 with numpy, pandas, matplotlib, seaborn, scipy, openpyxl,
-                reportlab, pip and venv (store name "python"); small: python3 only
+  --variant V   default: python3 with a batteries-included data stack from Debian (numpy,
+                pandas, matplotlib, scikit-learn, statsmodels, sympy, plotly, opencv, ...;
+                the README lists them; store name "python"); small: python3 only
                 ("python-small", for tests)
   --suite S     Debian suite (default trixie, Python 3.13)
   --name N      store name (default: python or python-small)
@@ -55,7 +56,7 @@ Docker backend and for the next build; a build whose recipe has not changed does
 Runs as root (mmdebstrap --mode=root) or as a user with subordinate ids (--mode=unshare).
 
 example:
-  mcp-sandbox image build                       # the default image, about 70 s
+  mcp-sandbox image build                       # the default image, a few minutes
   mcp-sandbox image build --variant small --output /tmp/python-small.tar
   mcp-sandbox image build --name python-arrow --pip pyarrow==18.1.0 --index-url https://pypi.org/simple
 )";
