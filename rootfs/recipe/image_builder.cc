@@ -115,19 +115,6 @@ Result<std::string> MakeTempDir(const std::string& pattern_prefix) {
   return pattern;
 }
 
-// The recipe of `options`: the variant's, plus any --pip requirements.
-Result<Recipe> RecipeFor(const BuildOptions& options) {
-  SBX_ASSIGN_OR_RETURN(Recipe recipe, MakeRecipe(options.variant, options.suite));
-  SBX_TRY(AddPipRequirements(recipe, options.pip));
-  if (!recipe.pip_requirements.empty() && options.pip_wheelhouse.empty() &&
-      options.pip_index_url.empty()) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "--pip needs somewhere to install from: --index-url (or SANDBOX_INDEX_URL) or "
-                "--wheelhouse (or SANDBOX_WHEELHOUSE)");
-  }
-  return recipe;
-}
-
 void Report(const BuildOptions& options, std::string_view stage, std::string_view detail = {}) {
   if (options.progress) options.progress(stage, detail);
 }
@@ -190,6 +177,18 @@ Status WriteArchive(const Recipe& recipe, const Blob& layer, const std::string& 
 }
 
 }  // namespace
+
+Result<Recipe> RecipeFor(const BuildOptions& options) {
+  SBX_ASSIGN_OR_RETURN(Recipe recipe, MakeRecipe(options.variant, options.suite));
+  SBX_TRY(AddPipRequirements(recipe, options.pip));
+  if (!recipe.pip_requirements.empty() && options.pip_wheelhouse.empty() &&
+      options.pip_index_url.empty()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "--pip needs somewhere to install from: --index-url (or SANDBOX_INDEX_URL) or "
+                "--wheelhouse (or SANDBOX_WHEELHOUSE)");
+  }
+  return recipe;
+}
 
 Status ValidateImageName(std::string_view name) {
   bool ok = !name.empty() && name.size() <= 64 && name.front() != '.' && name.front() != '-';

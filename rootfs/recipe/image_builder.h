@@ -35,6 +35,10 @@ struct BuildOptions {
   std::function<void(std::string_view stage, std::string_view detail)> progress;
 };
 
+// The recipe `options` build: the variant's, plus any --pip requirements (each a plain
+// requirement, with a wheelhouse or an index to take them from). The command line's check.
+Result<Recipe> RecipeFor(const BuildOptions& options);
+
 struct BuildResult {
   std::string name;           // store name: "python"
   std::string reference;      // docker tag: "mcp-sandbox/python:latest"

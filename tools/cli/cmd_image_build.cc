@@ -192,16 +192,8 @@ int ParseBuildFlags(const std::vector<std::string>& args, CommandFlags* flags) {
     const char* env = std::getenv(variable);
     if (field->empty() && env != nullptr) *field = env;
   }
-  auto recipe = MakeRecipe(flags->options.variant, flags->options.suite);
-  if (!recipe) return usage_error(recipe.error().message);
-  if (auto added = AddPipRequirements(*recipe, flags->options.pip); !added) {
-    return usage_error(added.error().message);
-  }
-  if (!flags->options.pip.empty() && flags->options.pip_index_url.empty() &&
-      flags->options.pip_wheelhouse.empty()) {
-    return usage_error(
-        "--pip needs somewhere to install from: --index-url (or SANDBOX_INDEX_URL) or "
-        "--wheelhouse (or SANDBOX_WHEELHOUSE)");
+  if (auto recipe = RecipeFor(flags->options); !recipe) {
+    return usage_error(recipe.error().message);
   }
   if (!flags->options.pip_wheelhouse.empty() && flags->options.pip_wheelhouse[0] != '/') {
     return usage_error("--wheelhouse must be an absolute path");
