@@ -11,7 +11,6 @@
 // usage: http_load_bench URL [--sessions N] [--calls M] [--warmup W] [--idle K]
 //        (BENCH_DUMP=FILE: raw samples)
 #include <arpa/inet.h>
-#include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -29,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/bench_stats.h"
+#include "tests/support/mcp_http_client.h"
 
 namespace {
 
@@ -37,75 +37,8 @@ using sandbox::testing::BenchClock;
 using sandbox::testing::Ms;
 using sandbox::testing::Percentile;
 
-struct Url {
-  std::string host;
-  int port = 0;
-  std::string path;
-};
-
-bool ParseUrl(const std::string& url, Url* out) {
-  const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0) return false;
-  std::string rest = url.substr(scheme.size());
-  size_t slash = rest.find('/');
-  size_t colon = rest.find(':');
-  if (slash == std::string::npos || colon == std::string::npos || colon > slash) return false;
-  out->host = rest.substr(0, colon);
-  out->port = std::atoi(rest.substr(colon + 1, slash - colon - 1).c_str());
-  out->path = rest.substr(slash);
-  return out->port > 0;
-}
-
-// One MCP client: a keep-alive connection and its Mcp-Session-Id.
-class Client {
- public:
-  explicit Client(const Url& url) : http_(url.host, url.port), path_(url.path) {
-    http_.set_keep_alive(true);
-    http_.set_tcp_nodelay(true);  // headers and body go in two writes: no Nagle wait between
-    http_.set_read_timeout(120, 0);
-  }
-
-  // The JSON-RPC response to `method` (the last `data:` line of an SSE reply), or null.
-  json Request(const std::string& method, json params) {
-    json body = {
-        {"jsonrpc", "2.0"}, {"id", next_id_++}, {"method", method}, {"params", std::move(params)}};
-    return Post(body.dump());
-  }
-
-  bool Notify(const std::string& method) {
-    json body = {{"jsonrpc", "2.0"}, {"method", method}};
-    Post(body.dump());
-    return ok_;
-  }
-
- private:
-  json Post(const std::string& payload) {
-    httplib::Headers headers = {{"Accept", "application/json, text/event-stream"}};
-    if (!session_.empty()) {
-      headers.emplace("Mcp-Session-Id", session_);
-      headers.emplace("MCP-Protocol-Version", "2025-11-25");
-    }
-    auto response = http_.Post(path_, headers, payload, "application/json");
-    ok_ = response && response->status / 100 == 2;
-    if (!ok_) return nullptr;
-    if (response->has_header("Mcp-Session-Id")) {
-      session_ = response->get_header_value("Mcp-Session-Id");
-    }
-    std::string body = response->body;
-    if (response->get_header_value("Content-Type").rfind("text/event-stream", 0) == 0) {
-      size_t at = body.rfind("data: ");
-      if (at == std::string::npos) return nullptr;
-      body = body.substr(at + 6, body.find('\n', at) - at - 6);
-    }
-    return json::parse(body, nullptr, /*allow_exceptions=*/false);
-  }
-
-  httplib::Client http_;
-  std::string path_;
-  std::string session_;
-  int next_id_ = 1;
-  bool ok_ = false;
-};
+using Url = sandbox::testing::HttpUrl;
+using Client = sandbox::testing::McpHttpClient;
 
 bool CallOk(const json& response) {
   if (!response.is_object() || !response.contains("result")) return false;
@@ -176,7 +109,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   Url url;
-  if (!ParseUrl(argv[1], &url)) {
+  if (!sandbox::testing::ParseHttpUrl(argv[1], &url)) {
     std::fprintf(stderr, "http_load_bench: not an http://HOST:PORT/PATH URL: %s\n", argv[1]);
     return 2;
   }
@@ -208,12 +141,7 @@ int main(int argc, char** argv) {
   for (int s = 0; s < sessions; ++s) {
     threads.emplace_back([&, s] {
       Client client(url);
-      json init = client.Request("initialize",
-                                 {{"protocolVersion", "2025-11-25"},
-                                  {"capabilities", json::object()},
-                                  {"clientInfo", {{"name", "http_load_bench"}, {"version", "1"}}}});
-      bool set_up =
-          init.is_object() && init.contains("result") && client.Notify("notifications/initialized");
+      bool set_up = client.Initialize("http_load_bench");
       // The first call creates the session (its sandbox start is not a warm call).
       json first = set_up ? client.Request("tools/call", {{"name", "sandbox_run_python"},
                                                           {"arguments", {{"code", "print(1)"}}}})
