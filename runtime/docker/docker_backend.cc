@@ -25,10 +25,12 @@ uint64_t UintAt(const nlohmann::json& object, const nlohmann::json::json_pointer
 
 class DockerSandbox : public Sandbox {
  public:
-  DockerSandbox(std::shared_ptr<EngineClient> engine, std::string id, std::string session_id,
-                std::unique_ptr<AttachStream> stream, EnforcedLimits limits,
-                std::optional<ContainerCgroupPaths> cgroup, int64_t started_unix)
+  DockerSandbox(std::shared_ptr<EngineClient> engine, std::shared_ptr<RemovalBacklog> backlog,
+                std::string id, std::string session_id, std::unique_ptr<AttachStream> stream,
+                EnforcedLimits limits, std::optional<ContainerCgroupPaths> cgroup,
+                int64_t started_unix)
       : engine_(std::move(engine)),
+        backlog_(std::move(backlog)),
         id_(std::move(id)),
         session_id_(std::move(session_id)),
         stream_(std::move(stream)),
@@ -39,8 +41,9 @@ class DockerSandbox : public Sandbox {
   ~DockerSandbox() override {
     // DELETE ?force=1 kills what still runs; the attach stream then ends.
     if (auto removed = engine_->RemoveContainer(id_); !removed) {
-      spdlog::error("session {}: remove container {}: {}", session_id_, id_.substr(0, 12),
-                    removed.error().message);
+      spdlog::error("session {}: remove container {}: {} (retried before the next start)",
+                    session_id_, id_.substr(0, 12), removed.error().message);
+      backlog_->Add(id_);
     }
   }
 
@@ -80,6 +83,7 @@ class DockerSandbox : public Sandbox {
 
  private:
   std::shared_ptr<EngineClient> engine_;
+  std::shared_ptr<RemovalBacklog> backlog_;
   std::string id_;
   std::string session_id_;
   std::unique_ptr<AttachStream> stream_;
@@ -91,19 +95,21 @@ class DockerSandbox : public Sandbox {
 // Removes a half-made container unless released.
 class ContainerGuard {
  public:
-  ContainerGuard(const EngineClient& engine, std::string id)
-      : engine_(engine), id_(std::move(id)) {}
+  ContainerGuard(const EngineClient& engine, RemovalBacklog& backlog, std::string id)
+      : engine_(engine), backlog_(backlog), id_(std::move(id)) {}
   ~ContainerGuard() {
     if (id_.empty()) return;
     if (auto removed = engine_.RemoveContainer(id_); !removed) {
       spdlog::error("remove half-made container {}: {}", id_.substr(0, 12),
                     removed.error().message);
+      backlog_.Add(id_);
     }
   }
   void Release() { id_.clear(); }
 
  private:
   const EngineClient& engine_;
+  RemovalBacklog& backlog_;
   std::string id_;
 };
 
@@ -132,6 +138,11 @@ DockerBackend::DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackend
       usage_from_engine_api_(options.usage_from_engine_api) {
   owner_.process = options.owner.empty() ? CurrentOwner() : options.owner;
   owner_.host = options.host.empty() ? local_.host : options.host;
+}
+
+DockerBackend::~DockerBackend() {
+  // Sessions are gone by now; what the daemon refused to remove then gets one more try.
+  if (backlog_->size() > 0) backlog_->Retry(*engine_);
 }
 
 Status DockerBackend::EnsureImage(const std::string& image, const std::string& archive) {
@@ -178,6 +189,8 @@ Result<std::string> DockerBackend::EnsureImage(const std::string& image, const s
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
   auto t0 = Clock::now();
+  // The daemon answers again after a failed removal (it was down): remove those first.
+  if (backlog_->size() > 0) backlog_->Retry(*engine_);
   SBX_ASSIGN_OR_RETURN(
       const std::string image,
       EnsureImage(spec.docker.reference.empty() ? spec.image_name : spec.docker.reference,
@@ -190,7 +203,7 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
       CreatedContainer created,
       engine_->CreateContainer(container.name, CreateContainerBody(container))
           .map_error([](Error e) { return std::move(e).Context("create container"); }));
-  ContainerGuard guard(*engine_, created.id);
+  ContainerGuard guard(*engine_, *backlog_, created.id);
   for (const std::string& warning : created.warnings) {
     spdlog::warn("session {}: Docker: {}", spec.session_id, warning);
   }
@@ -231,7 +244,7 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
       "start {:.1f} ms, inspect {:.1f} ms",
       spec.session_id, created.id.substr(0, 12), Millis(t1 - t0).count(), Millis(t2 - t1).count(),
       Millis(t3 - t2).count(), Millis(t4 - t3).count(), Millis(Clock::now() - t4).count());
-  return std::unique_ptr<Sandbox>(new DockerSandbox(engine_, created.id, spec.session_id,
+  return std::unique_ptr<Sandbox>(new DockerSandbox(engine_, backlog_, created.id, spec.session_id,
                                                     std::move(stream), std::move(limits),
                                                     std::move(cgroup), started_unix));
 }

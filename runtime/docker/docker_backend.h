@@ -16,6 +16,7 @@
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/engine_client.h"
 #include "runtime/docker/owner.h"
+#include "runtime/docker/removal_backlog.h"
 
 namespace sandbox::docker {
 
@@ -36,6 +37,8 @@ class DockerBackend : public Backend {
   // Connects to the daemon and negotiates the API version. Fails with kSandboxUnavailable,
   // saying why, when no usable daemon answers (for doctor and the automatic backend choice).
   static Result<std::unique_ptr<DockerBackend>> Connect(DockerBackendOptions options = {});
+
+  ~DockerBackend() override;
 
   std::string name() const override { return "docker"; }
   // Ensures the image (loading spec.docker.archive, or the archive spec.docker.source
@@ -66,6 +69,8 @@ class DockerBackend : public Backend {
   DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackendOptions options);
 
   std::shared_ptr<EngineClient> engine_;
+  // Shared with the sandboxes, whose removal may fail after the backend's last start.
+  std::shared_ptr<RemovalBacklog> backlog_ = std::make_shared<RemovalBacklog>();
   ContainerOwner owner_;
   LocalIdentity local_;
   std::string seccomp_profile_json_;

@@ -80,24 +80,40 @@ struct SessionManager::Session {
 // destruction.
 class SessionManager::BusyLease {
  public:
-  BusyLease(std::shared_ptr<Session> session, const SessionManager& manager)
+  BusyLease(std::shared_ptr<Session> session, SessionManager& manager)
       : session_(std::move(session)), manager_(&manager) {}
   BusyLease(BusyLease&&) noexcept = default;
   BusyLease& operator=(BusyLease&&) = delete;
   BusyLease(const BusyLease&) = delete;
   ~BusyLease() {
-    if (session_) {
-      session_->Touch(manager_->Now());
-      session_->busy = false;
+    if (!session_) return;
+    session_->Touch(manager_->Now());
+    // An agent that stopped answering (stopped, hung) or whose stream broke serves nothing
+    // more: the session is closed, not left listed as idle and failing every call.
+    if (!session_->closed) {
+      if (std::string why = session_->agent->broken_reason(); !why.empty()) {
+        manager_->Retire(session_, why);
+      }
     }
+    session_->busy = false;
   }
   Session& operator*() const { return *session_; }
   Session* operator->() const { return session_.get(); }
 
  private:
   std::shared_ptr<Session> session_;
-  const SessionManager* manager_;
+  SessionManager* manager_;
 };
+
+// The error of a call that left the session's agent unusable says that the session is closed
+// (the lease closes it), so the caller starts a new one instead of retrying this one.
+template <typename T>
+Result<T> NoteRetirement(const std::unique_ptr<AgentClient>& agent, Result<T> result) {
+  if (!result && !agent->broken_reason().empty()) {
+    result.error().message += "; the session is closed: create a new one";
+  }
+  return result;
+}
 
 // ---------------------------------------------------------------------------- SessionManager
 
@@ -336,6 +352,19 @@ Status SessionManager::Close(const std::string& id, bool force) {
   return {};
 }
 
+void SessionManager::Retire(const std::shared_ptr<Session>& session, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sessions_.find(session->id);
+    if (it != sessions_.end() && it->second == session) sessions_.erase(it);
+  }
+  session->closed = true;
+  if (auto killed = session->sandbox->Kill(); !killed) {
+    spdlog::warn("session {}: kill: {}", session->id, killed.error().message);
+  }
+  spdlog::warn("session {} closed: its agent is unusable ({})", session->id, why);
+}
+
 void SessionManager::CloseAll() {
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
   {
@@ -412,6 +441,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     if (session->closed) {
       return Fail(ErrorCode::kSessionNotFound, "session {} was closed during the call", id);
     }
+    result = NoteRetirement(session->agent, std::move(result));
     return Fail(std::move(result.error()).Context(fmt::format("session {}", id)));
   }
   if (result->worker_killed && session->sandbox->OomKills() > oom_before) {
@@ -427,7 +457,7 @@ Status SessionManager::WriteFile(const std::string& id, const std::string& path,
                 content.size(), config_.max_upload_bytes);
   }
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-  return session->agent->WriteFile(path, content, overwrite);
+  return NoteRetirement(session->agent, session->agent->WriteFile(path, content, overwrite));
 }
 
 Status SessionManager::WriteFile(const std::string& id, const std::string& path, uint64_t size,
@@ -438,32 +468,33 @@ Status SessionManager::WriteFile(const std::string& id, const std::string& path,
   }
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
   uint64_t left = size;
-  return session->agent->WriteFile(
-      path,
-      [&](size_t max, std::string& out) {
-        // Never more than announced, whatever the source would give.
-        size_t before = out.size();
-        content(static_cast<size_t>(std::min<uint64_t>(max, left)), out);
-        left -= std::min<uint64_t>(left, out.size() - before);
-      },
-      overwrite);
+  return NoteRetirement(session->agent,
+                        session->agent->WriteFile(
+                            path,
+                            [&](size_t max, std::string& out) {
+                              // Never more than announced, whatever the source would give.
+                              size_t before = out.size();
+                              content(static_cast<size_t>(std::min<uint64_t>(max, left)), out);
+                              left -= std::min<uint64_t>(left, out.size() - before);
+                            },
+                            overwrite));
 }
 
 Result<std::string> SessionManager::ReadFile(const std::string& id, const std::string& path,
                                              uint64_t max_bytes) {
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-  return session->agent->ReadFile(path, max_bytes);
+  return NoteRetirement(session->agent, session->agent->ReadFile(path, max_bytes));
 }
 
 Result<FileInfo> SessionManager::Stat(const std::string& id, const std::string& path) {
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-  return session->agent->Stat(path);
+  return NoteRetirement(session->agent, session->agent->Stat(path));
 }
 
 Result<std::vector<FileInfo>> SessionManager::ListFiles(const std::string& id,
                                                         const std::string& path, bool recursive) {
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-  return session->agent->ListFiles(path, recursive);
+  return NoteRetirement(session->agent, session->agent->ListFiles(path, recursive));
 }
 
 }  // namespace sandbox

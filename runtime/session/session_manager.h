@@ -134,6 +134,8 @@ class SessionManager {
   class BusyLease;
   Result<std::shared_ptr<Session>> Lookup(const std::string& id);
   Result<BusyLease> Acquire(const std::string& id);
+  // Closes a session whose agent can serve nothing more (`why`), as Close does.
+  void Retire(const std::shared_ptr<Session>& session, const std::string& why);
   Result<Limits> EffectiveLimits(const SessionOptions& options) const;
   SessionInfo Describe(const Session& session) const;
   std::chrono::system_clock::time_point Now() const;

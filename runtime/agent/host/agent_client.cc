@@ -40,6 +40,11 @@ tl::unexpected<Error> AgentClient::Broken(std::string message) {
   return Fail(ErrorCode::kSandboxUnavailable, "{}", message);
 }
 
+std::string AgentClient::broken_reason() {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  return broken_;
+}
+
 Status AgentClient::SendRequest(const Json& request) {
   if (!broken_.empty()) return Fail(ErrorCode::kSandboxUnavailable, "agent unusable: {}", broken_);
   std::string frame = agent::EncodeFrame(request);

@@ -72,6 +72,10 @@ class AgentClient {
 
   const AgentInfo& info() const { return info_; }
 
+  // Why the agent can serve nothing more (it stopped answering, its stream broke or it sent
+  // garbage); empty while it is fine. Not to be called while a call of this client is running.
+  std::string broken_reason();
+
   // Added to RunRequest::timeout_s for the host-side deadline: covers the interrupt grace,
   // the kill, and a fresh worker's start.
   static constexpr std::chrono::seconds kRunDeadlineGrace{30};

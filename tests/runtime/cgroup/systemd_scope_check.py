@@ -20,6 +20,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "support"))
+import mcp_stdio  # noqa: E402
+
 BIN, IMAGE = sys.argv[1], sys.argv[2]
 CGROUP_ROOT = "/sys/fs/cgroup"
 failures = []
@@ -66,47 +70,11 @@ def alive(pid):
         return False
 
 
-class Server:
+class Server(mcp_stdio.Server):
     """`mcp-sandbox serve` over stdio, spoken to one request at a time."""
 
     def __init__(self, env=None):
-        self.proc = subprocess.Popen([BIN, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env)
-        self.next_id = 0
-        answer = self.request("initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "systemd-scope-check", "version": "1"}})
-        if "result" not in answer:
-            raise RuntimeError("initialize failed: %s" % answer)
-        self.notify("notifications/initialized")
-
-    def notify(self, method):
-        self.send({"jsonrpc": "2.0", "method": method})
-
-    def send(self, message):
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, method, params):
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError("the server closed stdout (exit %s)" % self.proc.poll())
-            message = json.loads(line)
-            if message.get("id") == self.next_id:
-                return message
-
-    def tool(self, name, **arguments):
-        answer = self.request("tools/call", {"name": name, "arguments": arguments})
-        if "result" not in answer:
-            raise RuntimeError("%s: %s" % (name, answer))
-        return answer["result"].get("structuredContent", {})
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+        super().__init__(BIN, env=env, client_name="systemd-scope-check")
 
 
 def limits_by_name(limits):

@@ -284,7 +284,9 @@ TEST_CASE("session manager: a killed worker is OOM only when the memory limit ki
   CHECK(f.Python(id, "print('alive')").stdout_text == "alive\n");  // a new worker serves
 }
 
-TEST_CASE("session manager: an agent that dies gives a clear error, never a hang", "[unit]") {
+TEST_CASE("session manager: an agent that dies gives a clear error, never a hang, and its "
+          "session is closed",
+          "[unit]") {
   Fixture f;
   std::string id = f.Create();
   f.backend->started().at(0)->KillAgent();
@@ -297,7 +299,12 @@ TEST_CASE("session manager: an agent that dies gives a clear error, never a hang
   CHECK(run.error().code == ErrorCode::kSandboxUnavailable);
   CHECK(run.error().message.find(id) != std::string::npos);
   CHECK(std::chrono::steady_clock::now() - start < 20s);
-  REQUIRE(f.manager->Close(id));  // and the session can be closed
+  // Not left listed as idle and failing every call: the caller is told to start anew.
+  CHECK(run.error().message.find("the session is closed") != std::string::npos);
+  CHECK(f.manager->List().empty());
+  auto again = f.manager->Run(id, request);
+  REQUIRE_FALSE(again);
+  CHECK(again.error().code == ErrorCode::kSessionNotFound);
 }
 
 }  // namespace
