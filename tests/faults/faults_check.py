@@ -33,6 +33,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 import mcp_stdio  # noqa: E402
+import polling  # noqa: E402
 
 BIN, SCENARIO = sys.argv[1], sys.argv[2]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,12 +54,7 @@ def skip(reason):
 
 
 def wait_until(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
+    return polling.wait_until(predicate, timeout)
 
 
 def alive(pid):

@@ -7,6 +7,7 @@
 #
 # usage: soak.sh MCP_SANDBOX SOAK_CLIENT SECONDS CLIENTS INTERVAL
 set -uo pipefail
+source "$(dirname "$0")/../../tools/lib/http_server_url.sh"
 bin=$1 client=$2 seconds=$3 clients=$4 interval=$5
 if ! "$bin" doctor --json 2>/dev/null | grep -q '"usable": true'; then
   echo "skipped: no sandbox backend on this host (mcp-sandbox doctor)"; exit 77
@@ -24,12 +25,7 @@ trap cleanup EXIT
 SANDBOX_STATE_DIR=$state SANDBOX_MAX_SESSIONS=$((clients * 2 + 10)) SANDBOX_LOG_FILE='' \
   "$bin" serve --http 127.0.0.1:0 2>"$log" &
 server=$!
-url=
-for _ in $(seq 1 100); do
-  url=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9]*/mcp\).*|\1|p' "$log" | head -1)
-  [ -n "$url" ] && break
-  sleep 0.1
-done
+url=$(http_server_url "$log")
 if [ -z "$url" ]; then
   echo "soak: the server did not start:"; cat "$log"; exit 1
 fi

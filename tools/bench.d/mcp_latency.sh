@@ -7,6 +7,7 @@
 # Needs the sandbox runtime (a backend and the image) and npm (for the MCP SDK client).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+source "$root/tools/lib/http_server_url.sh"
 e2e=$root/tests/e2e
 export MCP_SANDBOX_BIN=${MCP_SANDBOX_BIN:-${SANDBOX_BUILD_DIR:-$root/build}/mcp-sandbox}
 if [ ! -x "$MCP_SANDBOX_BIN" ]; then
@@ -36,12 +37,7 @@ if [ -x "$load_bench" ]; then
   SANDBOX_MAX_SESSIONS=60 SANDBOX_LOG_LEVEL=info SANDBOX_LOG_FILE='' \
     "$MCP_SANDBOX_BIN" serve --http 127.0.0.1:0 2>"$log" &
   server=$!
-  url=
-  for _ in $(seq 1 100); do
-    url=$(sed -n 's|.*listening on \(http://127\.0\.0\.1:[0-9]*/mcp\).*|\1|p' "$log" | head -1)
-    [ -n "$url" ] && break
-    sleep 0.1
-  done
+  url=$(http_server_url "$log")
   echo
   echo '| measurement | n | p50 ms | p90 ms | p99 ms | max ms | target |'
   echo '|---|---|---|---|---|---|---|'

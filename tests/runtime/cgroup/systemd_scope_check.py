@@ -23,6 +23,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "support"))
 import mcp_stdio  # noqa: E402
+import polling  # noqa: E402
 
 BIN, IMAGE = sys.argv[1], sys.argv[2]
 CGROUP_ROOT = "/sys/fs/cgroup"
@@ -46,12 +47,7 @@ def user_scopes():
 
 
 def wait_until(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return predicate()
+    return polling.wait_until(predicate, timeout)
 
 
 def cgroup_of(pid):
