@@ -284,9 +284,10 @@ TEST_CASE("session manager: a killed worker is OOM only when the memory limit ki
   CHECK(f.Python(id, "print('alive')").stdout_text == "alive\n");  // a new worker serves
 }
 
-TEST_CASE("session manager: an agent that dies gives a clear error, never a hang, and its "
-          "session is closed",
-          "[unit]") {
+TEST_CASE(
+    "session manager: an agent that dies gives a clear error, never a hang, and its "
+    "session is closed",
+    "[unit]") {
   Fixture f;
   std::string id = f.Create();
   f.backend->started().at(0)->KillAgent();
