@@ -162,6 +162,23 @@ struct HttpTransport::Impl : HttpConnHost {
   std::unordered_map<std::string, McpSession> sessions;
 
   std::unique_ptr<WorkerPool> workers;
+
+  // Modern requests whose tool runs inline on their worker thread, which therefore cannot
+  // watch the socket: one watcher thread notices a client that closed the stream and cancels
+  // the request (2026-07-28 cancellation), as it would notice a notifications/cancelled.
+  struct Watched {
+    std::shared_ptr<HttpExchange> exchange;
+    std::shared_ptr<Connection> connection;
+    std::shared_ptr<std::atomic<bool>> gone;
+  };
+  std::mutex watch_mutex;
+  std::condition_variable watch_changed;
+  std::unordered_map<uint64_t, Watched> watched;
+  uint64_t next_watch = 0;
+  std::thread watcher;
+  void WatchLoop();
+  uint64_t Watch(Watched entry);
+  void Unwatch(uint64_t id);
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
   asio::steady_timer accept_retry{ioc};
@@ -362,6 +379,7 @@ Status HttpTransport::Serve() {
   Impl& impl = *impl_;
   if (!impl.admission) return Fail(ErrorCode::kInternal, "Serve() before Bind()");
   impl.workers = std::make_unique<WorkerPool>(std::max<size_t>(impl.options.threads, 8));
+  impl.watcher = std::thread([&impl] { impl.WatchLoop(); });
   auto guard = asio::make_work_guard(impl.ioc);
   asio::post(impl.ioc, [&impl] {
     if (!impl.stopping) impl.Accept();
@@ -384,6 +402,11 @@ Status HttpTransport::Serve() {
     impl.stop_changed.wait(lock, [&impl] { return impl.stopping.load(); });
   }
   // Requests in flight finish (cancelled) while the I/O threads still run their writes.
+  {
+    std::lock_guard<std::mutex> lock(impl.watch_mutex);
+    impl.watch_changed.notify_all();
+  }
+  if (impl.watcher.joinable()) impl.watcher.join();
   impl.workers->Shutdown();
   guard.reset();
   impl.ioc.stop();
@@ -401,6 +424,11 @@ void HttpTransport::Stop() {
   {
     std::lock_guard<std::mutex> lock(impl.sessions_mutex);
     for (auto& [id, session] : impl.sessions) connections.push_back(session.connection);
+  }
+  {
+    // Stateless modern requests have no session: cancel those in flight here.
+    std::lock_guard<std::mutex> lock(impl.watch_mutex);
+    for (auto& [id, entry] : impl.watched) connections.push_back(entry.connection);
   }
   for (auto& connection : connections) connection->CancelAll();
   asio::post(impl.ioc, [&impl] {
@@ -628,13 +656,53 @@ void HttpTransport::Impl::HandleModernPost(const std::shared_ptr<HttpExchange>& 
   }
   auto connection = server.NewConnection();
   connection->set_modern_only(true);
+  connection->set_run_inline(true);  // as a legacy session: this thread waits anyway
   std::string base = BaseUrl(head);
   connection->set_download_linker([this, base](const std::string& sid, const std::string& path) {
     return downloads->Link(base, sid, path);
   });
   auto reply = std::make_shared<PostReply>();
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  uint64_t watch = Watch({conn, connection, gone});
   connection->Handle(std::move(value), reply);
+  Unwatch(watch);
+  if (*gone) {  // cancelled by the client closing the stream: nothing is sent
+    reply->Detach();
+    return conn->PostClose();
+  }
   Respond(conn, reply, connection, cors, keep_alive, /*modern=*/true);
+}
+
+uint64_t HttpTransport::Impl::Watch(Watched entry) {
+  std::lock_guard<std::mutex> lock(watch_mutex);
+  uint64_t id = next_watch++;
+  watched.emplace(id, std::move(entry));
+  return id;
+}
+
+void HttpTransport::Impl::Unwatch(uint64_t id) {
+  std::lock_guard<std::mutex> lock(watch_mutex);
+  watched.erase(id);
+}
+
+void HttpTransport::Impl::WatchLoop() {
+  std::unique_lock<std::mutex> lock(watch_mutex);
+  while (!stopping) {
+    watch_changed.wait_for(lock, 100ms);
+    std::vector<Watched> now;
+    for (auto& [id, entry] : watched) {
+      if (!*entry.gone) now.push_back(entry);
+    }
+    lock.unlock();
+    for (auto& entry : now) {
+      if (entry.exchange->PeerGone()) {
+        spdlog::debug("client closed the response stream: request cancelled");
+        *entry.gone = true;
+        entry.connection->CancelAll();
+      }
+    }
+    lock.lock();
+  }
 }
 
 void HttpTransport::Impl::Respond(const std::shared_ptr<HttpExchange>& conn,

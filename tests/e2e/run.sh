@@ -147,11 +147,12 @@ conformance_revision() {
     tail -60 "$out" | sed 's/^/      /' >&2
   fi
   python3 - "$dir" "$revision" >&2 <<'PY'
-import json, pathlib, sys
+import json, pathlib, re, sys
 root, revision = pathlib.Path(sys.argv[1]), sys.argv[2]
 outcomes = {}
 for checks in sorted(root.glob("**/checks.json")):
-    name = checks.parent.name.removeprefix("server-").rsplit("-", 1)[0]
+    # server-<scenario>-<YYYY-MM-DDTHH-MM-SS-mmmZ>
+    name = re.sub(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", checks.parent.name.removeprefix("server-"))
     try:
         statuses = {c.get("status") for c in json.loads(checks.read_text())}
     except (OSError, ValueError):
