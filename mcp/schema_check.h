@@ -2,8 +2,8 @@
 // dialect since MCP 2025-11-25; the subset tools use: type, properties, required,
 // additionalProperties:false, enum, const, minimum/maximum and the exclusive forms,
 // minLength/maxLength, items, minItems/maxItems, $ref to $defs or an $anchor of the same
-// schema, allOf/anyOf/oneOf/not, if/then/else; other keywords are annotations). A failure becomes an invalid_argument tool error the model can
-// correct, never a protocol error.
+// schema, allOf/anyOf/oneOf/not, if/then/else; other keywords are annotations). A failure becomes
+// an invalid_argument tool error the model can correct, never a protocol error.
 #pragma once
 
 #include <optional>

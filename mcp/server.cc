@@ -646,10 +646,10 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
     Json missing =
         MissingClientCapabilities(tool->required_client_capabilities, modern->client_capabilities);
     if (!missing.empty()) {
-      reply->Send(MakeErrorResponse(
-          message.id, kMissingRequiredClientCapability,
-          fmt::format("Missing required client capability: {} needs {}", name, missing.dump()),
-          {{"requiredCapabilities", std::move(missing)}}));
+      std::string text =
+          fmt::format("Missing required client capability: {} needs {}", name, missing.dump());
+      reply->Send(MakeErrorResponse(message.id, kMissingRequiredClientCapability, text,
+                                    {{"requiredCapabilities", std::move(missing)}}));
       reply->Close();
       return;
     }
