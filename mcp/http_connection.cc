@@ -1,5 +1,9 @@
 #include "mcp/http_connection.h"
 
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
 #include <future>
 #include <optional>
 
@@ -196,6 +200,15 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
     });
   }
 
+  bool PeerGone() override {
+    if (closed_flag_.load()) return true;
+    char byte = 0;
+    ssize_t n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return false;
+    if (n == 0) return true;  // orderly shutdown by the client
+    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  }
+
  private:
   void ReadHeader() {
     parser_.emplace(host_.Options().max_header_fields);
@@ -307,6 +320,7 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
   void Close() {
     if (closed_) return;
     closed_ = true;
+    closed_flag_ = true;
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
@@ -320,6 +334,7 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
   HttpVerdict verdict_;
   size_t lingered_ = 0;
   bool closed_ = false;
+  std::atomic<bool> closed_flag_{false};  // closed_, for worker threads (PeerGone)
 };
 
 }  // namespace

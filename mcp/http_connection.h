@@ -30,6 +30,10 @@ class HttpExchange {
   virtual void Finish(std::string data, bool close) = 0;
   // Closes the connection (the server stops).
   virtual void PostClose() = 0;
+  // True once the client has closed its side (or reset) while its request is worked on: for
+  // the 2026-07-28 rule that closing a response stream cancels the request. Peeks, so bytes of
+  // a pipelined next request stay where they are.
+  virtual bool PeerGone() = 0;
 };
 
 // What a connection needs from the server it belongs to.

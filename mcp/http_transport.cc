@@ -24,7 +24,9 @@
 #include "mcp/file_downloads.h"
 #include "mcp/http_admission.h"
 #include "mcp/http_connection.h"
+#include "mcp/http_request_headers.h"
 #include "mcp/jsonrpc.h"
+#include "mcp/protocol_era.h"
 #include "mcp/tool_result.h"
 #include "mcp/worker_pool.h"
 #include "runtime/base/ascii.h"
@@ -72,14 +74,29 @@ class PostReply : public Reply {
     return closed_;
   }
   // Waits until the answer is complete (true: it can go out as one JSON body) or a
-  // notification comes first (false: it needs an SSE stream). Gives up (false) on `stop`.
-  bool WaitWhole(const std::atomic<bool>& stop) {
+  // notification comes first (false: it needs an SSE stream). Gives up (false) on `stop`, or
+  // when `client_gone` (checked a few times a second) says the client left.
+  bool WaitWhole(const std::atomic<bool>& stop,
+                 const std::function<bool()>& client_gone = nullptr) {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       if (closed_) return true;
       if (notified_ || stop) return false;
       changed_.wait_for(lock, std::chrono::milliseconds(250));
+      if (!closed_ && client_gone) {
+        lock.unlock();
+        bool gone = client_gone();
+        lock.lock();
+        if (gone) {
+          gone_ = true;
+          return false;
+        }
+      }
     }
+  }
+  bool gone() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return gone_;
   }
   std::deque<std::string> TakeAll() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -111,6 +128,7 @@ class PostReply : public Reply {
   bool closed_ = false;
   bool detached_ = false;
   bool notified_ = false;  // the first message was a notification
+  bool gone_ = false;      // WaitWhole saw the client leave
 };
 
 std::string SseEvent(const std::string& data) { return "event: message\ndata: " + data + "\n\n"; }
@@ -144,6 +162,23 @@ struct HttpTransport::Impl : HttpConnHost {
   std::unordered_map<std::string, McpSession> sessions;
 
   std::unique_ptr<WorkerPool> workers;
+
+  // Modern requests whose tool runs inline on their worker thread, which therefore cannot
+  // watch the socket: one watcher thread notices a client that closed the stream and cancels
+  // the request (2026-07-28 cancellation), as it would notice a notifications/cancelled.
+  struct Watched {
+    std::shared_ptr<HttpExchange> exchange;
+    std::shared_ptr<Connection> connection;
+    std::shared_ptr<std::atomic<bool>> gone;
+  };
+  std::mutex watch_mutex;
+  std::condition_variable watch_changed;
+  std::unordered_map<uint64_t, Watched> watched;
+  uint64_t next_watch = 0;
+  std::thread watcher;
+  void WatchLoop();
+  uint64_t Watch(Watched entry);
+  void Unwatch(uint64_t id);
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
   asio::steady_timer accept_retry{ioc};
@@ -169,6 +204,16 @@ struct HttpTransport::Impl : HttpConnHost {
               const HttpRequestHead& head, std::string body, bool keep_alive);
   void HandlePost(const std::shared_ptr<HttpExchange>& conn, const HttpRequestHead& head,
                   std::string body, const std::vector<HttpField>& cors, bool keep_alive);
+  // One stateless request of revision 2026-07-28 (no Mcp-Session-Id): headers checked against
+  // the body, served by a connection of its own, cancelled when the client closes the stream.
+  void HandleModernPost(const std::shared_ptr<HttpExchange>& conn, const HttpRequestHead& head,
+                        Json value, const std::vector<HttpField>& cors, bool keep_alive);
+  // Sends what `reply` collects: one JSON body, or an SSE stream once a notification comes
+  // first. `modern`: the client closing the stream cancels the request (2026-07-28); else a
+  // disconnect is not a cancel (2025).
+  void Respond(const std::shared_ptr<HttpExchange>& conn, const std::shared_ptr<PostReply>& reply,
+               const std::shared_ptr<Connection>& connection, const std::vector<HttpField>& cors,
+               bool keep_alive, bool modern);
   HttpResponse HandleDelete(const HttpRequestHead& head);
   std::shared_ptr<Connection> FindSession(const std::string& id);
   Result<std::string> NewSession(std::shared_ptr<Connection> connection);
@@ -334,6 +379,7 @@ Status HttpTransport::Serve() {
   Impl& impl = *impl_;
   if (!impl.admission) return Fail(ErrorCode::kInternal, "Serve() before Bind()");
   impl.workers = std::make_unique<WorkerPool>(std::max<size_t>(impl.options.threads, 8));
+  impl.watcher = std::thread([&impl] { impl.WatchLoop(); });
   auto guard = asio::make_work_guard(impl.ioc);
   asio::post(impl.ioc, [&impl] {
     if (!impl.stopping) impl.Accept();
@@ -356,6 +402,11 @@ Status HttpTransport::Serve() {
     impl.stop_changed.wait(lock, [&impl] { return impl.stopping.load(); });
   }
   // Requests in flight finish (cancelled) while the I/O threads still run their writes.
+  {
+    std::lock_guard<std::mutex> lock(impl.watch_mutex);
+    impl.watch_changed.notify_all();
+  }
+  if (impl.watcher.joinable()) impl.watcher.join();
   impl.workers->Shutdown();
   guard.reset();
   impl.ioc.stop();
@@ -373,6 +424,11 @@ void HttpTransport::Stop() {
   {
     std::lock_guard<std::mutex> lock(impl.sessions_mutex);
     for (auto& [id, session] : impl.sessions) connections.push_back(session.connection);
+  }
+  {
+    // Stateless modern requests have no session: cancel those in flight here.
+    std::lock_guard<std::mutex> lock(impl.watch_mutex);
+    for (auto& [id, entry] : impl.watched) connections.push_back(entry.connection);
   }
   for (auto& connection : connections) connection->CancelAll();
   asio::post(impl.ioc, [&impl] {
@@ -465,7 +521,7 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
         response.headers = {{"Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"},
                             {"Access-Control-Allow-Headers",
                              "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, "
-                             "Last-Event-ID"},
+                             "Last-Event-ID, Mcp-Method, Mcp-Name, Mcp-Param-Session-Id"},
                             {"Access-Control-Max-Age", "600"}};
       } else {
         response = HandleDelete(head);
@@ -497,6 +553,15 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   bool initialize = value.is_object() && value.contains("id") && value.contains("method") &&
                     value["method"] == "initialize";
   std::string session_id(head.Get(kSessionHeader));
+  // The era of a request (basic/versioning.mdx): a session or an initialize with a 2025
+  // revision (or none: 2025-03-26) is legacy; anything else is a stateless modern request,
+  // which a modern revision in MCP-Protocol-Version makes even when a session id comes along.
+  std::string_view version_header = head.Get(kVersionHeader);
+  bool modern_header = IsModernProtocolVersion(version_header);
+  bool legacy_header = version_header.empty() || IsSupportedProtocolVersion(version_header);
+  if (modern_header || (session_id.empty() && !(initialize && legacy_header))) {
+    return HandleModernPost(conn, head, std::move(value), cors, keep_alive);
+  }
   std::shared_ptr<Connection> connection;
   bool new_session = false;
   if (!session_id.empty()) {
@@ -505,13 +570,10 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
       return send(JsonErrorResponse(
           404, -32001, "Session not found: it ended or expired; initialize a new one"));
     }
-  } else if (initialize) {
+  } else {
     connection = server.NewConnection();
     connection->set_run_inline(true);  // this worker thread waits for the answer anyway
     new_session = true;
-  } else {
-    return send(JsonErrorResponse(
-        400, -32000, "Bad Request: Mcp-Session-Id header is required (initialize first)"));
   }
   if (!initialize) {
     std::string version(head.Get(kVersionHeader));
@@ -533,24 +595,148 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   // request stays here while a stream runs.
   connection->Handle(std::move(value), reply);
 
-  // A plain JSON body when the answer comes whole (most calls: no progress token, no log
-  // message); an SSE stream as soon as a notification has to go out before the response.
-  if (reply->WaitWhole(stopping)) {
-    auto messages = reply->TakeAll();
+  if (!new_session) return Respond(conn, reply, connection, cors, keep_alive, /*modern=*/false);
+  // initialize: the session exists once it succeeded (and its answer is always whole).
+  reply->WaitWhole(stopping);
+  auto messages = reply->TakeAll();
+  HttpResponse response;
+  auto answer = messages.size() == 1 ? ParseJson(messages.front()) : std::nullopt;
+  if (answer && answer->is_object() && answer->contains("result")) {
+    auto id = NewSession(connection);
+    if (!id) return send(JsonErrorResponse(503, -32000, id.error().message));
+    response.headers.push_back({kSessionHeader, *id});
+  }
+  if (messages.empty()) {
+    response.status = 202;
+  } else {
+    response.content_type = "application/json";
+    response.body = std::move(messages.front());
+  }
+  send(std::move(response));
+}
+
+void HttpTransport::Impl::HandleModernPost(const std::shared_ptr<HttpExchange>& conn,
+                                           const HttpRequestHead& head, Json value,
+                                           const std::vector<HttpField>& cors, bool keep_alive) {
+  auto send = [&](int status, const Json& message) {
     HttpResponse response;
-    if (new_session) {
-      auto answer = messages.size() == 1 ? ParseJson(messages.front()) : std::nullopt;
-      bool ok = answer && answer->is_object() && answer->contains("result");
-      if (ok) {
-        auto id = NewSession(connection);
-        if (!id) return send(JsonErrorResponse(503, -32000, id.error().message));
-        response.headers.push_back({kSessionHeader, *id});
+    response.status = status;
+    response.content_type = "application/json";
+    response.body = Serialize(message);
+    response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
+    bool close = !keep_alive || stopping;
+    conn->Finish(SerializeResponse(response, close, false), close);
+  };
+  if (!value.is_object()) {
+    return send(400, MakeErrorResponse(nullptr, kInvalidRequest,
+                                       "Invalid Request: one JSON-RPC message per POST (protocol "
+                                       "revision 2026-07-28 has no batches or sessions)"));
+  }
+  bool request = value.contains("id") && value.contains("method");
+  if (request) {
+    Json id = value["id"].is_string() || value["id"].is_number_integer() ? value["id"] : Json();
+    const Json no_params = Json::object();
+    const Json& params = value.contains("params") ? value["params"] : no_params;
+    // _meta first: a request without its revision is malformed (-32602) before it can
+    // mismatch a header.
+    if (auto meta = ReadModernMeta(params); !meta) {
+      return send(400, MakeErrorResponse(id, kInvalidParams, meta.error()));
+    }
+    Json schema;
+    if (value["method"] == "tools/call" && params.is_object() && params.contains("name") &&
+        params["name"].is_string()) {
+      if (const Tool* tool = server.FindTool(params["name"].get<std::string>())) {
+        schema = tool->input_schema;
       }
     }
+    if (auto mismatch = CheckRequestHeaders(head, value, schema)) {
+      return send(400, MakeErrorResponse(id, kHeaderMismatch,
+                                         fmt::format("Header mismatch: {}", *mismatch)));
+    }
+  }
+  auto connection = server.NewConnection();
+  connection->set_modern_only(true);
+  connection->set_run_inline(true);  // as a legacy session: this thread waits anyway
+  std::string base = BaseUrl(head);
+  connection->set_download_linker([this, base](const std::string& sid, const std::string& path) {
+    return downloads->Link(base, sid, path);
+  });
+  auto reply = std::make_shared<PostReply>();
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  uint64_t watch = Watch({conn, connection, gone});
+  connection->Handle(std::move(value), reply);
+  Unwatch(watch);
+  if (*gone) {  // cancelled by the client closing the stream: nothing is sent
+    reply->Detach();
+    return conn->PostClose();
+  }
+  Respond(conn, reply, connection, cors, keep_alive, /*modern=*/true);
+}
+
+uint64_t HttpTransport::Impl::Watch(Watched entry) {
+  std::lock_guard<std::mutex> lock(watch_mutex);
+  uint64_t id = next_watch++;
+  watched.emplace(id, std::move(entry));
+  return id;
+}
+
+void HttpTransport::Impl::Unwatch(uint64_t id) {
+  std::lock_guard<std::mutex> lock(watch_mutex);
+  watched.erase(id);
+}
+
+void HttpTransport::Impl::WatchLoop() {
+  std::unique_lock<std::mutex> lock(watch_mutex);
+  while (!stopping) {
+    watch_changed.wait_for(lock, 100ms);
+    std::vector<Watched> now;
+    for (auto& [id, entry] : watched) {
+      if (!*entry.gone) now.push_back(entry);
+    }
+    lock.unlock();
+    for (auto& entry : now) {
+      if (entry.exchange->PeerGone()) {
+        spdlog::debug("client closed the response stream: request cancelled");
+        *entry.gone = true;
+        entry.connection->CancelAll();
+      }
+    }
+    lock.lock();
+  }
+}
+
+void HttpTransport::Impl::Respond(const std::shared_ptr<HttpExchange>& conn,
+                                  const std::shared_ptr<PostReply>& reply,
+                                  const std::shared_ptr<Connection>& connection,
+                                  const std::vector<HttpField>& cors, bool keep_alive,
+                                  bool modern) {
+  auto send = [&](HttpResponse response) {
+    response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
+    bool close = !keep_alive || stopping;
+    conn->Finish(SerializeResponse(response, close, false), close);
+  };
+  // The client closed the stream of a modern request: that is its cancel.
+  auto cancel = [&] {
+    spdlog::debug("client closed the response stream: request cancelled");
+    connection->CancelAll();
+    reply->Detach();
+    conn->PostClose();
+  };
+  std::function<bool()> client_gone;
+  if (modern) client_gone = [&conn] { return conn->PeerGone(); };
+
+  // A plain JSON body when the answer comes whole (most calls: no progress token, no log
+  // message); an SSE stream as soon as a notification has to go out before the response.
+  if (reply->WaitWhole(stopping, client_gone)) {
+    auto messages = reply->TakeAll();
+    HttpResponse response;
     if (messages.empty()) {
       response.status = 202;  // notifications and responses only
     } else if (messages.size() == 1) {
       response.content_type = "application/json";
+      if (modern) {
+        if (auto parsed = ParseJson(messages.front())) response.status = ModernHttpStatus(*parsed);
+      }
       response.body = std::move(messages.front());
     } else {
       for (const auto& message : messages) response.body += SseEvent(message);
@@ -559,28 +745,34 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
     }
     return send(std::move(response));
   }
+  if (reply->gone()) return cancel();
+  // The server stops: a modern request has no session for Stop() to cancel, so do it here.
+  if (stopping && modern) connection->CancelAll();
 
   // Notifications first: stream them, then the response, as SSE.
   HttpResponse head_only;
   head_only.content_type = "text/event-stream";
   head_only.headers = cors;
   head_only.headers.push_back({"Cache-Control", "no-cache"});
+  head_only.headers.push_back({"X-Accel-Buffering", "no"});
   bool close = !keep_alive;
-  if (!conn->WriteWait(SerializeResponse(head_only, close, true))) return reply->Detach();
+  auto lost = [&] { return modern ? cancel() : reply->Detach(); };
+  if (!conn->WriteWait(SerializeResponse(head_only, close, true))) return lost();
   auto idle_since = std::chrono::steady_clock::now();
   std::string message;
   for (;;) {
     switch (reply->Pop(&message, 250ms)) {
       case PostReply::Next::kMessage:
-        if (!conn->WriteWait(Chunk(SseEvent(message)))) return reply->Detach();
+        if (!conn->WriteWait(Chunk(SseEvent(message)))) return lost();
         idle_since = std::chrono::steady_clock::now();
         continue;
       case PostReply::Next::kDone:
         break;
       case PostReply::Next::kIdle:
         if (!stopping) {
+          if (modern && conn->PeerGone()) return cancel();
           if (std::chrono::steady_clock::now() - idle_since >= kKeepAliveInterval) {
-            if (!conn->WriteWait(Chunk(": keep-alive\n\n"))) return reply->Detach();
+            if (!conn->WriteWait(Chunk(": keep-alive\n\n"))) return lost();
             idle_since = std::chrono::steady_clock::now();
           }
           continue;

@@ -44,8 +44,100 @@ std::string Where(const std::string& path) {
   return path.empty() ? "the arguments" : fmt::format("argument {}", Quoted(path, 128));
 }
 
-std::optional<std::string> Check(const Json& schema, const Json& value, const std::string& path) {
-  if (!schema.is_object()) return std::nullopt;
+// $ref nesting and cycles ("a": {"$ref": "#/$defs/a"}) end here; deeper counts as valid, as a
+// schema is the server's own and values are depth-capped at parse time.
+constexpr int kMaxDepth = 64;
+
+// Finds the subschema with "$anchor": `name` anywhere under `node`.
+const Json* FindAnchor(const Json& node, const std::string& name) {
+  if (node.is_object()) {
+    if (auto anchor = node.find("$anchor");
+        anchor != node.end() && anchor->is_string() && *anchor == name) {
+      return &node;
+    }
+  }
+  if (node.is_structured()) {
+    for (const auto& child : node) {
+      if (const Json* found = FindAnchor(child, name)) return found;
+    }
+  }
+  return nullptr;
+}
+
+// A $ref inside the same document: a JSON pointer ("#/$defs/address") or an anchor
+// ("#addressDef"). nullptr when it does not resolve (remote references are not fetched).
+const Json* Resolve(const Json& root, const std::string& ref) {
+  if (ref == "#") return &root;
+  if (ref.rfind("#/", 0) == 0) {
+    try {
+      const Json& target = root.at(Json::json_pointer(ref.substr(1)));
+      return &target;
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  }
+  if (ref.size() > 1 && ref[0] == '#') return FindAnchor(root, ref.substr(1));
+  return nullptr;
+}
+
+std::optional<std::string> Check(const Json& schema, const Json& value, const std::string& path,
+                                 const Json& root, int depth);
+
+// allOf / anyOf / oneOf / not and if / then / else (JSON Schema 2020-12 applicators).
+std::optional<std::string> CheckApplicators(const Json& schema, const Json& value,
+                                            const std::string& path, const Json& root, int depth) {
+  if (auto ref = schema.find("$ref"); ref != schema.end() && ref->is_string()) {
+    if (const Json* target = Resolve(root, ref->get<std::string>())) {
+      if (auto error = Check(*target, value, path, root, depth + 1)) return error;
+    }
+  }
+  if (auto all = schema.find("allOf"); all != schema.end() && all->is_array()) {
+    for (const auto& sub : *all) {
+      if (auto error = Check(sub, value, path, root, depth + 1)) return error;
+    }
+  }
+  if (auto any = schema.find("anyOf"); any != schema.end() && any->is_array() && !any->empty()) {
+    std::string reasons;
+    bool matched = false;
+    for (const auto& sub : *any) {
+      auto error = Check(sub, value, path, root, depth + 1);
+      if (!error) {
+        matched = true;
+        break;
+      }
+      reasons += reasons.empty() ? *error : "; or " + *error;
+    }
+    if (!matched) return fmt::format("{} must satisfy one of: {}", Where(path), reasons);
+  }
+  if (auto one = schema.find("oneOf"); one != schema.end() && one->is_array()) {
+    size_t matches = 0;
+    for (const auto& sub : *one) matches += Check(sub, value, path, root, depth + 1) ? 0 : 1;
+    if (matches != 1) {
+      return fmt::format("{} must satisfy exactly one of {} alternatives ({} do)", Where(path),
+                         one->size(), matches);
+    }
+  }
+  if (auto negated = schema.find("not"); negated != schema.end()) {
+    if (!Check(*negated, value, path, root, depth + 1)) {
+      return fmt::format("{} matches a form this tool refuses ({})", Where(path), negated->dump());
+    }
+  }
+  if (auto condition = schema.find("if"); condition != schema.end()) {
+    bool holds = !Check(*condition, value, path, root, depth + 1);
+    auto branch = schema.find(holds ? "then" : "else");
+    if (branch != schema.end()) {
+      if (auto error = Check(*branch, value, path, root, depth + 1)) return error;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Check(const Json& schema, const Json& value, const std::string& path,
+                                 const Json& root, int depth) {
+  if (schema.is_boolean() && !schema.get<bool>()) {
+    return fmt::format("{} is not allowed here", Where(path));
+  }
+  if (!schema.is_object() || depth > kMaxDepth) return std::nullopt;
   if (auto type = schema.find("type"); type != schema.end()) {
     bool ok = false;
     if (type->is_string()) {
@@ -61,6 +153,9 @@ std::optional<std::string> Check(const Json& schema, const Json& value, const st
     for (const auto& choice : *choices) found = found || choice == value;
     if (!found) return fmt::format("{} must be one of {}", Where(path), choices->dump());
   }
+  if (auto constant = schema.find("const"); constant != schema.end() && *constant != value) {
+    return fmt::format("{} must be {}", Where(path), constant->dump());
+  }
   if (value.is_number()) {
     double v = value.get<double>();
     if (auto min = schema.find("minimum"); min != schema.end() && v < min->get<double>()) {
@@ -70,8 +165,12 @@ std::optional<std::string> Check(const Json& schema, const Json& value, const st
       return fmt::format("{} must be at most {}", Where(path), max->dump());
     }
     if (auto min = schema.find("exclusiveMinimum");
-        min != schema.end() && v <= min->get<double>()) {
+        min != schema.end() && min->is_number() && v <= min->get<double>()) {
       return fmt::format("{} must be greater than {}", Where(path), min->dump());
+    }
+    if (auto max = schema.find("exclusiveMaximum");
+        max != schema.end() && max->is_number() && v >= max->get<double>()) {
+      return fmt::format("{} must be less than {}", Where(path), max->dump());
     }
   }
   if (value.is_string()) {
@@ -95,7 +194,8 @@ std::optional<std::string> Check(const Json& schema, const Json& value, const st
     }
     if (auto items = schema.find("items"); items != schema.end()) {
       for (size_t i = 0; i < value.size(); ++i) {
-        if (auto error = Check(*items, value[i], fmt::format("{}[{}]", path, i))) return error;
+        if (auto error = Check(*items, value[i], fmt::format("{}[{}]", path, i), root, depth + 1))
+          return error;
       }
     }
   }
@@ -129,16 +229,16 @@ std::optional<std::string> Check(const Json& schema, const Json& value, const st
         }
         continue;
       }
-      if (auto error = Check(*child_schema, child_value, child)) return error;
+      if (auto error = Check(*child_schema, child_value, child, root, depth + 1)) return error;
     }
   }
-  return std::nullopt;
+  return CheckApplicators(schema, value, path, root, depth);
 }
 
 }  // namespace
 
 std::optional<std::string> CheckAgainstSchema(const Json& schema, const Json& value) {
-  return Check(schema, value, "");
+  return Check(schema, value, "", schema, 0);
 }
 
 }  // namespace sandbox::mcp

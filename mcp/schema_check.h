@@ -1,7 +1,9 @@
-// Checks tool arguments against the tools' own input schemas (a JSON Schema subset: type,
-// properties, required, additionalProperties:false, enum, minimum/maximum, minLength/maxLength,
-// items, minItems/maxItems). A failure becomes an invalid_argument tool error the model can
-// correct, never a protocol error.
+// Checks tool arguments against the tools' own input schemas (JSON Schema 2020-12, the default
+// dialect since MCP 2025-11-25; the subset tools use: type, properties, required,
+// additionalProperties:false, enum, const, minimum/maximum and the exclusive forms,
+// minLength/maxLength, items, minItems/maxItems, $ref to $defs or an $anchor of the same
+// schema, allOf/anyOf/oneOf/not, if/then/else; other keywords are annotations). A failure becomes
+// an invalid_argument tool error the model can correct, never a protocol error.
 #pragma once
 
 #include <optional>

@@ -67,6 +67,33 @@ class BatchReply : public std::enable_shared_from_this<BatchReply> {
   Json responses_ = Json::array();
 };
 
+// The reply of a modern request: every result it carries gets what the 2026-07-28 revision
+// puts on results (resultType, serverInfo, cache hints); notifications pass through.
+class ModernReply : public Reply {
+ public:
+  ModernReply(std::shared_ptr<Reply> outer, ModernRequestMeta meta, std::string method,
+              Json server_info)
+      : outer_(std::move(outer)),
+        meta_(std::move(meta)),
+        method_(std::move(method)),
+        server_info_(std::move(server_info)) {}
+  void Send(const Json& message) override {
+    auto result = message.find("result");
+    if (result == message.end() || !result->is_object()) return outer_->Send(message);
+    Json decorated = message;
+    DecorateModernResult(method_, server_info_, decorated["result"]);
+    outer_->Send(decorated);
+  }
+  void Close() override { outer_->Close(); }
+  const ModernRequestMeta* modern() const override { return &meta_; }
+
+ private:
+  std::shared_ptr<Reply> outer_;
+  ModernRequestMeta meta_;
+  std::string method_;
+  Json server_info_;
+};
+
 // What a tools/call result says about itself, for the one log line per call.
 void LogToolCall(const std::string& tool, const Json& arguments, const Json& result,
                  double duration_ms, bool cancelled) {
@@ -171,7 +198,12 @@ class Connection::Call : public ToolCall {
         progress_token_(std::move(progress_token)) {}
 
   void Log(LogLevel level, std::string_view text) override {
-    if (static_cast<int>(level) < connection_->log_level_.load()) return;
+    // A modern request sets its own level, and without one gets no log messages at all.
+    if (const ModernRequestMeta* modern = reply_->modern()) {
+      if (!modern->log_level || level < *modern->log_level) return;
+    } else if (static_cast<int>(level) < connection_->log_level_.load()) {
+      return;
+    }
     reply_->Send(MakeNotification(
         "notifications/message",
         {{"level", LogLevelName(level)}, {"logger", "mcp-sandbox"}, {"data", ValidUtf8(text)}}));
@@ -333,6 +365,19 @@ void Connection::HandleNotification(const Message& message) {
   // notifications/initialized and anything else need no action.
 }
 
+Json Connection::Capabilities() const {
+  const ServerOptions& options = server_.options();
+  // prompts: none are served, but the list answers (empty) so clients that cache lists or
+  // probe for prompts get an answer rather than an error.
+  Json capabilities = {{"tools", {{"listChanged", false}}},
+                       {"prompts", {{"listChanged", false}}},
+                       {"logging", Json::object()}};
+  // Embedded resources and resource links point into sessions; resources/read serves them.
+  if (options.read_resource)
+    capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  return capabilities;
+}
+
 Json Connection::Initialize(const Json& params) {
   std::string requested;
   if (params.is_object()) {
@@ -355,10 +400,7 @@ Json Connection::Initialize(const Json& params) {
     spdlog::info("client {} {} connected (protocol {})", field("name"), field("version"), version);
   }
   const ServerOptions& options = server_.options();
-  Json capabilities = {{"tools", {{"listChanged", false}}}, {"logging", Json::object()}};
-  // Embedded resources and resource links point into sessions; resources/read serves them.
-  if (options.read_resource)
-    capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  Json capabilities = Capabilities();
   Json info = {{"name", options.name}, {"version", options.version}};
   if (!options.title.empty()) info["title"] = options.title;
   Json result = {{"protocolVersion", version},
@@ -385,6 +427,9 @@ bool HasUnknownCursor(const Json& params) {
 const std::unordered_map<std::string_view, Connection::MethodEntry>& Connection::Methods() {
   static const std::unordered_map<std::string_view, MethodEntry> table = {
       {"initialize", {&Connection::OnInitialize, false}},
+      {"server/discover", {&Connection::OnDiscover, false}},
+      {"prompts/list", {&Connection::OnPromptsList, false}},
+      {"prompts/get", {&Connection::OnPromptsGet, false}},
       {"ping", {&Connection::OnPing, false}},
       {"logging/setLevel", {&Connection::OnSetLogLevel, false}},
       {"tools/list", {&Connection::OnToolsList, false}},
@@ -398,6 +443,16 @@ const std::unordered_map<std::string_view, Connection::MethodEntry>& Connection:
 
 void Connection::HandleRequest(Message& message, const std::shared_ptr<Reply>& reply,
                                bool in_batch) {
+  // A request is modern by what it carries, not by what the connection negotiated before
+  // (basic/versioning.mdx): a dual-era server serves both on one stdio or endpoint.
+  if (modern_only_ || HasModernMeta(message.params) || message.method == "server/discover") {
+    if (in_batch) {
+      return Answer(reply, MakeErrorResponse(message.id, kInvalidRequest,
+                                             "Invalid Request: protocol revision 2026-07-28 has "
+                                             "no JSON-RPC batches"));
+    }
+    return HandleModernRequest(message, reply);
+  }
   const auto& methods = Methods();
   auto it = methods.find(message.method);
   if (it == methods.end() || (it->second.needs_resources && !server_.options().read_resource)) {
@@ -406,6 +461,57 @@ void Connection::HandleRequest(Message& message, const std::shared_ptr<Reply>& r
                                                        ValidUtf8(Quoted(message.method)))));
   }
   (this->*(it->second.handler))(message, reply, in_batch);
+}
+
+void Connection::HandleModernRequest(Message& message, const std::shared_ptr<Reply>& reply) {
+  auto meta = ValidateModernRequest(message.id, message.params);
+  if (!meta) return Answer(reply, meta.error());
+  const auto& methods = Methods();
+  auto it = methods.find(message.method);
+  bool removed = IsRemovedInModernEra(message.method);
+  if (removed || it == methods.end() ||
+      (it->second.needs_resources && !server_.options().read_resource)) {
+    return Answer(reply,
+                  MakeErrorResponse(
+                      message.id, kMethodNotFound,
+                      fmt::format("Method not found: {}{}", ValidUtf8(Quoted(message.method)),
+                                  removed ? " (removed in protocol revision 2026-07-28)" : "")));
+  }
+  const ServerOptions& options = server_.options();
+  Json info = {{"name", options.name}, {"version", options.version}};
+  if (!options.title.empty()) info["title"] = options.title;
+  auto modern =
+      std::make_shared<ModernReply>(reply, std::move(*meta), message.method, std::move(info));
+  (this->*(it->second.handler))(message, modern, /*in_batch=*/false);
+}
+
+void Connection::OnDiscover(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  Json versions = Json::array();
+  for (auto version : kModernProtocolVersions) versions.push_back(version);
+  Json result = {{"supportedVersions", std::move(versions)}, {"capabilities", Capabilities()}};
+  if (!server_.options().instructions.empty())
+    result["instructions"] = server_.options().instructions;
+  Answer(reply, MakeResponse(message.id, std::move(result)));
+}
+
+void Connection::OnPromptsList(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  if (HasUnknownCursor(message.params)) {
+    return Answer(reply,
+                  MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
+  }
+  Answer(reply, MakeResponse(message.id, {{"prompts", Json::array()}}));
+}
+
+void Connection::OnPromptsGet(Message& message, const std::shared_ptr<Reply>& reply, bool) {
+  std::string name;
+  if (message.params.is_object() && message.params.contains("name") &&
+      message.params["name"].is_string()) {
+    name = message.params["name"].get<std::string>();
+  }
+  Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
+                                  fmt::format("Invalid params: unknown prompt {} (this server "
+                                              "has no prompts)",
+                                              ValidUtf8(Quoted(Utf8Prefix(name, 128))))));
 }
 
 void Connection::OnInitialize(Message& message, const std::shared_ptr<Reply>& reply,
@@ -535,6 +641,19 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
   std::string name = params["name"].get<std::string>();
   const Tool* tool = server_.FindTool(name);
   if (tool == nullptr) return fail(fmt::format("Unknown tool: {}", ValidUtf8(Quoted(name))));
+  if (const ModernRequestMeta* modern = reply->modern();
+      modern != nullptr && !tool->required_client_capabilities.is_null()) {
+    Json missing =
+        MissingClientCapabilities(tool->required_client_capabilities, modern->client_capabilities);
+    if (!missing.empty()) {
+      std::string text =
+          fmt::format("Missing required client capability: {} needs {}", name, missing.dump());
+      reply->Send(MakeErrorResponse(message.id, kMissingRequiredClientCapability, text,
+                                    {{"requiredCapabilities", std::move(missing)}}));
+      reply->Close();
+      return;
+    }
+  }
   Json arguments = Json::object();
   if (auto it = params.find("arguments"); it != params.end() && !it->is_null()) {
     if (!it->is_object()) return fail("Invalid params: arguments must be an object");

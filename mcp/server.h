@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcp/jsonrpc.h"
+#include "mcp/protocol_era.h"
 #include "mcp/tool.h"
 #include "mcp/worker_pool.h"
 #include "runtime/base/result.h"
@@ -36,6 +37,9 @@ class Reply {
   virtual ~Reply() = default;
   virtual void Send(const Json& message) = 0;
   virtual void Close() = 0;
+  // The _meta of a modern (2026-07-28) request, which travels with its reply to whatever
+  // serves it (log level, client capabilities); null for a legacy-era request.
+  virtual const ModernRequestMeta* modern() const { return nullptr; }
 };
 
 // resources/read for the URIs tool results hand out (sandbox://...): returns the `contents`
@@ -97,6 +101,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // stdio reader must stay free for ping and cancellation, so it keeps the pool.
   void set_run_inline(bool run_inline) { run_inline_ = run_inline; }
 
+  // Serve every request by the 2026-07-28 rules, also one without per-request _meta (which is
+  // then refused): for the stateless HTTP requests, which have no initialize to fall back on.
+  void set_modern_only(bool modern_only) { modern_only_ = modern_only; }
+
   // Cancels every request in flight; none of them will be answered. For a closing client.
   void CancelAll();
 
@@ -117,7 +125,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void HandleMessage(Json value, const std::shared_ptr<Reply>& reply, bool in_batch);
   void HandleRequest(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   void HandleNotification(const Message& message);
+  // A request of the 2026-07-28 era: _meta checked, removed methods refused, results
+  // decorated (mcp/protocol_era.h); then the same handlers as the legacy era.
+  void HandleModernRequest(Message& message, const std::shared_ptr<Reply>& reply);
   Json Initialize(const Json& params);
+  Json Capabilities() const;
 
   // One handler per request method, bound by name in a table (server.cc, Connection::Methods), as
   // clangd binds its LSP methods: a new method is one entry and one function.
@@ -129,6 +141,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
   static const std::unordered_map<std::string_view, MethodEntry>& Methods();
   void OnInitialize(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnDiscover(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnPromptsList(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnPromptsGet(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   void OnPing(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   void OnSetLogLevel(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   void OnToolsList(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
@@ -153,6 +168,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
   std::atomic<int> log_level_{1};  // LogLevel::kInfo until logging/setLevel
   bool run_inline_ = false;
+  bool modern_only_ = false;
 };
 
 }  // namespace sandbox::mcp

@@ -63,6 +63,9 @@ struct Tool {
   // Former argument names still accepted but not listed: {old, listed}. The dispatcher renames
   // an old one before validation (both at once is an invalid-params error).
   std::vector<std::pair<std::string, std::string>> argument_aliases = {};
+  // Client capabilities the handler relies on ({"sampling": {}}): a modern request that does
+  // not declare them is refused with MissingRequiredClientCapability (-32021).
+  Json required_client_capabilities = nullptr;
 };
 
 }  // namespace sandbox::mcp

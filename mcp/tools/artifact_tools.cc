@@ -31,6 +31,7 @@ Tool MakeReadArtifactTool(const ContextPtr& context) {
       {"session_id", "path"});
   tool.output_schema = OutputSchema({{"session_id", {{"type", "string"}}},
                                      {"path", {{"type", "string"}}},
+                                     {"filename", {{"type", "string"}}},
                                      {"size", {{"type", "integer"}}},
                                      {"mime_type", {{"type", "string"}}},
                                      {"uri", {{"type", "string"}}},
@@ -110,6 +111,7 @@ Tool MakeListArtifactsTool(const ContextPtr& context) {
   Json entry = {{"type", "object"},
                 {"properties",
                  {{"path", {{"type", "string"}}},
+                  {"filename", {{"type", "string"}}},
                   {"size", {{"type", "integer"}}},
                   {"mime_type", {{"type", "string"}}},
                   {"modified", {{"type", "string"}}},

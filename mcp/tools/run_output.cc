@@ -70,6 +70,7 @@ Json RunOutputSchema() {
   Json file = {{"type", "object"},
                {"properties",
                 {{"path", {{"type", "string"}}},
+                 {"filename", {{"type", "string"}}},
                  {"size", {{"type", "integer"}}},
                  {"mime_type", {{"type", "string"}}},
                  {"download_url", {{"type", "string"}}}}}};

@@ -45,11 +45,15 @@ Json Annotations(std::string_view title, bool read_only, bool destructive, bool 
 }
 
 Json SessionIdProperty(bool optional_creates) {
+  // x-mcp-header (2026-07-28, server/tools.mdx): over HTTP the client mirrors the id into an
+  // Mcp-Param-Session-Id header, so a front end can send the call to the host that holds the
+  // session without reading the body. Other clients ignore the unknown keyword.
   return Property("string",
                   optional_creates
                       ? "Session to use (sess_ + 12 hex digits, from an earlier result). Omit it "
                         "to start a new session; the result tells you its id."
-                      : "The session (sess_ + 12 hex digits, from an earlier result).");
+                      : "The session (sess_ + 12 hex digits, from an earlier result).",
+                  {{"x-mcp-header", kSessionIdHeaderName}});
 }
 
 Result<SessionChoice> ResolveSession(ToolContext& context, ToolCall& call, const Json& arguments) {
@@ -138,8 +142,20 @@ ResultFile MakeResultFile(const ToolCall& call, const std::string& session_id,
   return file;
 }
 
+std::string ArtifactFilename(std::string_view path) {
+  // The seed server names artifacts by their place under its output directory: the same here
+  // for /mnt/data; anything elsewhere goes by its last component.
+  constexpr std::string_view kPrefix = "/mnt/data/";
+  if (path.substr(0, kPrefix.size()) == kPrefix) return std::string(path.substr(kPrefix.size()));
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
 Json FileJson(const ResultFile& file) {
-  Json json = {{"path", ValidUtf8(file.path)}, {"size", file.size}, {"mime_type", file.mime_type}};
+  Json json = {{"path", ValidUtf8(file.path)},
+               {"filename", ValidUtf8(ArtifactFilename(file.path))},
+               {"size", file.size},
+               {"mime_type", file.mime_type}};
   if (!file.download_url.empty()) json["download_url"] = file.download_url;
   return json;
 }

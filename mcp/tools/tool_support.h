@@ -35,6 +35,8 @@ Json InputSchema(Json properties, const std::vector<std::string>& required = {})
 // validates structuredContent of error results too).
 Json OutputSchema(Json properties, std::vector<std::string> required_on_success);
 Json Annotations(std::string_view title, bool read_only, bool destructive, bool idempotent);
+// The name x-mcp-header gives session_id: the header is Mcp-Param-Session-Id.
+inline constexpr char kSessionIdHeaderName[] = "Session-Id";
 // The session_id property: required, or optional with "omit to create a new session".
 Json SessionIdProperty(bool optional_creates);
 
@@ -65,6 +67,9 @@ Result<std::string> SandboxPath(std::string_view path);
 ResultFile MakeResultFile(const ToolCall& call, const std::string& session_id,
                           const FileInfo& info);
 // {"path", "size", "mime_type", "download_url"?} for structuredContent.
+// The seed server's `filename` of an artifact: its path relative to /mnt/data ("out/a.csv"),
+// or the last component of a path outside it.
+std::string ArtifactFilename(std::string_view path);
 Json FileJson(const ResultFile& file);
 // timeout_s from the arguments, bounded by the configured maximum; `note` explains a cut.
 double RunTimeout(const ToolContext& context, const Json& arguments, std::string* note);

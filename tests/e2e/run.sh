@@ -4,9 +4,11 @@
 #      Streamable HTTP (node --test; runtime-dependent tests skip, saying why, when
 #      `mcp-sandbox doctor` finds no backend or the image is missing), and the Docker fallback
 #      workflow with user namespaces denied to the server (docker-fallback.test.mjs);
-#   2. the official conformance suite against `serve --http` (the scenarios that need no
-#      fixture tools, then the tools-call-* ones against mcp-sandbox-conformance, `serve` plus
-#      the suite's fixture tools, a test-only binary built next to mcp-sandbox);
+#   2. the official conformance suite against `serve --http`: the scenarios that need no
+#      fixture tools against mcp-sandbox itself, then `--requirements 2025-11-25` and
+#      `--requirements 2026-07-28` (both eras from one server) against mcp-sandbox-conformance
+#      (`serve` plus the suite's fixture tools, a test-only binary built next to mcp-sandbox),
+#      judged against conformance-expected-failures.yml;
 #   3. an Inspector CLI smoke test over stdio (tools/list, tools/call).
 # Installs its npm packages first (npm ci, skipped when package-lock.json has not changed).
 # Ends with one line "N passed, N failed[, N skipped]"; exits 1 when anything failed.
@@ -54,7 +56,7 @@ log "== e2e: SDK client over stdio and HTTP (node --test)"
 "$NODE" --test --test-concurrency=1 --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
   --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
-  stdio.test.mjs http.test.mjs docker-fallback.test.mjs 2>"$results/sdk.stderr"
+  stdio.test.mjs http.test.mjs sdk2.test.mjs docker-fallback.test.mjs 2>"$results/sdk.stderr"
 sdk_status=$?
 sed 's/^/  /' "$results/sdk.txt" >&2
 # One line per test outcome: "pass NAME", "fail NAME", "skip NAME: REASON".
@@ -116,19 +118,57 @@ stop_server() {
   local status=$?
   [ "$status" -eq 0 ] || fail "serve --http exited with $status after SIGTERM"
 }
-conformance() {  # conformance SCENARIO
-  local out="$results/conformance-$1.txt"
+conformance() {  # conformance SCENARIO [extra args]
+  local scenario=$1
+  shift
+  local out="$results/conformance-$scenario.txt"
   if "$NODE" node_modules/@modelcontextprotocol/conformance/dist/index.js server \
-    --url "$server_url" --scenario "$1" -o "$results/conformance" >"$out" 2>&1; then
-    pass "conformance $1"
+    --url "$server_url" --scenario "$scenario" "$@" -o "$results/conformance" >"$out" 2>&1; then
+    pass "conformance $scenario"
   else
-    fail "conformance $1"
+    fail "conformance $scenario"
     tail -40 "$out" | sed 's/^/      /' >&2
   fi
+}
+# conformance_revision REVISION: every scenario the revision requires, judged against the one
+# expected-failures file (features this server does not serve, each with its reason). Fails on
+# an unexpected failure and on a stale entry (a listed scenario that passes). Logs one line per
+# scenario.
+expected_failures=$here/conformance-expected-failures.yml
+conformance_revision() {
+  local revision=$1 out="$results/conformance-requirements-$1.txt"
+  local dir="$results/conformance-$1"
+  if "$NODE" node_modules/@modelcontextprotocol/conformance/dist/index.js server \
+    --url "$server_url" --requirements "$revision" --expected-failures "$expected_failures" \
+    -o "$dir" >"$out" 2>&1; then
+    pass "conformance --requirements $revision"
+  else
+    fail "conformance --requirements $revision"
+    tail -60 "$out" | sed 's/^/      /' >&2
+  fi
+  python3 - "$dir" "$revision" >&2 <<'PY'
+import json, pathlib, re, sys
+root, revision = pathlib.Path(sys.argv[1]), sys.argv[2]
+outcomes = {}
+for checks in sorted(root.glob("**/checks.json")):
+    # server-<scenario>-<YYYY-MM-DDTHH-MM-SS-mmmZ>
+    name = re.sub(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$", "", checks.parent.name.removeprefix("server-"))
+    try:
+        statuses = {c.get("status") for c in json.loads(checks.read_text())}
+    except (OSError, ValueError):
+        statuses = {"FAILURE"}
+    failed = bool(statuses & {"FAILURE", "WARNING"})
+    outcomes[name] = "FAIL" if failed else "pass"
+passed = sum(1 for v in outcomes.values() if v == "pass")
+print(f"  conformance {revision}: {passed} scenarios passed, {len(outcomes) - passed} failed")
+for name, outcome in sorted(outcomes.items()):
+    print(f"    {outcome:4}  {name}")
+PY
 }
 
 log "== e2e: conformance suite (@modelcontextprotocol/conformance) against serve --http"
 if start_server conformance; then
+  # The product binary, without fixtures: the scenarios that need none.
   for scenario in server-initialize ping logging-set-level tools-list server-sse-multiple-streams \
     dns-rebinding-protection server-session-lifecycle; do
     conformance "$scenario"
@@ -138,10 +178,15 @@ else
   fail "conformance: server start"
 fi
 if start_server fixtures "$(dirname "$MCP_SANDBOX_BIN")/mcp-sandbox-conformance"; then
-  for scenario in tools-call-simple-text tools-call-image tools-call-audio \
-    tools-call-embedded-resource tools-call-mixed-content tools-call-with-logging \
-    tools-call-error tools-call-with-progress; do
-    conformance "$scenario"
+  # Both eras from one server: everything each revision requires ...
+  for revision in 2025-11-25 2026-07-28; do
+    conformance_revision "$revision"
+  done
+  # ... and the 2026-07-28 scenarios the suite does not score yet (SEP-2243 headers, SEP-2106
+  # schemas), which this server passes.
+  for scenario in http-header-validation http-custom-header-server-validation \
+    json-schema-2020-12; do
+    conformance "$scenario" --spec-version 2026-07-28
   done
   stop_server
 else

@@ -91,6 +91,48 @@ std::vector<Tool> ConformanceFixtureTools() {
         call.ReportProgress(100, 100);
         return Content({{{"type", "text"}, {"text", "Tool with progress executed successfully"}}});
       }));
+  // 2026-07-28 (server-stateless): a tool that needs a client capability the suite's request
+  // does not declare, so the dispatcher must refuse it with -32021.
+  Tool needs_sampling = Fixture("test_missing_capability",
+                                "Conformance fixture: needs the client's sampling capability.",
+                                [](ToolCall&, const Json&) {
+                                  return Content({{{"type", "text"}, {"text", "sampled"}}});
+                                });
+  needs_sampling.required_client_capabilities = {{"sampling", Json::object()}};
+  tools.push_back(std::move(needs_sampling));
+  // server-stateless checks the response stream of this one holds no server requests: this
+  // server sends none, so a plain answer is the whole stream.
+  tools.push_back(Fixture("test_streaming_elicitation",
+                          "Conformance fixture: answers on its response stream.",
+                          [](ToolCall&, const Json&) {
+                            return Content({{{"type", "text"}, {"text", "no input needed"}}});
+                          }));
+  // server-stateless: logs, which must not reach a client whose request set no logLevel.
+  tools.push_back(Fixture("test_logging_tool", "Conformance fixture: logs one message.",
+                          [](ToolCall& call, const Json&) {
+                            call.Log(LogLevel::kInfo, "test_logging_tool ran");
+                            return Content({{{"type", "text"}, {"text", "logged"}}});
+                          }));
+  // json-schema-2020-12: the suite's schema, listed verbatim and enforced as written.
+  Tool schema_tool =
+      Fixture("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features",
+              [](ToolCall&, const Json& arguments) {
+                return Content({{{"type", "text"}, {"text", "accepted: " + arguments.dump()}}});
+              });
+  schema_tool.input_schema = Json::parse(R"({
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+              "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                   "phone": {"type": "string"}, "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": false})");
+  tools.push_back(std::move(schema_tool));
   return tools;
 }
 

@@ -178,11 +178,12 @@ TEST_CASE("notifications are never answered", "[unit]") {
   }
 }
 
-TEST_CASE("unknown methods get -32601, server/discover included", "[unit]") {
+TEST_CASE("unknown methods get -32601; server/discover without _meta is malformed", "[unit]") {
   Fixture f;
-  // Before initialize: dual-era clients probe server/discover and fall back on -32601.
+  // server/discover is a 2026-07-28 method: without its per-request _meta it is invalid params
+  // (protocol_era_test.cc covers the well-formed probe).
   Json discover = f.Request(R"({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}})");
-  CHECK(discover["error"]["code"] == kMethodNotFound);
+  CHECK(discover["error"]["code"] == kInvalidParams);
   CHECK(discover["id"] == 1);
   f.Initialize();
   CHECK(f.Request(R"({"jsonrpc":"2.0","id":2,"method":"bogus/method"})")["error"]["code"] ==

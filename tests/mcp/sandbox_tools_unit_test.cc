@@ -119,6 +119,10 @@ TEST_CASE("tools: all thirteen are listed, each with schemas a client can check"
     CHECK(tool["name"].get<std::string>().rfind("sandbox_", 0) == 0);
     CHECK(tool["inputSchema"]["type"] == "object");
     CHECK(tool["description"].get<std::string>().size() > 20);
+    // 2026-07-28: a front end routes on Mcp-Param-Session-Id without reading the body.
+    if (tool["inputSchema"]["properties"].contains("session_id")) {
+      CHECK(tool["inputSchema"]["properties"]["session_id"]["x-mcp-header"] == "Session-Id");
+    }
   }
 }
 

@@ -6,8 +6,12 @@
 //     errors, per-call latency percentiles, throughput; then the same load from a minimal
 //     HTTP/1.1 keep-alive JSON-RPC client, which shows the server's share (the SDK client's
 //     own CPU per call is several times the server's).
+//  3. Both eras side by side: a warm sandbox_run_python from one client, sequentially, in the
+//     2025-11-25 era (initialize, session) and in the 2026-07-28 era (per-request _meta, and on
+//     HTTP the Mcp-Method/Mcp-Name/Mcp-Param-Session-Id headers the server checks), over stdio
+//     and over HTTP, in alternating rounds so load on the host hits both alike.
 // Environment: MCP_SANDBOX_BIN, BENCH_STDIO_CALLS (500), BENCH_HTTP_SESSIONS (50),
-// BENCH_HTTP_CALLS (20).
+// BENCH_HTTP_CALLS (20), BENCH_ERA_CALLS (400 per era and transport).
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
@@ -18,6 +22,12 @@ import { BIN, callOk, connectHttp, spawnHttpServer } from '../lib/harness.mjs';
 const STDIO_CALLS = Number(process.env.BENCH_STDIO_CALLS ?? 500);
 const HTTP_SESSIONS = Number(process.env.BENCH_HTTP_SESSIONS ?? 50);
 const HTTP_CALLS = Number(process.env.BENCH_HTTP_CALLS ?? 20);
+const ERA_CALLS = Number(process.env.BENCH_ERA_CALLS ?? 400);
+const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1' },
+};
 
 function percentile(sorted, p) {
   if (sorted.length === 0) return NaN;
@@ -139,12 +149,13 @@ class RawHttpClient {
     this.nextId = 1;
     this.session = '';
   }
-  post(body) {
+  post(body, extraHeaders = {}) {
     const payload = JSON.stringify(body);
     const headers = {
       'Content-Type': 'application/json',
       Accept: 'application/json, text/event-stream',
       'Content-Length': Buffer.byteLength(payload),
+      ...extraHeaders,
     };
     if (this.session) {
       headers['Mcp-Session-Id'] = this.session;
@@ -174,6 +185,15 @@ class RawHttpClient {
   }
   request(method, params) {
     return this.post({ jsonrpc: '2.0', id: this.nextId++, method, params });
+  }
+  // A 2026-07-28 request: no session, _meta in the body, the headers mirroring it.
+  modernCall(name, args) {
+    const headers = { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': name };
+    if (args.session_id) headers['Mcp-Param-Session-Id'] = args.session_id;
+    return this.post({
+      jsonrpc: '2.0', id: this.nextId++, method: 'tools/call',
+      params: { name, arguments: args, _meta: MODERN_META },
+    }, headers);
   }
   close() {
     this.agent.destroy();
@@ -210,6 +230,58 @@ async function rawHttpBench() {
   return { calls: summary(latencies), errors, wallMs };
 }
 
+// Warm run_python, one client, both eras, over stdio and HTTP (see 3. above).
+async function eraBench() {
+  const check = (response) => {
+    if (response.error || response.result?.isError || response.result?.structuredContent?.stdout !== '1\n') {
+      throw new Error(JSON.stringify(response));
+    }
+  };
+  const timed = async (samples, fn) => {
+    const t0 = process.hrtime.bigint();
+    check(await fn());
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  };
+  const stdio = new RawStdioClient();
+  await stdio.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
+  stdio.notify('notifications/initialized', {});
+  const first = await stdio.request('tools/call', { name: 'sandbox_run_python', arguments: { code: 'print(1)' } });
+  const stdioSession = first.result.structuredContent.session_id;
+  const server = await spawnHttpServer();
+  const legacy = new RawHttpClient(server.url);
+  await legacy.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
+  await legacy.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  const created = await legacy.request('tools/call', { name: 'sandbox_run_python', arguments: { code: 'print(1)' } });
+  const httpSession = created.result.structuredContent.session_id;
+  const modern = new RawHttpClient(server.url);
+  const args = (session) => ({ session_id: session, code: 'print(1)' });
+  const samples = { stdioLegacy: [], stdioModern: [], httpLegacy: [], httpModern: [] };
+  const rounds = ERA_CALLS / 20;
+  for (let round = -1; round < rounds; round++) {
+    // Round -1 warms up every path; its samples are dropped.
+    const sink = (name) => (round < 0 ? [] : samples[name]);
+    for (let i = 0; i < 20; i++) {
+      await timed(sink('stdioLegacy'), () => stdio.request('tools/call', { name: 'sandbox_run_python', arguments: args(stdioSession) }));
+    }
+    for (let i = 0; i < 20; i++) {
+      await timed(sink('stdioModern'), () => stdio.request('tools/call',
+        { name: 'sandbox_run_python', arguments: args(stdioSession), _meta: MODERN_META }));
+    }
+    for (let i = 0; i < 20; i++) {
+      await timed(sink('httpLegacy'), () => legacy.request('tools/call', { name: 'sandbox_run_python', arguments: args(httpSession) }));
+    }
+    for (let i = 0; i < 20; i++) {
+      await timed(sink('httpModern'), () => modern.modernCall('sandbox_run_python', args(httpSession)));
+    }
+  }
+  await stdio.close();
+  legacy.close();
+  modern.close();
+  await server.stop();
+  return Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, summary(list)]));
+}
+
+const eras = await eraBench();
 const stdio = await stdioBench();
 const sdk = await httpBench();
 const raw = await rawHttpBench();
@@ -225,4 +297,14 @@ console.log('');
 const rate = (run) => (run.calls.n / (run.wallMs / 1000)).toFixed(0);
 console.log(`HTTP, SDK clients: ${sdk.errors} error(s), ${rate(sdk)} calls/s; ${HTTP_SESSIONS} sessions created at ` +
   `once (first run included) in ${sdk.createMs} ms. Minimal clients: ${raw.errors} error(s), ${rate(raw)} calls/s.`);
+console.log('');
+console.log('| warm sandbox_run_python print(1), one client | n | p50 ms | p90 ms | p99 ms | modern vs legacy (p50) |');
+console.log('|---|---|---|---|---|---|');
+for (const [transport, legacyName, modernName] of [['stdio', 'stdioLegacy', 'stdioModern'], ['HTTP', 'httpLegacy', 'httpModern']]) {
+  const before = eras[legacyName];
+  const after = eras[modernName];
+  const change = ((after.p50 / before.p50 - 1) * 100).toFixed(1);
+  console.log(`| ${transport}, 2025-11-25 (initialize) | ${before.n} | ${ms(before.p50)} | ${ms(before.p90)} | ${ms(before.p99)} | |`);
+  console.log(`| ${transport}, 2026-07-28 (per-request _meta${transport === 'HTTP' ? ', headers checked' : ''}) | ${after.n} | ${ms(after.p50)} | ${ms(after.p90)} | ${ms(after.p99)} | ${change > 0 ? '+' : ''}${change} % |`);
+}
 process.exitCode = sdk.errors + raw.errors > 0 ? 1 : 0;
