@@ -553,17 +553,27 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   bool initialize = value.is_object() && value.contains("id") && value.contains("method") &&
                     value["method"] == "initialize";
   std::string session_id(head.Get(kSessionHeader));
-  // The era of a request (basic/versioning.mdx): a session or an initialize with a 2025
-  // revision (or none: 2025-03-26) is legacy; anything else is a stateless modern request,
-  // which a modern revision in MCP-Protocol-Version makes even when a session id comes along.
+  // The era of a request (basic/versioning.mdx): a modern revision in MCP-Protocol-Version
+  // makes a stateless modern request (a session id that comes along is ignored), and so does,
+  // without a session, per-request _meta or a revision this server does not know (answered
+  // with the modern errors); a session or an initialize is legacy.
   std::string_view version_header = head.Get(kVersionHeader);
   bool modern_header = IsModernProtocolVersion(version_header);
   bool legacy_header = version_header.empty() || IsSupportedProtocolVersion(version_header);
-  if (modern_header || (session_id.empty() && !(initialize && legacy_header))) {
+  bool modern_body =
+      value.is_object() && value.contains("params") && HasModernMeta(value["params"]);
+  if (modern_header ||
+      (session_id.empty() && !(initialize && legacy_header) && (modern_body || !legacy_header))) {
     return HandleModernPost(conn, head, std::move(value), cors, keep_alive);
   }
   std::shared_ptr<Connection> connection;
   bool new_session = false;
+  if (session_id.empty() && !initialize) {
+    // Neither era: a 2025 client that skipped initialize (or lost its session id).
+    return send(JsonErrorResponse(400, -32000,
+                                  "Bad Request: Mcp-Session-Id header is required (initialize "
+                                  "first, or send 2026-07-28 requests with params._meta)"));
+  }
   if (!session_id.empty()) {
     connection = FindSession(session_id);
     if (!connection) {

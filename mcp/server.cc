@@ -79,11 +79,17 @@ class ModernReply : public Reply {
         server_info_(std::move(server_info)) {}
   void Send(const Json& message) override {
     auto result = message.find("result");
-    if (result == message.end() || !result->is_object()) return outer_->Send(message);
+    // Already decorated (Decorate, by a handler that owns its result): no copy.
+    if (result == message.end() || !result->is_object() || result->contains("resultType")) {
+      return outer_->Send(message);
+    }
     Json decorated = message;
     DecorateModernResult(method_, server_info_, decorated["result"]);
     outer_->Send(decorated);
   }
+  // For a handler that builds a large result (a tool call's images): decorates it in place, so
+  // Send need not copy it.
+  void Decorate(Json& result) const { DecorateModernResult(method_, server_info_, result); }
   void Close() override { outer_->Close(); }
   const ModernRequestMeta* modern() const override { return &meta_; }
 
@@ -701,6 +707,9 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
         LogToolCall(tool->name, arguments, result, ms, call.cancelled());
+        if (const auto* modern = dynamic_cast<const ModernReply*>(reply.get())) {
+          modern->Decorate(result);
+        }
         return MakeResponse(id, std::move(result));
       },
       /*streams=*/!progress_token.is_null());
