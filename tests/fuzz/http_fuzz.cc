@@ -66,8 +66,9 @@ std::string Exchange(int port, std::string_view request) {
 }
 
 std::string Post(int port, const std::string& body, const std::string& session) {
-  std::string request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                        "Accept: application/json, text/event-stream\r\n";
+  std::string request =
+      "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+      "Accept: application/json, text/event-stream\r\n";
   if (!session.empty()) {
     request += "Mcp-Session-Id: " + session + "\r\nMCP-Protocol-Version: 2025-11-25\r\n";
   }
@@ -139,8 +140,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!answer.empty()) FUZZ_CHECK(answer.rfind("HTTP/1.1 ", 0) == 0);
   static unsigned inputs = 0;
   if (++inputs % 32 != 0) return 0;
-  std::string health =
-      Exchange(harness->port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  std::string health = Exchange(
+      harness->port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   FUZZ_CHECK(health.rfind("HTTP/1.1 200", 0) == 0);
   return 0;
 }

@@ -89,7 +89,8 @@ void WriteLayout(const fs::path& layout, const std::vector<std::string_view>& la
   Json diff_ids = Json::array();
   Json descriptors = Json::array();
   for (std::string_view blob : layers) {
-    diff_ids.push_back(sandbox::rootfs::Sha256Digest(sandbox::rootfs::Sha256Hex(Uncompressed(blob))));
+    diff_ids.push_back(
+        sandbox::rootfs::Sha256Digest(sandbox::rootfs::Sha256Hex(Uncompressed(blob))));
     descriptors.push_back(
         Descriptor("application/vnd.oci.image.layer.v1.tar", blob, AddBlob(layout, blob)));
   }
@@ -99,20 +100,19 @@ void WriteLayout(const fs::path& layout, const std::vector<std::string_view>& la
                             {"rootfs", {{"type", "layers"}, {"diff_ids", diff_ids}}}}
                            .dump();
   std::string config_hex = AddBlob(layout, config);
-  std::string manifest =
-      Json{{"schemaVersion", 2},
-           {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
-           {"config", Descriptor("application/vnd.oci.image.config.v1+json", config, config_hex)},
-           {"layers", descriptors}}
-          .dump();
+  std::string manifest = Json{
+      {"schemaVersion", 2},
+      {"mediaType", "application/vnd.oci.image.manifest.v1+json"},
+      {"config", Descriptor("application/vnd.oci.image.config.v1+json", config, config_hex)},
+      {"layers",
+       descriptors}}.dump();
   std::string manifest_hex = AddBlob(layout, manifest);
   Json top = Descriptor("application/vnd.oci.image.manifest.v1+json", manifest, manifest_hex);
   top["annotations"] = {{"org.opencontainers.image.ref.name", "fuzz:1"}};
-  WriteFile(layout / "index.json",
-            Json{{"schemaVersion", 2},
-                 {"mediaType", "application/vnd.oci.image.index.v1+json"},
-                 {"manifests", {top}}}
-                .dump());
+  WriteFile(layout / "index.json", Json{{"schemaVersion", 2},
+                                        {"mediaType", "application/vnd.oci.image.index.v1+json"},
+                                        {"manifests", {top}}}
+                                       .dump());
 }
 
 std::vector<std::string_view> SplitLayers(std::string_view rest) {

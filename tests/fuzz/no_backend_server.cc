@@ -41,8 +41,8 @@ NoBackendServer::NoBackendServer() {
     image.rootfs = "/nonexistent";
     return image;
   };
-  sessions = std::make_unique<SessionManager>(config, std::make_shared<NoSandboxBackend>(),
-                                              resolver);
+  sessions =
+      std::make_unique<SessionManager>(config, std::make_shared<NoSandboxBackend>(), resolver);
   mcp::ServerOptions options;
   options.worker_threads = 2;
   options.instructions = mcp::SandboxInstructions(settings);
