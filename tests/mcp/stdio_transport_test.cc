@@ -91,7 +91,10 @@ std::vector<Tool> Tools(Started* started = nullptr) {
               });
               if (started != nullptr) started->Set();
               std::unique_lock<std::mutex> lock(mutex);
-              cancelled.wait(lock, [&] { return stop || call.cancelled(); });
+              // `stop` only: call.cancelled() takes the call's lock, which Cancel() holds while
+              // it runs the hook above, which takes `mutex` (a lock-order inversion that
+              // ThreadSanitizer reported). The hook runs at once when already cancelled.
+              cancelled.wait(lock, [&] { return stop; });
               ToolResultBuilder result(1024);
               result.AddText("stopped");
               return result.Build();

@@ -16,9 +16,13 @@ PACKAGE_PACKAGES=(dpkg-dev lintian groff-base)
 # What the tests use besides the build: skopeo and umoci make real image archives, python3's
 # data stack runs the agent on the host, docker.io is the fallback backend's daemon, procps
 # serves Docker's /top, nodejs/npm run the MCP SDK end-to-end tests, util-linux gives setpriv,
-# clang-format and clang-tidy keep the style (tools/lib/style_check.sh).
+# clang-format and clang-tidy keep the style (tools/lib/style_check.sh), and FUZZ_PACKAGES build
+# the fuzz targets.
+# tools/fuzz: clang and its compiler-rt (libFuzzer and the sanitizer runtimes), the same
+# version as clang-format and clang-tidy (14 on bookworm).
+FUZZ_PACKAGES=(clang libclang-rt-dev)
 TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas docker.io procps curl
-  util-linux qemu-system-x86 busybox-static clang-format clang-tidy)
+  util-linux qemu-system-x86 busybox-static clang-format clang-tidy "${FUZZ_PACKAGES[@]}")
 
 # Node.js and npm for the e2e tests: Debian's packages unless a Node.js with npm is already
 # installed (a vendor's nodejs package ships npm itself and conflicts with Debian's npm).
