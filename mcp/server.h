@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mcp/jsonrpc.h"
+#include "mcp/resource_subscriptions.h"
+#include "mcp/resources.h"
 #include "mcp/tool.h"
 #include "mcp/worker_pool.h"
 #include "runtime/base/result.h"
@@ -38,18 +40,14 @@ class Reply {
   virtual void Close() = 0;
 };
 
-// resources/read for the URIs tool results hand out (sandbox://...): returns the `contents`
-// array of a ReadResourceResult, or an error (not_found, ...).
-using ResourceReader = std::function<Result<Json>(const std::string& uri)>;
-
 struct ServerOptions {
   std::string name = "mcp-sandbox";
   std::string title = "Python sandbox";
   std::string version = "0.0.0";
   std::string instructions;
   size_t worker_threads = 16;
-  ResourceReader read_resource;  // empty: no resources capability
-  Json resource_templates = Json::array();
+  // Session files as resources (resources/*, completion/complete); null: neither capability.
+  std::shared_ptr<ResourceProvider> resources;
 };
 
 class Connection;
@@ -83,7 +81,7 @@ class Server {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  explicit Connection(Server& server) : server_(server) {}
+  explicit Connection(Server& server);
 
   // Handles one JSON value from the client: a message, or (2025-03-26 only) a batch array.
   // Fast methods reply before returning; tool calls reply later from a worker thread (or
@@ -137,9 +135,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnResourceTemplatesList(Message& message, const std::shared_ptr<Reply>& reply,
                                bool in_batch);
   void OnResourcesRead(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  // resources/subscribe, resources/unsubscribe and completion/complete (resource_methods.cc).
+  void OnResourcesSubscribe(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnResourcesUnsubscribe(Message& message, const std::shared_ptr<Reply>& reply,
+                              bool in_batch);
+  void OnComplete(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  // After a tool call that may have written files: notifications/resources/updated on `reply`
+  // (ahead of the call's response) for each subscribed resource that changed.
+  void SendResourceUpdates(Reply& reply);
 
   void StartToolCall(Message& message, const std::shared_ptr<Reply>& reply);
-  void StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply);
   // Registers a request in flight and runs `work` on the pool (or inline, see
   // set_run_inline, unless it `streams` progress that must reach the client while it runs);
   // work returns the response.
@@ -152,6 +157,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   DownloadLinker download_linker_;
   std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
   std::atomic<int> log_level_{1};  // LogLevel::kInfo until logging/setLevel
+  std::unique_ptr<ResourceSubscriptions> subscriptions_;  // null without resources
   bool run_inline_ = false;
 };
 
