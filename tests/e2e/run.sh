@@ -6,7 +6,7 @@
 #      workflow with user namespaces denied to the server (docker-fallback.test.mjs);
 #   2. the official conformance suite against `serve --http` (the scenarios that need no
 #      fixture tools, then the tools-call-* ones against mcp-sandbox-conformance, `serve` plus
-#      the suite's fixture tools, a test-only binary built next to mcp-sandbox);
+#      the suite's fixture tools and resources, a test-only binary built next to mcp-sandbox);
 #   3. an Inspector CLI smoke test over stdio (tools/list, tools/call).
 # Installs its npm packages first (npm ci, skipped when package-lock.json has not changed).
 # Ends with one line "N passed, N failed[, N skipped]"; exits 1 when anything failed.
@@ -54,7 +54,7 @@ log "== e2e: SDK client over stdio and HTTP (node --test)"
 "$NODE" --test --test-concurrency=1 --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
   --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
-  stdio.test.mjs http.test.mjs docker-fallback.test.mjs 2>"$results/sdk.stderr"
+  stdio.test.mjs http.test.mjs resources.test.mjs docker-fallback.test.mjs 2>"$results/sdk.stderr"
 sdk_status=$?
 sed 's/^/  /' "$results/sdk.txt" >&2
 # One line per test outcome: "pass NAME", "fail NAME", "skip NAME: REASON".
@@ -140,7 +140,9 @@ fi
 if start_server fixtures "$(dirname "$MCP_SANDBOX_BIN")/mcp-sandbox-conformance"; then
   for scenario in tools-call-simple-text tools-call-image tools-call-audio \
     tools-call-embedded-resource tools-call-mixed-content tools-call-with-logging \
-    tools-call-error tools-call-with-progress; do
+    tools-call-error tools-call-with-progress resources-list resources-read-text \
+    resources-read-binary resources-templates-read resources-subscribe resources-unsubscribe \
+    completion-complete; do
     conformance "$scenario"
   done
   stop_server
