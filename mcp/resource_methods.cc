@@ -70,16 +70,14 @@ void Connection::OnResourcesRead(Message& message, const std::shared_ptr<Reply>&
   auto provider = server_.options().resources;
   std::string version = protocol_version();
   Json id = message.id;
-  RunAsync(message, reply,
-           [provider, uri = *uri, version, id](const std::shared_ptr<InFlight>&) {
-             auto contents = provider->Read(uri);
-             if (!contents) return ResourceErrorResponse(id, uri, contents.error(), version);
-             return MakeResponse(id, {{"contents", std::move(*contents)}});
-           });
+  RunAsync(message, reply, [provider, uri = *uri, version, id](const std::shared_ptr<InFlight>&) {
+    auto contents = provider->Read(uri);
+    if (!contents) return ResourceErrorResponse(id, uri, contents.error(), version);
+    return MakeResponse(id, {{"contents", std::move(*contents)}});
+  });
 }
 
-void Connection::OnResourcesSubscribe(Message& message, const std::shared_ptr<Reply>& reply,
-                                      bool) {
+void Connection::OnResourcesSubscribe(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   const std::string* uri = UriParam(message.params);
   if (uri == nullptr) {
     return Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
@@ -110,8 +108,8 @@ void Connection::OnResourcesUnsubscribe(Message& message, const std::shared_ptr<
 void Connection::OnComplete(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   const Json& params = message.params;
   auto invalid = [&](std::string_view text) {
-    Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
-                                    fmt::format("Invalid params: {}", text)));
+    Answer(reply,
+           MakeErrorResponse(message.id, kInvalidParams, fmt::format("Invalid params: {}", text)));
   };
   if (!params.is_object() || !params.contains("ref") || !params["ref"].is_object() ||
       !params["ref"].contains("type") || !params["ref"]["type"].is_string()) {
@@ -126,10 +124,10 @@ void Connection::OnComplete(Message& message, const std::shared_ptr<Reply>& repl
   std::string type = ref["type"].get<std::string>();
   if (type == "ref/prompt") {
     // This server has no prompts, so no prompt argument has values to offer.
-    return Answer(reply, MakeResponse(message.id, {{"completion",
-                                                    {{"values", Json::array()},
-                                                     {"total", 0},
-                                                     {"hasMore", false}}}}));
+    return Answer(reply,
+                  MakeResponse(message.id,
+                               {{"completion",
+                                 {{"values", Json::array()}, {"total", 0}, {"hasMore", false}}}}));
   }
   if (type != "ref/resource" || !ref.contains("uri") || !ref["uri"].is_string()) {
     return invalid(fmt::format("ref must be ref/resource (with a uri) or ref/prompt, not {}",

@@ -50,8 +50,8 @@ class ResourceProvider {
   // start with `prefix`. `context` holds the arguments the client already chose (may be null).
   // kInvalidArgument for a template or argument it does not have.
   virtual Result<CompletionValues> Complete(const std::string& uri_template,
-                                            const std::string& argument,
-                                            const std::string& prefix, const Json& context) = 0;
+                                            const std::string& argument, const std::string& prefix,
+                                            const Json& context) = 0;
   // A token that changes whenever the resource does ("" while it does not exist), for
   // resources/subscribe. Errors as for Read; a transient one (kSessionBusy: a run holds the
   // session) means "unknown now".

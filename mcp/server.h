@@ -137,8 +137,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnResourcesRead(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   // resources/subscribe, resources/unsubscribe and completion/complete (resource_methods.cc).
   void OnResourcesSubscribe(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
-  void OnResourcesUnsubscribe(Message& message, const std::shared_ptr<Reply>& reply,
-                              bool in_batch);
+  void OnResourcesUnsubscribe(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   void OnComplete(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
   // After a tool call that may have written files: notifications/resources/updated on `reply`
   // (ahead of the call's response) for each subscribed resource that changed.
@@ -156,7 +155,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string protocol_version_;
   DownloadLinker download_linker_;
   std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
-  std::atomic<int> log_level_{1};  // LogLevel::kInfo until logging/setLevel
+  std::atomic<int> log_level_{1};                         // LogLevel::kInfo until logging/setLevel
   std::unique_ptr<ResourceSubscriptions> subscriptions_;  // null without resources
   bool run_inline_ = false;
 };

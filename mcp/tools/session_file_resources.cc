@@ -93,13 +93,13 @@ class SessionFileResources : public ResourceProvider {
           return page;
         }
         std::string name = info->path.substr(info->path.rfind('/') + 1);
-        page.resources.push_back({{"uri", SandboxUri(session.id, info->path)},
-                                  {"name", ValidUtf8(name)},
-                                  {"title", ValidUtf8(info->path)},
-                                  {"description", fmt::format("{} in session {}",
-                                                              ValidUtf8(info->path), session.id)},
-                                  {"mimeType", info->mime_type},
-                                  {"size", info->size}});
+        page.resources.push_back(
+            {{"uri", SandboxUri(session.id, info->path)},
+             {"name", ValidUtf8(name)},
+             {"title", ValidUtf8(info->path)},
+             {"description", fmt::format("{} in session {}", ValidUtf8(info->path), session.id)},
+             {"mimeType", info->mime_type},
+             {"size", info->size}});
         after_session = session.id;
         after_path = relative;
       }

@@ -88,8 +88,8 @@ class FixtureResources : public ResourceProvider {
         uri.substr(uri.size() - kTemplateSuffix.size()) != kTemplateSuffix) {
       return std::nullopt;
     }
-    std::string_view id = uri.substr(kTemplatePrefix.size(), uri.size() - kTemplatePrefix.size() -
-                                                                 kTemplateSuffix.size());
+    std::string_view id = uri.substr(kTemplatePrefix.size(),
+                                     uri.size() - kTemplatePrefix.size() - kTemplateSuffix.size());
     if (id.find('/') != std::string_view::npos) return std::nullopt;
     return std::string(id);
   }

@@ -106,7 +106,11 @@ struct Fixture {
                                      return Json{{"content", Json::array()}};
                                    }});
                   // Read-only: no look at subscriptions.
-                  tools.push_back({"peek", "", "Changes one, claiming not to.", Schema(), nullptr,
+                  tools.push_back({"peek",
+                                   "",
+                                   "Changes one, claiming not to.",
+                                   Schema(),
+                                   nullptr,
                                    {{"readOnlyHint", true}},
                                    [this](ToolCall&, const Json& args) {
                                      resources->Touch(args["uri"].get<std::string>());
@@ -266,9 +270,9 @@ TEST_CASE("completion/complete offers template values; prompts have none", "[uni
   Fixture f;
   f.Initialize();
   Json completion =
-      f.Request("completion/complete", {{"ref", {{"type", "ref/resource"}, {"uri", "mem://{n}"}}},
-                                        {"argument", {{"name", "n"}, {"value", "1"}}}})["result"]
-                                                                                     ["completion"];
+      f.Request("completion/complete",
+                {{"ref", {{"type", "ref/resource"}, {"uri", "mem://{n}"}}},
+                 {"argument", {{"name", "n"}, {"value", "1"}}}})["result"]["completion"];
   CHECK(completion["values"] == Json::array({"1", "10"}));
   CHECK(completion["total"] == 2);
   CHECK(completion["hasMore"] == false);
@@ -280,9 +284,9 @@ TEST_CASE("completion/complete offers template values; prompts have none", "[uni
                   {{"ref", {{"type", "ref/resource"}, {"uri", "mem://{n}"}}},
                    {"argument", {{"name", "nope"}, {"value", ""}}}})["error"]["code"] ==
         kInvalidParams);
-  CHECK(f.Request("completion/complete", {{"ref", {{"type", "ref/other"}}},
-                                          {"argument", {{"name", "n"}, {"value", ""}}}})["error"]
-                                                                                        ["code"] ==
+  CHECK(f.Request("completion/complete",
+                  {{"ref", {{"type", "ref/other"}}},
+                   {"argument", {{"name", "n"}, {"value", ""}}}})["error"]["code"] ==
         kInvalidParams);
   CHECK(f.Request("completion/complete", {{"ref", 5}})["error"]["code"] == kInvalidParams);
   CHECK(f.Request("completion/complete",

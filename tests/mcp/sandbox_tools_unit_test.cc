@@ -319,10 +319,11 @@ std::string FileUri(const std::string& session, const std::string& path) {
 TEST_CASE("resources: session files are read as text or blob, by the template", "[unit]") {
   Fixture f;
   std::string id = f.NewSession();
-  REQUIRE_FALSE(f.Call("sandbox_write_file", {{"session_id", id}, {"path", "out/a.txt"},
-                                              {"content", "hello"}})
+  REQUIRE_FALSE(f.Call("sandbox_write_file",
+                       {{"session_id", id}, {"path", "out/a.txt"}, {"content", "hello"}})
                     .value("isError", false));
-  REQUIRE_FALSE(f.Call("sandbox_upload_file", {{"session_id", id}, {"filename", "b.bin"},
+  REQUIRE_FALSE(f.Call("sandbox_upload_file", {{"session_id", id},
+                                               {"filename", "b.bin"},
                                                {"content_base64", Base64Encode("\x01\x02\xff")}})
                     .value("isError", false));
   Json templates = ResourceRequest(f, "resources/templates/list", Json::object());
@@ -354,15 +355,16 @@ TEST_CASE("resources: session files are read as text or blob, by the template", 
         kInvalidParams);  // a directory
 }
 
-TEST_CASE("resources: the size limit of sandbox_read_artifact holds for resources/read",
-          "[unit]") {
+TEST_CASE("resources: the size limit of sandbox_read_artifact holds for resources/read", "[unit]") {
   ToolSettings settings = Fixture::DefaultSettings();
   settings.max_result_bytes = 32 << 10;
   Fixture f(settings);
   std::string id = f.NewSession();
-  REQUIRE_FALSE(f.Call("sandbox_upload_file", {{"session_id", id}, {"filename", "big.bin"},
-                                               {"content_base64", Base64Encode(std::string(40000, 'x'))}})
-                    .value("isError", false));
+  REQUIRE_FALSE(
+      f.Call("sandbox_upload_file", {{"session_id", id},
+                                     {"filename", "big.bin"},
+                                     {"content_base64", Base64Encode(std::string(40000, 'x'))}})
+          .value("isError", false));
   Json big = ResourceRequest(f, "resources/read", {{"uri", FileUri(id, "big.bin")}});
   CHECK(big["error"]["code"] == kInvalidParams);
   CHECK(big["error"]["data"]["error"] == "artifact_too_large");
@@ -374,10 +376,10 @@ TEST_CASE("resources: list pages through the files of live sessions", "[unit]") 
   Fixture f;
   std::string id = f.NewSession();
   for (int i = 0; i < 120; ++i) {
-    REQUIRE_FALSE(f.Call("sandbox_write_file", {{"session_id", id},
-                                                {"path", fmt::format("f{:03}.txt", i)},
-                                                {"content", "x"}})
-                      .value("isError", false));
+    REQUIRE_FALSE(
+        f.Call("sandbox_write_file",
+               {{"session_id", id}, {"path", fmt::format("f{:03}.txt", i)}, {"content", "x"}})
+            .value("isError", false));
   }
   std::vector<std::string> uris;
   Json params = Json::object();
@@ -425,20 +427,21 @@ TEST_CASE("resources: a command that changes a subscribed file announces it", "[
   CHECK(updates("echo two-longer >> /mnt/data/watched.txt") == 1);
   CHECK(updates("echo other > /mnt/data/other.txt") == 0);
   CHECK(updates("rm /mnt/data/watched.txt") == 1);
-  CHECK(ResourceRequest(f, "resources/subscribe", {{"uri", FileUri(id, "a/../b")}})["error"]
-                       ["code"] == kInvalidParams);
+  CHECK(ResourceRequest(f, "resources/subscribe",
+                        {{"uri", FileUri(id, "a/../b")}})["error"]["code"] == kInvalidParams);
 }
 
 TEST_CASE("resources: completion of session_id and path", "[unit]") {
   Fixture f;
   std::string id = f.NewSession();
-  REQUIRE_FALSE(f.Call("sandbox_write_file", {{"session_id", id}, {"path", "data/x.csv"},
-                                              {"content", "a"}})
-                    .value("isError", false));
+  REQUIRE_FALSE(
+      f.Call("sandbox_write_file", {{"session_id", id}, {"path", "data/x.csv"}, {"content", "a"}})
+          .value("isError", false));
   auto complete = [&](const std::string& argument, const std::string& value, Json context) {
-    Json params = {{"ref", {{"type", "ref/resource"},
-                            {"uri", "sandbox://sessions/{session_id}/files/{+path}"}}},
-                   {"argument", {{"name", argument}, {"value", value}}}};
+    Json params = {
+        {"ref",
+         {{"type", "ref/resource"}, {"uri", "sandbox://sessions/{session_id}/files/{+path}"}}},
+        {"argument", {{"name", argument}, {"value", value}}}};
     if (!context.is_null()) params["context"] = {{"arguments", context}};
     Json response = ResourceRequest(f, "completion/complete", params);
     INFO(response.dump());
