@@ -197,7 +197,7 @@ TEST_CASE("resources: errors are JSON-RPC errors with the revision's not-found c
   CHECK(long_uri["error"]["data"]["uri"].get<std::string>().size() <= 256);
 }
 
-TEST_CASE("resources: list pages follow nextCursor; a foreign cursor is -32602", "[unit]") {
+TEST_CASE("resources: list pages follow nextCursor, and a foreign cursor is -32602", "[unit]") {
   Fixture f;
   f.Initialize();
   std::vector<std::string> uris;
@@ -266,7 +266,7 @@ TEST_CASE("resources: subscribe refuses what is not a resource, and past the cap
   CHECK(f.Request("resources/subscribe", {{"uri", "mem://s0"}}).contains("result"));  // again
 }
 
-TEST_CASE("completion/complete offers template values; prompts have none", "[unit]") {
+TEST_CASE("completion/complete offers template values, and none for prompts", "[unit]") {
   Fixture f;
   f.Initialize();
   Json completion =
