@@ -19,9 +19,6 @@ namespace {
 constexpr std::string_view kLogLevelNames[] = {"debug", "info",     "notice", "warning",
                                                "error", "critical", "alert",  "emergency"};
 
-// MCP's code for resources/read of an unknown URI (server/resources.mdx).
-constexpr int kResourceNotFound = -32002;
-
 // Collects the responses of a 2025-03-26 batch and sends them as one array when every element
 // is done; notifications tied to its requests pass straight through.
 class BatchReply : public std::enable_shared_from_this<BatchReply> {
@@ -260,6 +257,12 @@ class Connection::Call : public ToolCall {
   Json progress_token_;
 };
 
+Connection::Connection(Server& server) : server_(server) {
+  if (server_.options().resources) {
+    subscriptions_ = std::make_unique<ResourceSubscriptions>(server_.options().resources);
+  }
+}
+
 std::string Connection::protocol_version() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return protocol_version_;
@@ -371,16 +374,20 @@ void Connection::HandleNotification(const Message& message) {
   // notifications/initialized and anything else need no action.
 }
 
-Json Connection::Capabilities() const {
+Json Connection::Capabilities(bool modern) const {
   const ServerOptions& options = server_.options();
   // prompts: none are served, but the list answers (empty) so clients that cache lists or
   // probe for prompts get an answer rather than an error.
   Json capabilities = {{"tools", {{"listChanged", false}}},
                        {"prompts", {{"listChanged", false}}},
                        {"logging", Json::object()}};
-  // Embedded resources and resource links point into sessions; resources/read serves them.
-  if (options.read_resource)
-    capabilities["resources"] = {{"subscribe", false}, {"listChanged", false}};
+  // Embedded resources and resource links point into sessions; resources/read serves them,
+  // and completion/complete fills in the template's session_id and path. resources/subscribe
+  // is a legacy-era method (2026-07-28 removed it).
+  if (options.resources) {
+    capabilities["resources"] = {{"subscribe", !modern}, {"listChanged", false}};
+    capabilities["completions"] = Json::object();
+  }
   return capabilities;
 }
 
@@ -406,7 +413,7 @@ Json Connection::Initialize(const Json& params) {
     spdlog::info("client {} {} connected (protocol {})", field("name"), field("version"), version);
   }
   const ServerOptions& options = server_.options();
-  Json capabilities = Capabilities();
+  Json capabilities = Capabilities(/*modern=*/false);
   Json info = {{"name", options.name}, {"version", options.version}};
   if (!options.title.empty()) info["title"] = options.title;
   Json result = {{"protocolVersion", version},
@@ -443,6 +450,9 @@ const std::unordered_map<std::string_view, Connection::MethodEntry>& Connection:
       {"resources/list", {&Connection::OnResourcesList, true}},
       {"resources/templates/list", {&Connection::OnResourceTemplatesList, true}},
       {"resources/read", {&Connection::OnResourcesRead, true}},
+      {"resources/subscribe", {&Connection::OnResourcesSubscribe, true}},
+      {"resources/unsubscribe", {&Connection::OnResourcesUnsubscribe, true}},
+      {"completion/complete", {&Connection::OnComplete, true}},
   };
   return table;
 }
@@ -461,7 +471,7 @@ void Connection::HandleRequest(Message& message, const std::shared_ptr<Reply>& r
   }
   const auto& methods = Methods();
   auto it = methods.find(message.method);
-  if (it == methods.end() || (it->second.needs_resources && !server_.options().read_resource)) {
+  if (it == methods.end() || (it->second.needs_resources && !server_.options().resources)) {
     return Answer(reply, MakeErrorResponse(message.id, kMethodNotFound,
                                            fmt::format("Method not found: {}",
                                                        ValidUtf8(Quoted(message.method)))));
@@ -476,7 +486,7 @@ void Connection::HandleModernRequest(Message& message, const std::shared_ptr<Rep
   auto it = methods.find(message.method);
   bool removed = IsRemovedInModernEra(message.method);
   if (removed || it == methods.end() ||
-      (it->second.needs_resources && !server_.options().read_resource)) {
+      (it->second.needs_resources && !server_.options().resources)) {
     return Answer(reply,
                   MakeErrorResponse(
                       message.id, kMethodNotFound,
@@ -494,7 +504,7 @@ void Connection::HandleModernRequest(Message& message, const std::shared_ptr<Rep
 void Connection::OnDiscover(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   Json versions = Json::array();
   for (auto version : kModernProtocolVersions) versions.push_back(version);
-  Json result = {{"supportedVersions", std::move(versions)}, {"capabilities", Capabilities()}};
+  Json result = {{"supportedVersions", std::move(versions)}, {"capabilities", Capabilities(/*modern=*/true)}};
   if (!server_.options().instructions.empty())
     result["instructions"] = server_.options().instructions;
   Answer(reply, MakeResponse(message.id, std::move(result)));
@@ -566,24 +576,6 @@ void Connection::OnToolsList(Message& message, const std::shared_ptr<Reply>& rep
 
 void Connection::OnToolsCall(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   StartToolCall(message, reply);
-}
-
-void Connection::OnResourcesList(Message& message, const std::shared_ptr<Reply>& reply, bool) {
-  if (HasUnknownCursor(message.params)) {
-    return Answer(reply,
-                  MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
-  }
-  Answer(reply, MakeResponse(message.id, {{"resources", Json::array()}}));
-}
-
-void Connection::OnResourceTemplatesList(Message& message, const std::shared_ptr<Reply>& reply,
-                                         bool) {
-  Answer(reply,
-         MakeResponse(message.id, {{"resourceTemplates", server_.options().resource_templates}}));
-}
-
-void Connection::OnResourcesRead(Message& message, const std::shared_ptr<Reply>& reply, bool) {
-  StartResourceRead(message, reply);
 }
 
 void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& reply,
@@ -707,39 +699,15 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
         LogToolCall(tool->name, arguments, result, ms, call.cancelled());
+        if (!tool->annotations.is_object() || !tool->annotations.value("readOnlyHint", false)) {
+          self->SendResourceUpdates(*reply);
+        }
         if (const auto* modern = dynamic_cast<const ModernReply*>(reply.get())) {
           modern->Decorate(result);
         }
         return MakeResponse(id, std::move(result));
       },
       /*streams=*/!progress_token.is_null());
-}
-
-void Connection::StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply) {
-  const Json& params = message.params;
-  if (!params.is_object() || !params.contains("uri") || !params["uri"].is_string()) {
-    reply->Send(MakeErrorResponse(message.id, kInvalidParams, "Invalid params: uri is required"));
-    reply->Close();
-    return;
-  }
-  std::string uri = params["uri"].get<std::string>();
-  Json id = message.id;
-  const ResourceReader& reader = server_.options().read_resource;
-  RunAsync(message, reply, [reader, uri, id](const std::shared_ptr<InFlight>&) {
-    auto contents = reader(uri);
-    if (contents) return MakeResponse(id, {{"contents", std::move(*contents)}});
-    const Error& error = contents.error();
-    // The uri is the client's: echoed cut, like every value an error quotes.
-    Json data = {{"uri", ValidUtf8(Utf8Prefix(uri, 256))}, {"error", ErrorCodeName(error.code)}};
-    if (error.code == ErrorCode::kNotFound || error.code == ErrorCode::kSessionNotFound) {
-      return MakeErrorResponse(id, kResourceNotFound, "Resource not found", std::move(data));
-    }
-    if (error.code == ErrorCode::kInvalidPath || error.code == ErrorCode::kInvalidArgument ||
-        error.code == ErrorCode::kInvalidSessionId) {
-      return MakeErrorResponse(id, kInvalidParams, ValidUtf8(error.message), std::move(data));
-    }
-    return MakeErrorResponse(id, kInternalError, ValidUtf8(error.message), std::move(data));
-  });
 }
 
 }  // namespace sandbox::mcp

@@ -17,6 +17,8 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/protocol_era.h"
+#include "mcp/resource_subscriptions.h"
+#include "mcp/resources.h"
 #include "mcp/tool.h"
 #include "mcp/worker_pool.h"
 #include "runtime/base/result.h"
@@ -42,18 +44,14 @@ class Reply {
   virtual const ModernRequestMeta* modern() const { return nullptr; }
 };
 
-// resources/read for the URIs tool results hand out (sandbox://...): returns the `contents`
-// array of a ReadResourceResult, or an error (not_found, ...).
-using ResourceReader = std::function<Result<Json>(const std::string& uri)>;
-
 struct ServerOptions {
   std::string name = "mcp-sandbox";
   std::string title = "Python sandbox";
   std::string version = "0.0.0";
   std::string instructions;
   size_t worker_threads = 16;
-  ResourceReader read_resource;  // empty: no resources capability
-  Json resource_templates = Json::array();
+  // Session files as resources (resources/*, completion/complete); null: neither capability.
+  std::shared_ptr<ResourceProvider> resources;
 };
 
 class Connection;
@@ -87,7 +85,7 @@ class Server {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  explicit Connection(Server& server) : server_(server) {}
+  explicit Connection(Server& server);
 
   // Handles one JSON value from the client: a message, or (2025-03-26 only) a batch array.
   // Fast methods reply before returning; tool calls reply later from a worker thread (or
@@ -129,7 +127,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // decorated (mcp/protocol_era.h); then the same handlers as the legacy era.
   void HandleModernRequest(Message& message, const std::shared_ptr<Reply>& reply);
   Json Initialize(const Json& params);
-  Json Capabilities() const;
+  Json Capabilities(bool modern) const;
 
   // One handler per request method, bound by name in a table (server.cc, Connection::Methods), as
   // clangd binds its LSP methods: a new method is one entry and one function.
@@ -152,9 +150,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnResourceTemplatesList(Message& message, const std::shared_ptr<Reply>& reply,
                                bool in_batch);
   void OnResourcesRead(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  // resources/subscribe, resources/unsubscribe and completion/complete (resource_methods.cc).
+  void OnResourcesSubscribe(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnResourcesUnsubscribe(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  void OnComplete(Message& message, const std::shared_ptr<Reply>& reply, bool in_batch);
+  // After a tool call that may have written files: notifications/resources/updated on `reply`
+  // (ahead of the call's response) for each subscribed resource that changed.
+  void SendResourceUpdates(Reply& reply);
 
   void StartToolCall(Message& message, const std::shared_ptr<Reply>& reply);
-  void StartResourceRead(const Message& message, const std::shared_ptr<Reply>& reply);
   // Registers a request in flight and runs `work` on the pool (or inline, see
   // set_run_inline, unless it `streams` progress that must reach the client while it runs);
   // work returns the response.
@@ -166,7 +170,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string protocol_version_;
   DownloadLinker download_linker_;
   std::unordered_map<std::string, std::shared_ptr<InFlight>> in_flight_;
-  std::atomic<int> log_level_{1};  // LogLevel::kInfo until logging/setLevel
+  std::atomic<int> log_level_{1};                         // LogLevel::kInfo until logging/setLevel
+  std::unique_ptr<ResourceSubscriptions> subscriptions_;  // null without resources
   bool run_inline_ = false;
   bool modern_only_ = false;
 };

@@ -60,25 +60,49 @@ std::optional<std::string> PercentDecode(std::string_view text) {
 }
 
 std::string SandboxUri(std::string_view session_id, std::string_view path) {
-  std::string uri = "sandbox://";
+  // {+path} of the template is the path as sandbox_read_artifact takes it: relative to
+  // /mnt/data for the files there (the usual case), else absolute (a second '/').
+  constexpr std::string_view kDataPrefix = "/mnt/data/";
+  std::string uri = "sandbox://sessions/";
   uri += session_id;
-  if (path.empty() || path.front() != '/') uri += '/';
+  uri += "/files/";
+  if (path.substr(0, kDataPrefix.size()) == kDataPrefix) path.remove_prefix(kDataPrefix.size());
   uri += PercentEncodePath(path);
   return uri;
 }
 
 std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_view uri) {
-  constexpr std::string_view kScheme = "sandbox://";
-  if (uri.substr(0, kScheme.size()) != kScheme) return std::nullopt;
-  uri.remove_prefix(kScheme.size());
-  size_t slash = uri.find('/');
-  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
-  std::string session(uri.substr(0, slash));
-  if (uri.find_first_of("?#", slash) != std::string_view::npos) return std::nullopt;
-  auto decoded = PercentDecode(uri.substr(slash));
-  if (!decoded) return std::nullopt;
-  std::string path = std::move(*decoded);
-  if (path.find('\0') != std::string::npos) return std::nullopt;
+  constexpr std::string_view kPrefix = "sandbox://sessions/";
+  constexpr std::string_view kFiles = "/files/";
+  if (uri.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  uri.remove_prefix(kPrefix.size());
+  size_t files = uri.find(kFiles);
+  if (files == std::string_view::npos || files == 0) return std::nullopt;
+  std::string session(uri.substr(0, files));
+  if (session.find_first_of("/?#%") != std::string::npos) return std::nullopt;
+  std::string_view encoded = uri.substr(files + kFiles.size());
+  if (encoded.empty() || encoded.find_first_of("?#") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  auto decoded = PercentDecode(encoded);
+  if (!decoded || decoded->find('\0') != std::string::npos) return std::nullopt;
+  bool absolute = decoded->front() == '/';
+  // One URI per file: no empty, "." or ".." segments (so none can climb out of /mnt/data),
+  // no trailing '/'.
+  std::string_view rest(*decoded);
+  if (absolute) rest.remove_prefix(1);
+  for (size_t start = 0;;) {
+    size_t end = rest.find('/', start);
+    std::string_view segment = rest.substr(start, end - start);
+    if (segment.empty() || segment == "." || segment == "..") return std::nullopt;
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  // The absolute spelling of a /mnt/data file is not its URI: the relative one is.
+  if (absolute && (*decoded == "/mnt/data" || decoded->rfind("/mnt/data/", 0) == 0)) {
+    return std::nullopt;
+  }
+  std::string path = absolute ? std::move(*decoded) : "/mnt/data/" + *decoded;
   return std::make_pair(std::move(session), std::move(path));
 }
 
@@ -110,7 +134,7 @@ void ToolResultBuilder::AddImage(std::string_view bytes, std::string mime_type,
   blocks_.push_back(std::move(block));
 }
 
-void ToolResultBuilder::AddEmbeddedResource(const ResultFile& file, std::string_view bytes) {
+Json ResourceContents(const ResultFile& file, std::string_view bytes) {
   Json resource = {{"uri", SandboxUri(file.session_id, file.path)}};
   if (!file.mime_type.empty()) resource["mimeType"] = file.mime_type;
   if (IsTextMime(file.mime_type) && ValidUtf8(bytes).size() == bytes.size()) {
@@ -118,8 +142,12 @@ void ToolResultBuilder::AddEmbeddedResource(const ResultFile& file, std::string_
   } else {
     resource["blob"] = Base64Encode(bytes);
   }
+  return resource;
+}
+
+void ToolResultBuilder::AddEmbeddedResource(const ResultFile& file, std::string_view bytes) {
   Block block;
-  block.json = {{"type", "resource"}, {"resource", std::move(resource)}};
+  block.json = {{"type", "resource"}, {"resource", ResourceContents(file, bytes)}};
   block.binary = true;
   block.label = file.path;
   block.fallback = file;

@@ -27,10 +27,12 @@ struct ResultFile {
   std::string download_url;  // "" when HTTP downloads are off
 };
 
-// "sandbox://sess_0123456789ab/mnt/data/chart.png" (path percent-encoded); resources/read
-// understands it.
+// A session file as an MCP resource, sandbox://sessions/{session_id}/files/{+path}:
+// "sandbox://sessions/sess_0123456789ab/files/out/chart.png" for /mnt/data/out/chart.png,
+// ".../files//tmp/x" for /tmp/x (the path percent-encoded). resources/read understands it.
 std::string SandboxUri(std::string_view session_id, std::string_view path);
-// The inverse: nullopt unless `uri` is a sandbox:// URI with a session id and absolute path.
+// The inverse: the session id and the absolute path. nullopt unless `uri` is such a URI with
+// a canonical path (no empty, "." or ".." segment) and no query or fragment.
 std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_view uri);
 
 // Percent-encodes what is not an unreserved URI character or '/'.
@@ -40,6 +42,10 @@ std::optional<std::string> PercentDecode(std::string_view text);
 
 // True for MIME types whose content is text (text/*, JSON, XML, CSV, JavaScript, SVG ...).
 bool IsTextMime(std::string_view mime_type);
+
+// A file's entry of resources/read `contents` (and of an embedded resource): uri, mimeType,
+// and `text` when the bytes are UTF-8 of a text type, else a base64 `blob`.
+Json ResourceContents(const ResultFile& file, std::string_view bytes);
 
 class ToolResultBuilder {
  public:

@@ -17,8 +17,7 @@ Tool MakeReadArtifactTool(const ContextPtr& context) {
   Tool tool;
   tool.name = "sandbox_read_artifact";
   tool.title = "Read artifact";
-  // base64 grows data by 4/3; keep room for the text block and structuredContent.
-  uint64_t limit = (context->settings.max_result_bytes - 8192) / 4 * 3;
+  uint64_t limit = InlineReadLimit(context->settings);
   tool.description = fmt::format(
       "Get a file from a session (a path relative to /mnt/data, or absolute): images come "
       "back as images, text and other files as embedded resources. Files above {} come back "
@@ -42,15 +41,8 @@ Tool MakeReadArtifactTool(const ContextPtr& context) {
   tool.handler = [context, limit](ToolCall& call, const Json& arguments) {
     std::string session_id = arguments["session_id"].get<std::string>();
     Json extra = {{"session_id", session_id}};
-    auto path = SandboxPath(arguments["path"].get<std::string>());
-    if (!path) return ToolError(path.error(), extra);
-    auto info = context->sessions.Stat(session_id, *path);
+    auto info = StatReadableFile(*context, session_id, arguments["path"].get<std::string>());
     if (!info) return ToolError(info.error(), extra);
-    if (info->is_dir) {
-      return ToolError(ErrorCode::kInvalidPath,
-                       fmt::format("{} is a directory; list it with sandbox_list_artifacts", *path),
-                       extra);
-    }
     ResultFile file = MakeResultFile(call, session_id, *info);
     Json structured = FileJson(file);
     structured["session_id"] = session_id;

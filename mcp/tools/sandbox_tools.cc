@@ -5,7 +5,6 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "mcp/tools/tool_support.h"
-#include "runtime/base/base64.h"
 #include "runtime/base/units.h"
 
 namespace sandbox::mcp {
@@ -24,37 +23,6 @@ std::vector<Tool> SandboxTools(SessionManager& sessions, const ToolSettings& set
           tools::MakeRunCommandTool(context),   tools::MakeInstallPackagesTool(context),
           tools::MakeWriteFileTool(context),    tools::MakeReadFileTool(context),
           tools::MakeRunOnceTool(context)};
-}
-
-ResourceReader SandboxResourceReader(SessionManager& sessions, const ToolSettings& settings) {
-  uint64_t limit = settings.max_result_bytes / 4 * 3;
-  return [&sessions, limit](const std::string& uri) -> Result<Json> {
-    auto parsed = ParseSandboxUri(uri);
-    if (!parsed) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "not a sandbox URI (sandbox://SESSION_ID/path/to/file)");
-    }
-    const auto& [session_id, path] = *parsed;
-    SBX_ASSIGN_OR_RETURN(FileInfo info, sessions.Stat(session_id, path));
-    if (info.is_dir) return Fail(ErrorCode::kInvalidPath, "{} is a directory", path);
-    SBX_ASSIGN_OR_RETURN(std::string content, sessions.ReadFile(session_id, path, limit));
-    Json entry = {{"uri", uri}, {"mimeType", info.mime_type}};
-    if (IsTextMime(info.mime_type) && ValidUtf8(content).size() == content.size()) {
-      entry["text"] = std::move(content);
-    } else {
-      entry["blob"] = Base64Encode(content);
-    }
-    return Json::array({std::move(entry)});
-  };
-}
-
-Json SandboxResourceTemplates() {
-  return Json::array({Json{{"uriTemplate", "sandbox://{session_id}/mnt/data/{path}"},
-                           {"name", "session-file"},
-                           {"title", "A file in a sandbox session"},
-                           {"description",
-                            "A file under /mnt/data of an open session, as tool results link "
-                            "to it."}}});
 }
 
 FileReader SandboxFileReader(SessionManager& sessions) {

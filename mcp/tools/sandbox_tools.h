@@ -1,13 +1,15 @@
-// The sandbox_* tools of DESIGN.md and what goes with them: resources/read for the
-// sandbox:// URIs results hand out, the file reader behind HTTP downloads, and the server's
+// The sandbox_* tools of DESIGN.md and what goes with them: session files as resources (the
+// sandbox:// URIs results hand out), the file reader behind HTTP downloads, and the server's
 // instructions. Every handler speaks to the runtime through SessionManager only.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "mcp/http_transport.h"
+#include "mcp/resources.h"
 #include "mcp/server.h"
 #include "mcp/tool.h"
 #include "runtime/session/session_manager.h"
@@ -24,9 +26,10 @@ struct ToolSettings {
 
 std::vector<Tool> SandboxTools(SessionManager& sessions, const ToolSettings& settings);
 
-// resources/read of sandbox://{session_id}/{path}, and its template for resources/templates/list.
-ResourceReader SandboxResourceReader(SessionManager& sessions, const ToolSettings& settings);
-Json SandboxResourceTemplates();
+// Session files as resources, sandbox://sessions/{session_id}/files/{+path}: list, read,
+// subscribe, complete (session_file_resources.cc).
+std::shared_ptr<ResourceProvider> SandboxResources(SessionManager& sessions,
+                                                   const ToolSettings& settings);
 
 // GET /files/{session_id}/{path} (largest file served: 256 MiB).
 FileReader SandboxFileReader(SessionManager& sessions);

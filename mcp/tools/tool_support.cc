@@ -131,6 +131,21 @@ Result<std::string> SandboxPath(std::string_view path) {
   return std::string(kDataDir) + "/" + std::string(path);
 }
 
+Result<FileInfo> StatReadableFile(ToolContext& context, const std::string& session_id,
+                                  std::string_view path) {
+  SBX_ASSIGN_OR_RETURN(std::string absolute, SandboxPath(path));
+  SBX_ASSIGN_OR_RETURN(FileInfo info, context.sessions.Stat(session_id, absolute));
+  if (info.is_dir) {
+    return Fail(ErrorCode::kInvalidPath, "{} is a directory; list it with sandbox_list_artifacts",
+                absolute);
+  }
+  return info;
+}
+
+uint64_t InlineReadLimit(const ToolSettings& settings) {
+  return (settings.max_result_bytes - 8192) / 4 * 3;
+}
+
 ResultFile MakeResultFile(const ToolCall& call, const std::string& session_id,
                           const FileInfo& info) {
   ResultFile file;

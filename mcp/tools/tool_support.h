@@ -61,6 +61,13 @@ Json SessionIdExtra(const std::string& id);
 Result<std::string> UploadPath(std::string_view filename);
 // A path to read or list: relative ones are under /mnt/data. kInvalidPath for NUL bytes.
 Result<std::string> SandboxPath(std::string_view path);
+// The file sandbox_read_artifact and resources/read return: `path` as SandboxPath takes it,
+// stat'ed in the session. kInvalidPath for a directory; the session's errors as they come.
+Result<FileInfo> StatReadableFile(ToolContext& context, const std::string& session_id,
+                                  std::string_view path);
+// The largest file they return inline: base64 grows data by 4/3, and room is kept for the
+// text block and structuredContent within SANDBOX_MAX_RESULT_BYTES.
+uint64_t InlineReadLimit(const ToolSettings& settings);
 
 // --- Results ---------------------------------------------------------------------------------
 

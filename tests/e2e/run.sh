@@ -7,8 +7,8 @@
 #   2. the official conformance suite against `serve --http`: the scenarios that need no
 #      fixture tools against mcp-sandbox itself, then `--requirements 2025-11-25` and
 #      `--requirements 2026-07-28` (both eras from one server) against mcp-sandbox-conformance
-#      (`serve` plus the suite's fixture tools, a test-only binary built next to mcp-sandbox),
-#      judged against conformance-expected-failures.yml;
+#      (`serve` plus the suite's fixture tools and resources, a test-only binary built next to
+#      mcp-sandbox), judged against conformance-expected-failures.yml;
 #   3. an Inspector CLI smoke test over stdio (tools/list, tools/call).
 # Installs its npm packages first (npm ci, skipped when package-lock.json has not changed).
 # Ends with one line "N passed, N failed[, N skipped]"; exits 1 when anything failed.
@@ -56,7 +56,8 @@ log "== e2e: SDK client over stdio and HTTP (node --test)"
 "$NODE" --test --test-concurrency=1 --test-timeout=600000 \
   --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
   --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
-  stdio.test.mjs http.test.mjs sdk2.test.mjs docker-fallback.test.mjs 2>"$results/sdk.stderr"
+  stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs docker-fallback.test.mjs \
+  2>"$results/sdk.stderr"
 sdk_status=$?
 sed 's/^/  /' "$results/sdk.txt" >&2
 # One line per test outcome: "pass NAME", "fail NAME", "skip NAME: REASON".

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "mcp/server.h"
 #include "mcp/tools/sandbox_tools.h"
@@ -39,7 +40,9 @@ struct Fixture {
       image.name = name;
       return Result<ResolvedImage>(image);
     });
-    server = std::make_unique<Server>(ServerOptions{}, SandboxTools(*manager, settings));
+    ServerOptions options;
+    options.resources = SandboxResources(*manager, settings);
+    server = std::make_unique<Server>(options, SandboxTools(*manager, settings));
     connection = server->NewConnection();
     Json init = Request({{"jsonrpc", "2.0"},
                          {"id", 0},
@@ -299,4 +302,160 @@ TEST_CASE("tools: run_once runs with its files in a session of its own, then clo
 }
 
 }  // namespace
+}  // namespace sandbox::mcp
+
+// --- Session files as resources ------------------------------------------------------------
+
+namespace sandbox::mcp {
+namespace {
+
+Json ResourceRequest(Fixture& f, const std::string& method, Json params) {
+  return f.Request(
+      {{"jsonrpc", "2.0"}, {"id", ++f.next_id}, {"method", method}, {"params", std::move(params)}});
+}
+
+std::string FileUri(const std::string& session, const std::string& path) {
+  return "sandbox://sessions/" + session + "/files/" + path;
+}
+
+}  // namespace
+
+TEST_CASE("resources: session files are read as text or blob, by the template", "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  REQUIRE_FALSE(f.Call("sandbox_write_file",
+                       {{"session_id", id}, {"path", "out/a.txt"}, {"content", "hello"}})
+                    .value("isError", false));
+  REQUIRE_FALSE(f.Call("sandbox_upload_file", {{"session_id", id},
+                                               {"filename", "b.bin"},
+                                               {"content_base64", Base64Encode("\x01\x02\xff")}})
+                    .value("isError", false));
+  Json templates = ResourceRequest(f, "resources/templates/list", Json::object());
+  CHECK(templates["result"]["resourceTemplates"][0]["uriTemplate"] ==
+        "sandbox://sessions/{session_id}/files/{+path}");
+
+  Json text = ResourceRequest(f, "resources/read", {{"uri", FileUri(id, "out/a.txt")}});
+  INFO(text.dump());
+  CHECK(text["result"]["contents"][0]["text"] == "hello");
+  CHECK(text["result"]["contents"][0]["mimeType"] == "text/plain");
+  CHECK(text["result"]["contents"][0]["uri"] == FileUri(id, "out/a.txt"));
+  Json blob = ResourceRequest(f, "resources/read", {{"uri", FileUri(id, "b.bin")}});
+  CHECK(Base64Decode(blob["result"]["contents"][0]["blob"].get<std::string>()) ==
+        std::string("\x01\x02\xff"));
+  CHECK(blob["result"]["contents"][0].contains("mimeType"));
+
+  // Errors: JSON-RPC errors, never results.
+  CHECK(ResourceRequest(f, "resources/read", {{"uri", FileUri(id, "nope.txt")}})["error"]["code"] ==
+        kResourceNotFound);
+  CHECK(ResourceRequest(f, "resources/read",
+                        {{"uri", FileUri("sess_000000000000", "a.txt")}})["error"]["code"] ==
+        kResourceNotFound);
+  CHECK(ResourceRequest(f, "resources/read",
+                        {{"uri", FileUri("../../x", "a.txt")}})["error"]["code"] == kInvalidParams);
+  CHECK(ResourceRequest(f, "resources/read",
+                        {{"uri", FileUri(id, "../../etc/passwd")}})["error"]["code"] ==
+        kInvalidParams);
+  CHECK(ResourceRequest(f, "resources/read", {{"uri", FileUri(id, "out")}})["error"]["code"] ==
+        kInvalidParams);  // a directory
+}
+
+TEST_CASE("resources: the size limit of sandbox_read_artifact holds for resources/read", "[unit]") {
+  ToolSettings settings = Fixture::DefaultSettings();
+  settings.max_result_bytes = 32 << 10;
+  Fixture f(settings);
+  std::string id = f.NewSession();
+  REQUIRE_FALSE(
+      f.Call("sandbox_upload_file", {{"session_id", id},
+                                     {"filename", "big.bin"},
+                                     {"content_base64", Base64Encode(std::string(40000, 'x'))}})
+          .value("isError", false));
+  Json big = ResourceRequest(f, "resources/read", {{"uri", FileUri(id, "big.bin")}});
+  CHECK(big["error"]["code"] == kInvalidParams);
+  CHECK(big["error"]["data"]["error"] == "artifact_too_large");
+  CHECK(f.CallError("sandbox_read_artifact", {{"session_id", id}, {"path", "big.bin"}}) ==
+        "artifact_too_large");
+}
+
+TEST_CASE("resources: list pages through the files of live sessions", "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  for (int i = 0; i < 120; ++i) {
+    REQUIRE_FALSE(
+        f.Call("sandbox_write_file",
+               {{"session_id", id}, {"path", fmt::format("f{:03}.txt", i)}, {"content", "x"}})
+            .value("isError", false));
+  }
+  std::vector<std::string> uris;
+  Json params = Json::object();
+  int pages = 0;
+  for (; pages < 5; ++pages) {
+    Json result = ResourceRequest(f, "resources/list", params)["result"];
+    for (const auto& resource : result["resources"]) {
+      uris.push_back(resource["uri"]);
+      CHECK(resource.contains("name"));
+    }
+    if (!result.contains("nextCursor")) break;
+    params = {{"cursor", result["nextCursor"]}};
+  }
+  CHECK(pages == 1);
+  REQUIRE(uris.size() == 120);
+  CHECK(uris.front() == FileUri(id, "f000.txt"));
+  CHECK(uris.back() == FileUri(id, "f119.txt"));
+  CHECK(ResourceRequest(f, "resources/list", {{"cursor", "garbage"}})["error"]["code"] ==
+        kInvalidParams);
+}
+
+TEST_CASE("resources: a command that changes a subscribed file announces it", "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  std::string uri = FileUri(id, "watched.txt");
+  CHECK(ResourceRequest(f, "resources/subscribe", {{"uri", uri}})["result"] == Json::object());
+  auto updates = [&](const std::string& command) {
+    auto reply = f.Send({{"jsonrpc", "2.0"},
+                         {"id", ++f.next_id},
+                         {"method", "tools/call"},
+                         {"params",
+                          {{"name", "sandbox_run_command"},
+                           {"arguments", {{"session_id", id}, {"command", command}}}}}});
+    int count = 0;
+    for (const auto& message : reply->messages()) {
+      if (message.value("method", "") == "notifications/resources/updated") {
+        CHECK(message["params"]["uri"] == uri);
+        ++count;
+      }
+    }
+    return count;
+  };
+  CHECK(updates("echo one > /mnt/data/watched.txt") == 1);  // created
+  CHECK(updates("true") == 0);
+  CHECK(updates("echo two-longer >> /mnt/data/watched.txt") == 1);
+  CHECK(updates("echo other > /mnt/data/other.txt") == 0);
+  CHECK(updates("rm /mnt/data/watched.txt") == 1);
+  CHECK(ResourceRequest(f, "resources/subscribe",
+                        {{"uri", FileUri(id, "a/../b")}})["error"]["code"] == kInvalidParams);
+}
+
+TEST_CASE("resources: completion of session_id and path", "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  REQUIRE_FALSE(
+      f.Call("sandbox_write_file", {{"session_id", id}, {"path", "data/x.csv"}, {"content", "a"}})
+          .value("isError", false));
+  auto complete = [&](const std::string& argument, const std::string& value, Json context) {
+    Json params = {
+        {"ref",
+         {{"type", "ref/resource"}, {"uri", "sandbox://sessions/{session_id}/files/{+path}"}}},
+        {"argument", {{"name", argument}, {"value", value}}}};
+    if (!context.is_null()) params["context"] = {{"arguments", context}};
+    Json response = ResourceRequest(f, "completion/complete", params);
+    INFO(response.dump());
+    REQUIRE(response.contains("result"));
+    return response["result"]["completion"]["values"];
+  };
+  CHECK(complete("session_id", "sess_", nullptr) == Json::array({id}));
+  CHECK(complete("session_id", "nope", nullptr) == Json::array());
+  CHECK(complete("path", "da", {{"session_id", id}}) == Json::array({"data/", "data/x.csv"}));
+  CHECK(complete("path", "", nullptr) == Json::array());  // no session chosen yet
+}
+
 }  // namespace sandbox::mcp

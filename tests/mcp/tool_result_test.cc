@@ -39,7 +39,7 @@ TEST_CASE("images that do not fit become resource links with a note", "[unit]") 
     if (block["type"] == "image") has_small_image = true;
     if (block["type"] == "resource_link") {
       has_link = true;
-      CHECK(block["uri"] == "sandbox://sess_0123456789ab/mnt/data/big%20chart.png");
+      CHECK(block["uri"] == "sandbox://sessions/sess_0123456789ab/files/big%20chart.png");
       CHECK(block["name"] == "big chart.png");
       CHECK(block["size"] == 60000);
     }
@@ -82,10 +82,24 @@ TEST_CASE("sandbox URIs round-trip and refuse what is not one", "[unit]") {
   REQUIRE(parsed);
   CHECK(parsed->first == "sess_0123456789ab");
   CHECK(parsed->second == "/mnt/data/a b/ü?.csv");
+  CHECK(uri == "sandbox://sessions/sess_0123456789ab/files/a%20b/%C3%BC%3F.csv");
+  CHECK(SandboxUri("sess_x", "/tmp/t.txt") == "sandbox://sessions/sess_x/files//tmp/t.txt");
+  auto tmp = ParseSandboxUri("sandbox://sessions/sess_x/files//tmp/t.txt");
+  REQUIRE(tmp);
+  CHECK(tmp->second == "/tmp/t.txt");
   CHECK_FALSE(ParseSandboxUri("file:///etc/passwd"));
-  CHECK_FALSE(ParseSandboxUri("sandbox://sess_x"));
-  CHECK_FALSE(ParseSandboxUri("sandbox://sess_x/a%2"));
-  CHECK_FALSE(ParseSandboxUri("sandbox://sess_x/a%00b"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sess_x/mnt/data/a"));  // the first release's form
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/a%2"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/a%00b"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/a?b"));
+  // Escapes and second spellings of one file are not URIs of ours.
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/../../etc/passwd"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/a/%2E%2E/b"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/a//b"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files/a/"));
+  CHECK_FALSE(ParseSandboxUri("sandbox://sessions/sess_x/files//mnt/data/a"));
 }
 
 TEST_CASE("text types are recognised", "[unit]") {

@@ -101,7 +101,8 @@ Argv NormalizeHttpFlag(const Argv& args) {
 
 int ServeCommand(const Argv& raw_args) { return ServeCommand(raw_args, {}); }
 
-int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools) {
+int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
+                 const ResourceWrapper& wrap_resources) {
   std::set<std::string> value_flags = {"--http"};
   for (const auto& variable : mcp::ConfigVariables()) value_flags.insert(variable.flag);
   Args args("serve", value_flags, {"--stdio"});
@@ -184,8 +185,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools) {
   options.version = SANDBOX_VERSION;
   options.instructions = mcp::SandboxInstructions(settings);
   options.worker_threads = static_cast<size_t>(config.max_sessions) + 8;
-  options.read_resource = mcp::SandboxResourceReader(sessions, settings);
-  options.resource_templates = mcp::SandboxResourceTemplates();
+  options.resources = mcp::SandboxResources(sessions, settings);
+  if (wrap_resources) options.resources = wrap_resources(options.resources);
   auto tools = mcp::SandboxTools(sessions, settings);
   for (auto& extra : extra_tools) tools.push_back(std::move(extra));
   mcp::Server server(options, std::move(tools));
