@@ -462,10 +462,11 @@ def zygote_main(preload):
         intermediate = os.fork()
         if intermediate == 0:
             try:
+                me = os.getpid()  # not getppid() in the worker: this process may be gone by then
                 worker = os.fork()
                 if worker == 0:
                     sock.close()
-                    _become_worker(fds, os.getppid(), data_dir)
+                    _become_worker(fds, me, data_dir)
                 try:
                     os.setpgid(worker, worker)
                 except OSError:
