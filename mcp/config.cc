@@ -1,5 +1,6 @@
 #include "mcp/config.h"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -164,6 +165,25 @@ const std::vector<ConfigVariable> kVariables = {
     {"SANDBOX_MAX_SESSIONS", "--max-sessions", "10", "Sessions open at once",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(max_sessions, Integer(value, 1, 10000));
+       return {};
+     }},
+    {"SANDBOX_POOL_SIZE", "--pool-size", "2",
+     "Sandboxes of the default image and limits kept started, the preload imported, for new "
+     "sessions to take (0 = no pool, no preload)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(pool_size, Integer(value, 0, 100));
+       return {};
+     }},
+    {"SANDBOX_POOL_PRELOAD", "--pool-preload", "numpy,pandas,matplotlib.pyplot",
+     "Modules the pool's sandboxes (and sessions of their kind) have imported before the first "
+     "cell, comma-separated; one that fails to import is logged and left out",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       for (char c : value) {
+         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ',')) {
+           return Invalid("must be module names separated by commas");
+         }
+       }
+       config.pool_preload = value;
        return {};
      }},
     {"SANDBOX_MAX_UPLOAD_BYTES", "--max-upload-bytes", "50m", "Largest file a client may upload",

@@ -25,6 +25,8 @@ struct ServeConfig {
   double exec_timeout_s = 0;
   int session_ttl_m = 0;
   int max_sessions = 0;
+  int pool_size = 0;
+  std::string pool_preload;
   uint64_t max_upload_bytes = 0;
   uint64_t max_output_bytes = 0;
   uint64_t max_code_bytes = 0;

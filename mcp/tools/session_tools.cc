@@ -148,7 +148,8 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
   tool.input_schema = InputSchema(Json::object());
   tool.output_schema =
       OutputSchema({{"sessions", {{"type", "array"}, {"items", {{"type", "object"}}}}},
-                    {"max_sessions", {{"type", "integer"}}}},
+                    {"max_sessions", {{"type", "integer"}}},
+                    {"pool", {{"type", "object"}}}},
                    {"sessions"});
   tool.annotations = Annotations("List sessions", true, false, true);
   tool.handler = [context](ToolCall&, const Json&) {
@@ -165,9 +166,20 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
                           FormatBytes(info.usage.memory_bytes));
       list.push_back(SessionJson(info));
     }
+    Json structured{{"sessions", std::move(list)}, {"max_sessions", max_sessions}};
+    // Pooled sandboxes are no sessions (they count towards no cap), but they use memory.
+    if (auto pool = context->sessions.PoolStatus()) {
+      text += fmt::format("pool: {} of {} ready, {} starting, memory {}, {} taken so far\n",
+                          pool->ready, pool->size, pool->starting, FormatBytes(pool->memory_bytes),
+                          pool->claimed);
+      structured["pool"] = {{"size", pool->size},         {"ready", pool->ready},
+                            {"starting", pool->starting}, {"memory_bytes", pool->memory_bytes},
+                            {"claimed", pool->claimed},   {"replaced", pool->replaced},
+                            {"failed", pool->failed}};
+    }
     ToolResultBuilder result(context->settings.max_result_bytes);
     result.AddText(text);
-    result.SetStructured({{"sessions", std::move(list)}, {"max_sessions", max_sessions}});
+    result.SetStructured(std::move(structured));
     return result.Build();
   };
   return tool;

@@ -364,5 +364,126 @@ def main():
     del worker_module
 
 
-if __name__ == "__main__":
+# --- the zygote (runtime/agent/PROTOCOL.md, "The preload zygote") ------------------------------
+
+
+def _preload(names):
+    """Imports `names` into sys.modules (nothing is bound in any user namespace). Returns the
+    names imported and one line per failure."""
+    had_mpl_dir = os.path.lexists(os.environ.get("MPLCONFIGDIR", "/nonexistent"))
+    imported, failed = [], []
+    for name in names:
+        try:
+            __import__(name)
+            imported.append(name)
+        except BaseException as exc:  # a broken module is left out, never fatal
+            failed.append("%s: %s: %s" % (name, type(exc).__name__, str(exc)[:200]))
+    # matplotlib writes its font cache to MPLCONFIGDIR (/tmp/.matplotlib) on import; a new
+    # session must find /tmp as empty as a cold one would. The cache is in memory already.
+    mpl_dir = os.environ.get("MPLCONFIGDIR")
+    if mpl_dir and not had_mpl_dir and os.path.isdir(mpl_dir):
+        import shutil
+
+        shutil.rmtree(mpl_dir, ignore_errors=True)
+    return imported, failed
+
+
+def _become_worker(fds, intermediate, data_dir):
+    """Runs in the forked worker: takes the 5 fds init sent as 0..4, forgets the zygote's."""
+    os.setpgid(0, 0)
+    for index, fd in enumerate(fds):
+        os.dup2(fd, 64 + index)
+    for index in range(5):
+        os.dup2(64 + index, index)
+    os.closerange(5, 1 << 16)
+    # init reaps us once the intermediate process has exited; from then on, init's death must
+    # take this worker with it (as PDEATHSIG does for workers init starts itself). Set before
+    # the reparenting, the intermediate's exit would deliver it.
+    import time
+
+    deadline = time.monotonic() + 5
+    while os.getppid() == intermediate and time.monotonic() < deadline:
+        time.sleep(0.0002)
+    ctypes = sys.modules.get("ctypes")
+    if ctypes is not None and os.getppid() != intermediate:
+        try:
+            ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+        except Exception:
+            pass
+    os.chdir(data_dir)
+    # Every worker draws its own random numbers: `random` reseeds itself after fork, numpy's
+    # global generator does not.
+    numpy_random = sys.modules.get("numpy.random")
+    if numpy_random is not None:
+        try:
+            numpy_random.seed()
+        except Exception:
+            pass
     main()
+    os._exit(0)
+
+
+def zygote_main(preload):
+    """Imports the preload, says `ready` on the socket at fd 3, then forks a worker for each
+    request: a packet carrying 5 fds (stdin, stdout, stderr, control in, control out). The
+    worker is a grandchild (the child in between exits), so init becomes its parent and reaps
+    it; the worker's pid is the answer."""
+    import _socket
+
+    codec = _Codec()
+    os.set_inheritable(CONTROL_IN, False)
+    data_dir = os.environ.get("SANDBOX_AGENT_DATA_DIR", "/mnt/data")
+    imported, failed = _preload([name for name in preload.split(",") if name])
+    sock = _socket.socket(fileno=CONTROL_IN)
+    sock.send(
+        codec.dumps({"type": "ready", "pid": os.getpid(), "imported": imported, "failed": failed})
+        .encode()
+    )
+    fd_bytes = _socket.CMSG_SPACE(5 * 4)
+    while True:
+        try:
+            data, ancillary, _, _ = sock.recvmsg(64, fd_bytes)
+        except InterruptedError:
+            continue
+        if not data:
+            break
+        fds = []
+        for level, kind, payload in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+                count = len(payload) // 4
+                fds += [int.from_bytes(payload[4 * i : 4 * i + 4], sys.byteorder) for i in range(count)]
+        if len(fds) != 5:
+            for fd in fds:
+                os.close(fd)
+            sock.send(codec.dumps({"type": "error", "message": "expected 5 fds"}).encode())
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        intermediate = os.fork()
+        if intermediate == 0:
+            try:
+                me = os.getpid()  # not getppid() in the worker: this process may be gone by then
+                worker = os.fork()
+                if worker == 0:
+                    sock.close()
+                    _become_worker(fds, me, data_dir)
+                try:
+                    os.setpgid(worker, worker)
+                except OSError:
+                    pass  # it did it itself, or is gone already: init hears of either
+                sock.send(codec.dumps({"type": "forked", "pid": worker}).encode())
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        for fd in fds:
+            os.close(fd)
+        _, status = os.waitpid(intermediate, 0)
+        if status != 0:
+            sock.send(codec.dumps({"type": "error", "message": "fork failed"}).encode())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--zygote":
+        zygote_main(sys.argv[2])
+    else:
+        main()

@@ -17,6 +17,9 @@ namespace {
 constexpr std::chrono::seconds kReadyTimeout{30};
 // How often the reaper looks for idle sessions.
 constexpr std::chrono::seconds kReaperInterval{15};
+// How long a pooled sandbox may take to import the preload (numpy, pandas, matplotlib: about a
+// second; much more on a loaded host).
+constexpr std::chrono::seconds kWarmTimeout{120};
 
 // Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
 // read-only; /tmp is a tmpfs) and a headless matplotlib.
@@ -127,6 +130,13 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
     spdlog::info("swept {} sandbox(es) left by an earlier server", *swept);
   }
   reaper_ = std::thread([this] { ReaperLoop(); });
+  if (config_.pool_size > 0) {
+    if (auto key_limits = EffectiveLimits(SessionOptions{}); key_limits) {
+      PoolKey key{config_.default_image, *key_limits};
+      pool_ = std::make_unique<SandboxPool>(key, config_.pool_size,
+                                            [this, key] { return StartPooled(key); });
+    }
+  }
 }
 
 SessionManager::~SessionManager() {
@@ -136,6 +146,7 @@ SessionManager::~SessionManager() {
   }
   reaper_wake_.notify_all();
   if (reaper_.joinable()) reaper_.join();
+  pool_.reset();  // its sandboxes go first, so shutdown leaves none behind
   CloseAll();
 }
 
@@ -198,7 +209,12 @@ Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) co
 Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(options));
   std::string image_name = options.image.empty() ? config_.default_image : options.image;
-  SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(image_name));
+  bool poolable = pool_ && pool_->key() == PoolKey{image_name, limits};
+  std::optional<ResolvedImage> image;
+  // A pooled sandbox has its image already; otherwise an unknown image fails before the cap.
+  if (!poolable) {
+    SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
+  }
 
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -219,25 +235,60 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   } creating_guard{this};
 
   auto session = std::make_shared<Session>();
-  session->id = NewSessionId();
   session->name = options.name;
-  session->image = image.name;
   session->limits = limits;
+
+  std::optional<WarmSandbox> started;
+  if (poolable) started = pool_->Claim();
+  bool pooled = started.has_value();
+  if (!started) {
+    if (!image) {
+      SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
+    }
+    // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
+    auto cold = StartSandbox(NewSessionId(), *image, limits, poolable);
+    if (!cold) return Fail(std::move(cold.error()));
+    started = std::move(*cold);
+  }
+  // A pooled sandbox's id was drawn when it started, but nobody has seen it before now.
+  session->id = started->session_id;
+  session->image = started->image;
+  session->sandbox = std::move(started->sandbox);
+  session->agent = std::move(started->agent);
   session->created = Now();
   session->Touch(session->created);
 
+  SessionInfo info = Describe(*session);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions_.emplace(session->id, session);
+  }
+  spdlog::info("session {} created (image {}, backend {}{})", session->id, session->image,
+               session->sandbox->backend_name(), pooled ? ", from the pool" : "");
+  return info;
+}
+
+Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
+                                                 const ResolvedImage& image, const Limits& limits,
+                                                 bool preload) {
   SandboxSpec spec;
-  spec.session_id = session->id;
+  spec.session_id = session_id;
   spec.image_name = image.name;
   spec.rootfs = image.rootfs;
   spec.env = image.env;
   AddDefaultEnv(spec.env);
+  if (preload && !config_.preload.empty()) {
+    spec.env.push_back("SANDBOX_AGENT_PRELOAD=" + config_.preload);  // init strips it
+  }
   if (!image.workdir.empty()) spec.workdir = image.workdir;
   spec.limits = limits;
   spec.agent_dir = config_.agent_dir;
   spec.wheelhouse = config_.wheelhouse;
   spec.docker = image.docker;
 
+  WarmSandbox started;
+  started.session_id = session_id;
+  started.image = image.name;
   auto sandbox = backend_->Start(spec);
   if (!sandbox) {
     Error error = std::move(sandbox.error()).Context("start sandbox");
@@ -246,24 +297,36 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
     }
     return Fail(std::move(error));
   }
-  session->sandbox = std::move(*sandbox);
-  session->agent = std::make_unique<AgentClient>(session->sandbox->stream());
-  if (auto ready = session->agent->WaitReady(
+  started.sandbox = std::move(*sandbox);
+  started.agent = std::make_unique<AgentClient>(started.sandbox->stream());
+  if (auto ready = started.agent->WaitReady(
           std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
       !ready) {
     Error error = std::move(ready.error()).Context("sandbox agent did not start");
     error.code = ErrorCode::kSandboxUnavailable;
-    return Fail(std::move(error));  // ~Session kills and cleans the sandbox
+    return Fail(std::move(error));  // ~Sandbox kills and cleans the sandbox
   }
+  return started;
+}
 
-  SessionInfo info = Describe(*session);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.emplace(session->id, session);
+Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
+  SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(key.image));
+  SBX_ASSIGN_OR_RETURN(WarmSandbox warm, StartSandbox(NewSessionId(), image, key.limits, true));
+  if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
+    return Fail(std::move(warmed.error()).Context("preload"));
   }
-  spdlog::info("session {} created (image {}, backend {})", session->id, session->image,
-               session->sandbox->backend_name());
-  return info;
+  static std::atomic<bool> failures_logged{false};
+  if (!warm.agent->preload().failed.empty() && !failures_logged.exchange(true)) {
+    for (const auto& failure : warm.agent->preload().failed) {
+      spdlog::warn("preload: {} (left out)", failure);
+    }
+  }
+  return warm;
+}
+
+std::optional<PoolStats> SessionManager::PoolStatus() {
+  if (!pool_) return std::nullopt;
+  return pool_->Stats();
 }
 
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const std::string& id) {

@@ -21,6 +21,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/sandbox_pool.h"
 #include "runtime/session/session_id.h"
 
 namespace sandbox {
@@ -37,6 +38,11 @@ struct SessionConfig {
   uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
   uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
   uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES
+  // SANDBOX_POOL_SIZE: sandboxes of the default image and limits kept started for new sessions
+  // (0 = no pool). SANDBOX_POOL_PRELOAD: the modules their worker has imported (comma-separated;
+  // "" = none); sessions of that kind started cold get the same, ready a moment later.
+  int pool_size = 0;
+  std::string preload;
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -126,6 +132,9 @@ class SessionManager {
   // Closes sessions idle longer than the TTL; returns how many. Called periodically.
   int ExpireIdle();
 
+  // The warm pool's figures; nullopt without a pool.
+  std::optional<PoolStats> PoolStatus();
+
   const SessionConfig& config() const { return config_; }
   Backend& backend() { return *backend_; }
 
@@ -138,6 +147,11 @@ class SessionManager {
   void Retire(const std::shared_ptr<Session>& session, const std::string& why);
   Result<Limits> EffectiveLimits(const SessionOptions& options) const;
   SessionInfo Describe(const Session& session) const;
+  // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote.
+  Result<WarmSandbox> StartSandbox(const std::string& session_id, const ResolvedImage& image,
+                                   const Limits& limits, bool preload);
+  // A sandbox for the pool: the default image and limits, the preload imported.
+  Result<WarmSandbox> StartPooled(const PoolKey& key);
   std::chrono::system_clock::time_point Now() const;
   void ReaperLoop();
 
@@ -153,6 +167,9 @@ class SessionManager {
   std::condition_variable reaper_wake_;
   bool stopping_ = false;
   std::thread reaper_;
+
+  // Declared last: destroyed (its refill thread stopped) before what it calls into.
+  std::unique_ptr<SandboxPool> pool_;
 };
 
 }  // namespace sandbox

@@ -54,7 +54,15 @@ nlohmann::json StepJson(const std::string& step) {
   return step.empty() ? nlohmann::json(nullptr) : nlohmann::json(step);
 }
 
+// The warm pool serve would keep (SANDBOX_POOL_SIZE, SANDBOX_POOL_PRELOAD).
+std::string PoolDetail(const mcp::ServeConfig& config) {
+  if (config.pool_size == 0) return "off (SANDBOX_POOL_SIZE=0): every session starts cold";
+  return fmt::format("{} sandbox(es) of {} kept ready, preload {}", config.pool_size, config.image,
+                     config.pool_preload.empty() ? "none" : config.pool_preload);
+}
+
 nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_dir,
+                          const mcp::ServeConfig& config,
                           const std::vector<std::string>& config_errors) {
   nlohmann::json sysctls = nlohmann::json::object();
   for (const auto& [name, value] : r.userns.sysctls) sysctls[name] = value;
@@ -90,6 +98,8 @@ nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_d
         {"usable", r.backend.backend != "none"},
         {"reason", r.backend.reason}}},
       {"state_dir", state_dir},
+      {"pool",
+       {{"size", config.pool_size}, {"image", config.image}, {"preload", config.pool_preload}}},
       {"limits_mode", r.limits.cgroup_mode},
       {"limits", EnforcedLimitsJson(r.limits)["limits"]},
       {"config_errors", config_errors},
@@ -103,7 +113,7 @@ void PrintRow(std::ostream& out, const std::string& a, const std::string& b, con
 }
 
 void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string& state_dir,
-                const std::vector<std::string>& config_errors) {
+                const mcp::ServeConfig& config, const std::vector<std::string>& config_errors) {
   out << fmt::format("mcp-sandbox doctor: kernel {}, uid {}\n\n", r.kernel, r.uid);
   constexpr size_t kW1 = 18;
   constexpr size_t kW2 = 13;
@@ -128,6 +138,7 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string
           (r.backend.requested == "auto" ? "" : " [SANDBOX_BACKEND=" + r.backend.requested + "]"),
       kW1, kW2);
   PrintRow(out, "state dir", "", state_dir, kW1, kW2);
+  PrintRow(out, "warm pool", config.pool_size > 0 ? "on" : "off", PoolDetail(config), kW1, kW2);
 
   out << fmt::format("\nlimits serve would use ({}):\n", r.limits.cgroup_mode == "none"
                                                              ? "no cgroups: rlimits only"
@@ -172,15 +183,16 @@ int DoctorCommand(const Argv& argv) {
   if (report.backend.backend == "namespace") {
     // The per-sandbox caps on the kernel's per-user counters serve would set.
     const bool own_host_uid = ::geteuid() == 0;
-    ns::DescribeCaps(ns::SandboxCaps(ns::HostPerUserBudget(), own_host_uid, config.max_sessions),
+    ns::DescribeCaps(ns::SandboxCaps(ns::HostPerUserBudget(), own_host_uid,
+                                     config.max_sessions + config.pool_size),
                      own_host_uid, report.limits);
   }
   if (args.Has("--json")) {
-    std::cout << ReportJson(report, state_dir, checked.errors)
+    std::cout << ReportJson(report, state_dir, config, checked.errors)
                      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   } else {
-    PrintHuman(std::cout, report, state_dir, checked.errors);
+    PrintHuman(std::cout, report, state_dir, config, checked.errors);
   }
   std::cout.flush();
   if (!checked.errors.empty()) {

@@ -153,6 +153,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   session_config.max_output_bytes = config.max_output_bytes;
   session_config.max_code_bytes = config.max_code_bytes;
   session_config.max_upload_bytes = config.max_upload_bytes;
+  session_config.pool_size = config.pool_size;
+  session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
 
   session_config.agent_dir = DefaultAgentDir();
   if (auto made = MakeDirs(session_config.state_dir, 0700); !made) {
@@ -162,7 +164,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   backend_options.kind = *ParseBackendKind(config.backend);  // validated by the config
   backend_options.state_dir = session_config.state_dir;
   backend_options.agent_dir = session_config.agent_dir;
-  backend_options.max_sessions = config.max_sessions;
+  // Pooled sandboxes exist next to the sessions: the backend shares its budgets among both.
+  backend_options.max_sessions = config.max_sessions + config.pool_size;
   std::shared_ptr<Backend> backend;
   if (auto selected = MakeBackend(backend_options); selected) {  // logs its choice
     backend = selected->backend;

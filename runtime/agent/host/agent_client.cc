@@ -246,6 +246,26 @@ void AgentClient::Cancel() {
   }
 }
 
+Status AgentClient::WaitWarm(std::chrono::milliseconds timeout) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  uint64_t id = next_id_++;
+  SBX_TRY(SendRequest(Json{{"type", "warm"}, {"id", id}}));
+  SBX_ASSIGN_OR_RETURN(Json answer, Await(id, Clock::now() + timeout, {}));
+  if (agent::GetString(answer, "type") != "warm") {
+    return Broken(fmt::format("unexpected answer '{}' to warm", agent::GetString(answer, "type")));
+  }
+  preload_ = {};
+  for (const char* key : {"imported", "failed"}) {
+    auto& into = std::string_view(key) == "imported" ? preload_.imported : preload_.failed;
+    auto it = answer.find(key);
+    if (it == answer.end() || !it->is_array()) continue;
+    for (const auto& name : *it) {
+      if (name.is_string()) into.push_back(name.get<std::string>());
+    }
+  }
+  return {};
+}
+
 Result<Json> AgentClient::Call(Json request, const char* expected_type) {
   uint64_t id = next_id_++;
   request["id"] = id;

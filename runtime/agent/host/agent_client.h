@@ -67,6 +67,16 @@ class AgentClient {
   Result<FileInfo> Stat(const std::string& path);                             // kNotFound
   Result<std::vector<FileInfo>> ListFiles(const std::string& path, bool recursive);
 
+  // Waits until the persistent worker has the preload imported (SANDBOX_AGENT_PRELOAD; at once
+  // without one). What was imported, and one line per module that failed, are kept in
+  // preload(). kSandboxUnavailable when the agent does not answer within `timeout`.
+  Status WaitWarm(std::chrono::milliseconds timeout);
+  struct Preload {
+    std::vector<std::string> imported;
+    std::vector<std::string> failed;
+  };
+  const Preload& preload() const { return preload_; }
+
   // Asks the agent to exit. The backend kills the sandbox anyway.
   void Shutdown();
 
@@ -101,6 +111,7 @@ class AgentClient {
   bool ready_ = false;
   std::string broken_;  // why the stream is unusable (empty while it is fine)
   AgentInfo info_;
+  Preload preload_;
   // Shared with Cancel():
   std::atomic<uint64_t> run_id_{0};  // the run in flight, 0 when none
   std::atomic<bool> cancel_requested_{false};

@@ -99,6 +99,7 @@ Agent::~Agent() {
   for (Proc* proc : {worker_.get(), run_proc_.get()}) {
     if (proc != nullptr) ::kill(-proc->child.pid, SIGKILL);
   }
+  zygote_.reset();  // kills it
 }
 
 int Agent::Serve() {
@@ -115,6 +116,7 @@ int Agent::Serve() {
     SendError(0, Error(started.error()).Context("starting the Python worker"));
     return 1;
   }
+  StartZygote();
 
   std::vector<struct pollfd> fds;
   std::vector<std::pair<Proc*, int>> owners;  // what each pollfd is: (proc, 0 control|1|2)
@@ -144,6 +146,10 @@ int Agent::Serve() {
         owners.emplace_back(proc, 2);
       }
     }
+    if (zygote_ && !zygote_->ready()) {
+      fds.push_back({zygote_->socket_fd(), POLLIN, 0});
+      owners.emplace_back(nullptr, 4);
+    }
     int timeout_ms = -1;
     if (auto timer = NextTimer()) {
       auto wait = std::chrono::ceil<std::chrono::milliseconds>(*timer - Clock::now()).count();
@@ -159,6 +165,10 @@ int Agent::Serve() {
       // new requests. A proc may go away while this loop runs: check it is still ours.
       for (size_t i = 2; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
+        if (owners[i].second == 4) {
+          if (zygote_ && !zygote_->ready() && zygote_->socket_fd() == fds[i].fd) OnZygoteReady();
+          continue;
+        }
         Proc* proc = owners[i].first;
         if (proc != worker_.get() && proc != run_proc_.get()) continue;
         if (owners[i].second == 0) {
@@ -192,8 +202,87 @@ Result<std::unique_ptr<Agent::Proc>> Agent::SpawnWorker(Proc::Role role) {
   spec.control_channel = true;
   auto proc = std::make_unique<Proc>();
   proc->role = role;
+  if (zygote_ && zygote_->ready()) {
+    // Shell commands never come here; a Python worker comes from the zygote when it can.
+    auto forked = zygote_->Fork(std::chrono::seconds(5));
+    if (forked) {
+      proc->child = std::move(*forked);
+      proc->from_zygote = true;
+      return proc;
+    }
+    DropZygote(forked.error().message);
+  }
   SBX_ASSIGN_OR_RETURN(proc->child, SpawnChild(spec));
   return proc;
+}
+
+// --- the preload zygote ----------------------------------------------------------------------
+
+void Agent::StartZygote() {
+  if (config_.preload.empty()) {
+    warm_ = true;
+    return;
+  }
+  ChildSpec spec;
+  spec.executable = config_.python;
+  spec.argv = {config_.python, "-u", config_.worker_script};
+  spec.env = config_.child_env;
+  spec.cwd = config_.data_dir;
+  auto zygote = Zygote::Start(spec, config_.preload);
+  if (!zygote) {
+    Log("preload zygote: " + zygote.error().message + "; workers start without the preload");
+    warm_ = true;
+    return;
+  }
+  zygote_ = std::move(*zygote);
+}
+
+void Agent::OnZygoteReady() {
+  if (auto ready = zygote_->ReadReady(); !ready) {
+    DropZygote(ready.error().message);
+    return;
+  }
+  for (const auto& failure : zygote_->failed()) Log("preload: " + failure + " (left out)");
+  // The persistent worker started cold so the hello was not held up by the imports; while it
+  // has run nothing, one forked from the zygote (the modules imported) takes its place.
+  if (worker_ && !worker_->ran_code && !(run_ && run_->proc == worker_.get())) {
+    ::kill(-worker_->child.pid, SIGKILL);  // its zombie is reaped with the others
+    worker_.reset();
+    if (auto started = StartWorker(); !started) {
+      Log(started.error().message);
+      warm_ = true;
+      AnswerWarm();
+    }
+    return;  // warm once the new worker says ready
+  }
+  warm_ = true;
+  AnswerWarm();
+}
+
+void Agent::DropZygote(const std::string& why) {
+  Log("preload zygote: " + why + "; workers start without the preload");
+  zygote_.reset();
+  warm_ = true;
+  AnswerWarm();
+}
+
+void Agent::HandleWarm(uint64_t id) {
+  warm_waiters_.push_back(id);
+  if (warm_) AnswerWarm();
+}
+
+void Agent::AnswerWarm() {
+  if (!warm_) return;
+  Json imported = Json::array();
+  Json failed = Json::array();
+  if (zygote_ && zygote_->ready()) {
+    for (const auto& name : zygote_->imported()) imported.push_back(name);
+    for (const auto& failure : zygote_->failed()) failed.push_back(failure);
+  }
+  for (uint64_t id : warm_waiters_) {
+    Send(Json{{"type", "warm"}, {"id", id}, {"imported", imported}, {"failed", failed}});
+  }
+  warm_waiters_.clear();
 }
 
 // --- requests --------------------------------------------------------------------------------
@@ -245,6 +334,8 @@ void Agent::HandleRequest(const Json& request) {
     HandleStat(id, request);
   } else if (type == "list") {
     HandleList(id, request);
+  } else if (type == "warm") {
+    HandleWarm(id);
   } else if (type == "shutdown") {
     Send(Json{{"type", "ok"}, {"id", id}});
     stopping_ = true;
@@ -509,6 +600,11 @@ void Agent::ReapChildren() {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
+    if (zygote_ && zygote_->pid() == pid) {
+      zygote_.reset();  // the group's other members (none between forks) go with it
+      DropZygote("exited (status " + std::to_string(status) + ")");
+      continue;
+    }
     for (Proc* proc : {worker_.get(), run_proc_.get()}) {
       if (proc != nullptr && proc->child.pid == pid) {
         OnProcExit(*proc, status);
@@ -554,7 +650,13 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
 
   if (persistent) {
     bool was_ready = worker_->ready;
+    bool from_zygote = worker_->from_zygote;
     worker_.reset();
+    if (!was_ready && from_zygote && !stopping_) {
+      // A forked worker that dies before it is ready says the zygote is no good: start cold.
+      DropZygote("a worker it forked died before it was ready");
+      was_ready = true;
+    }
     // Restart now so the next cell does not wait for Python to start; a worker that never got
     // ready is only retried when a run asks for it, so a broken image cannot make init spin.
     if (was_ready && !stopping_) {
@@ -567,6 +669,10 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
 
 void Agent::OnWorkerReady(Proc& proc) {
   if (&proc == worker_.get() && !hello_sent_) SendHello();
+  if (&proc == worker_.get() && !warm_ && zygote_ && zygote_->ready()) {
+    warm_ = true;
+    AnswerWarm();
+  }
   if (run_ && run_->proc == &proc && !run_->code_sent && !run_->interrupted) SendCode();
 }
 

@@ -16,6 +16,7 @@
 #include "runtime/agent/init/data_snapshot.h"
 #include "runtime/agent/init/file_ops.h"
 #include "runtime/agent/init/output_capture.h"
+#include "runtime/agent/init/zygote.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/result.h"
@@ -31,6 +32,8 @@ struct AgentConfig {
   // After SIGINT (Python) or SIGTERM (shell), how long the run may take to stop by itself
   // before its process group is killed.
   std::chrono::milliseconds interrupt_grace{1000};
+  // Modules the preload zygote imports, comma-separated ("" = no zygote; workers start cold).
+  std::string preload;
 };
 
 class Agent {
@@ -51,8 +54,9 @@ class Agent {
     Role role = Role::kWorker;
     ChildProcess child;
     FrameDecoder control;
-    bool ready = false;     // a worker sent "ready"
-    bool ran_code = false;  // a worker has run a cell, so its death loses state
+    bool ready = false;        // a worker sent "ready"
+    bool ran_code = false;     // a worker has run a cell, so its death loses state
+    bool from_zygote = false;  // forked by the preload zygote
     std::string python_version;
     std::string stderr_tail;  // stderr outside runs, kept for startup failures
     // Frames for the worker's control channel not yet written: init never blocks on a worker
@@ -95,6 +99,14 @@ class Agent {
   void HandleReadFile(uint64_t id, const Json& request);
   void HandleStat(uint64_t id, const Json& request);
   void HandleList(uint64_t id, const Json& request);
+  void HandleWarm(uint64_t id);
+
+  // The preload zygote: started next to the first worker; once it has imported the preload,
+  // an unused persistent worker is replaced by one forked from it, and every later worker is.
+  void StartZygote();
+  void OnZygoteReady();
+  void DropZygote(const std::string& why);
+  void AnswerWarm();
 
   void HandleControl(Proc& proc);
   void FlushControl(Proc& proc);
@@ -138,6 +150,10 @@ class Agent {
   // id of its write_open. Dropping it removes its file, also when init exits.
   uint64_t write_id_ = 0;
   std::optional<PendingWrite> write_;
+  std::unique_ptr<Zygote> zygote_;
+  // `warm` requests waiting for the persistent worker to come from the zygote.
+  std::vector<uint64_t> warm_waiters_;
+  bool warm_ = false;  // the persistent worker has the preload, or it never will
   bool hello_sent_ = false;
   bool state_lost_pending_ = false;  // the worker died between runs: tell the next run
   bool stopping_ = false;

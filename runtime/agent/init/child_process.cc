@@ -84,7 +84,7 @@ void WriteRaw(int fd, const char* text) {
   }
   // Everything else init holds is O_CLOEXEC already; this also covers fds a future change
   // forgets to mark. close_range may be filtered by seccomp (ENOSYS): then CLOEXEC must do.
-  int first_free = fds.control_in_fd >= 0 ? 5 : 3;
+  int first_free = fds.control_out_fd >= 0 ? 5 : fds.control_in_fd >= 0 ? 4 : 3;
   syscall(SYS_close_range, static_cast<unsigned>(first_free), ~0U, 0U);
 
   // Under memory pressure the OOM killer should pick the worker or the command (the session
@@ -147,7 +147,7 @@ Result<ChildProcess> SpawnChild(const ChildSpec& spec) {
   std::vector<char*> argv = CStringArray(spec.argv);
   std::vector<char*> envp = CStringArray(spec.env);
   ChildFds fds{devnull.get(), stdout_write.get(), stderr_write.get(),
-               spec.control_channel ? control_in_read.get() : -1,
+               spec.control_channel ? control_in_read.get() : spec.fd3,
                spec.control_channel ? control_out_write.get() : -1};
   pid_t parent = getpid();
   pid_t pid = fork();

@@ -23,6 +23,9 @@ struct ChildSpec {
   std::vector<std::string> env;   // KEY=VALUE
   std::string cwd;
   bool control_channel = false;  // give the child fds 3 and 4
+  // Placed at the child's fd 3 instead of a control channel (the preload zygote's socket); -1
+  // for none. The caller keeps its copy.
+  int fd3 = -1;
 };
 
 struct ChildProcess {

@@ -8,6 +8,8 @@
 //   SANDBOX_AGENT_PYTHON    interpreter, a path or a name looked up in PATH (default python3)
 //   SANDBOX_AGENT_WORKER    the worker script (default: worker.py next to this binary)
 //   SANDBOX_AGENT_GRACE_MS  interrupt grace period before the kill (default 1000)
+//   SANDBOX_AGENT_PRELOAD   modules a zygote imports once for every worker, comma-separated
+//                           (default none: workers start cold)
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -79,6 +81,8 @@ std::vector<std::string> ChildEnvironment(const std::string& data_dir, const std
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view value(*entry);
     if (value.starts_with("SANDBOX_AGENT_DATA_DIR=")) continue;  // replaced by the realpath
+    // init's business, not the session's: a pooled session's environment is a cold one's.
+    if (value.starts_with("SANDBOX_AGENT_PRELOAD=")) continue;
     env.emplace_back(value);
   }
   env.push_back("SANDBOX_AGENT_DATA_DIR=" + data_dir);
@@ -133,6 +137,8 @@ int Main(int argc, char** argv) {
     }
     config.interrupt_grace = std::chrono::milliseconds(ms);
   }
+
+  config.preload = EnvOr("SANDBOX_AGENT_PRELOAD", "");
 
   Agent agent(std::move(config), 0, 1);
   return agent.Serve();

@@ -1,0 +1,151 @@
+#include "runtime/agent/init/zygote.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "runtime/agent/wire.h"
+
+namespace sandbox::agent {
+
+namespace {
+
+// The largest packet the zygote sends (its ready packet lists the modules and failures).
+constexpr size_t kMaxPacket = 64 << 10;
+constexpr int kForkedFds = 5;
+
+Status MakePipe(Fd& read_end, Fd& write_end) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return FailSys("pipe2");
+  read_end.Reset(fds[0]);
+  write_end.Reset(fds[1]);
+  return {};
+}
+
+Status SetNonBlocking(int fd) {
+  int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return FailSys("fcntl(O_NONBLOCK)");
+  return {};
+}
+
+std::vector<std::string> Strings(const Json& message, const char* key) {
+  std::vector<std::string> out;
+  auto it = message.find(key);
+  if (it == message.end() || !it->is_array()) return out;
+  for (const auto& entry : *it) {
+    if (entry.is_string()) out.push_back(entry.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Zygote>> Zygote::Start(const ChildSpec& worker_spec,
+                                              const std::string& modules) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return FailSys("socketpair");
+  }
+  std::unique_ptr<Zygote> zygote(new Zygote());
+  zygote->socket_.Reset(pair[0]);
+  Fd theirs(pair[1]);
+  ChildSpec spec = worker_spec;
+  spec.control_channel = false;
+  spec.fd3 = theirs.get();
+  spec.argv.push_back("--zygote");
+  spec.argv.push_back(modules);
+  SBX_ASSIGN_OR_RETURN(zygote->child_, SpawnChild(spec));
+  // Its output is never read: it writes nothing but a warning or two, far below a pipe's size.
+  zygote->child_.stdout_read.Reset();
+  return zygote;
+}
+
+Zygote::~Zygote() {
+  if (child_.pid > 0) ::kill(-child_.pid, SIGKILL);
+}
+
+Result<std::string> Zygote::Receive(std::chrono::milliseconds timeout) {
+  struct pollfd p {
+    socket_.get(), POLLIN, 0
+  };
+  int ready = 0;
+  do {
+    ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) return Fail(ErrorCode::kInternal, "the preload zygote did not answer in time");
+  if (ready < 0) return FailSys("poll");
+  std::string packet(kMaxPacket, '\0');
+  ssize_t n = ::recv(socket_.get(), packet.data(), packet.size(), MSG_DONTWAIT);
+  if (n < 0) return FailSys("recv");
+  if (n == 0) return Fail(ErrorCode::kInternal, "the preload zygote exited");
+  packet.resize(static_cast<size_t>(n));
+  return packet;
+}
+
+Status Zygote::ReadReady() {
+  SBX_ASSIGN_OR_RETURN(std::string packet, Receive(std::chrono::milliseconds(0)));
+  Json message = Json::parse(packet, nullptr, /*allow_exceptions=*/false);
+  if (!message.is_object() || GetString(message, "type") != "ready") {
+    return Fail(ErrorCode::kInternal, "the preload zygote said something else than ready");
+  }
+  imported_ = Strings(message, "imported");
+  failed_ = Strings(message, "failed");
+  ready_ = true;
+  return {};
+}
+
+Result<ChildProcess> Zygote::Fork(std::chrono::milliseconds timeout) {
+  ChildProcess child;
+  Fd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!devnull) return FailSys("open", "/dev/null");
+  Fd stdout_write, stderr_write, control_in_read, control_out_write;
+  SBX_TRY(MakePipe(child.stdout_read, stdout_write));
+  SBX_TRY(MakePipe(child.stderr_read, stderr_write));
+  SBX_TRY(MakePipe(control_in_read, child.control_write));
+  SBX_TRY(MakePipe(child.control_read, control_out_write));
+  SBX_TRY(SetNonBlocking(child.stdout_read.get()));
+  SBX_TRY(SetNonBlocking(child.stderr_read.get()));
+  SBX_TRY(SetNonBlocking(child.control_read.get()));
+  SBX_TRY(SetNonBlocking(child.control_write.get()));
+
+  const int fds[kForkedFds] = {devnull.get(), stdout_write.get(), stderr_write.get(),
+                               control_in_read.get(), control_out_write.get()};
+  char byte = 'F';
+  struct iovec iov {
+    &byte, 1
+  };
+  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof fds)];
+  std::memset(control, 0, sizeof control);
+  struct msghdr msg {};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
+  ssize_t sent = 0;
+  do {
+    sent = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != 1) return FailSys("sendmsg", "to the preload zygote");
+
+  SBX_ASSIGN_OR_RETURN(std::string packet, Receive(timeout));
+  Json answer = Json::parse(packet, nullptr, /*allow_exceptions=*/false);
+  if (!answer.is_object() || GetString(answer, "type") != "forked") {
+    return Fail(ErrorCode::kInternal, "the preload zygote could not fork: {}",
+                answer.is_object() ? GetString(answer, "message") : std::string("bad answer"));
+  }
+  int64_t pid = GetInt(answer, "pid");
+  if (pid <= 1) return Fail(ErrorCode::kInternal, "the preload zygote sent pid {}", pid);
+  child.pid = static_cast<pid_t>(pid);
+  return child;
+}
+
+}  // namespace sandbox::agent

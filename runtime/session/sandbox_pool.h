@@ -1,0 +1,93 @@
+// SandboxPool: sandboxes of one kind (PoolKey) started ahead of need, their agent up and the
+// preload imported, so a new session takes one in a few milliseconds instead of starting one.
+// A background thread keeps `size` of them, starting one at a time at a lower CPU priority than
+// the server's request threads, checks the idle ones now and then, and replaces one that died.
+// The pool owns no policy about sessions: SessionManager decides when a request matches the key
+// and turns a claimed sandbox into a session.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "runtime/agent/host/agent_client.h"
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+#include "runtime/limits.h"
+
+namespace sandbox {
+
+// What a pooled sandbox was started with; a session request matches when all of it is equal.
+// A field added here (an egress policy, say) takes part in the match.
+struct PoolKey {
+  std::string image;  // the image name as configured (SANDBOX_IMAGE)
+  Limits limits;
+
+  bool operator==(const PoolKey& other) const;
+};
+
+// One started sandbox, ready: its agent said hello and has the preload imported.
+struct WarmSandbox {
+  std::string session_id;  // the id it was started with (cgroup, container, record names)
+  std::string image;       // the resolved image name
+  std::unique_ptr<Sandbox> sandbox;
+  std::unique_ptr<AgentClient> agent;
+  std::chrono::steady_clock::time_point ready_since;
+};
+
+struct PoolStats {
+  int size = 0;               // the target
+  int ready = 0;              // waiting to be claimed
+  int starting = 0;           // being started now (0 or 1)
+  uint64_t claimed = 0;       // taken by sessions since the server started
+  uint64_t replaced = 0;      // found dead while pooled and dropped
+  uint64_t failed = 0;        // starts that failed
+  uint64_t memory_bytes = 0;  // what the ready ones use (as their backend reports it)
+  std::string last_error;     // of the last failed start, "" if none
+};
+
+class SandboxPool {
+ public:
+  // Starts one sandbox of the key, ready and warm. Called on the refill thread only.
+  using Starter = std::function<Result<WarmSandbox>()>;
+
+  SandboxPool(PoolKey key, int size, Starter start);
+  ~SandboxPool();  // stops the refill thread and destroys every pooled sandbox
+
+  const PoolKey& key() const { return key_; }
+
+  // A ready sandbox, checked alive, or nullopt (none ready: the caller starts one cold). Wakes
+  // the refill thread either way.
+  std::optional<WarmSandbox> Claim();
+
+  PoolStats Stats();
+
+ private:
+  void RefillLoop();
+  // Drops pooled sandboxes whose agent no longer answers.
+  void CheckIdle();
+
+  const PoolKey key_;
+  const int size_;
+  Starter start_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<WarmSandbox> ready_;
+  int starting_ = 0;
+  bool stopping_ = false;
+  uint64_t claimed_ = 0;
+  uint64_t replaced_ = 0;
+  uint64_t failed_ = 0;
+  std::string last_error_;
+  std::thread refill_;
+};
+
+}  // namespace sandbox

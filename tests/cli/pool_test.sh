@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# The warm pool (issue #10) on real sandboxes, over stdio: a pooled session starts with the
+# preload imported and nothing else (globals, files, /tmp, environment, figures); sessions never
+# share a sandbox; other limits start cold with exactly those limits; the pool refills and
+# replaces a pooled sandbox killed from outside; fresh workers come from the zygote with their own
+# random seeds; pool 0 behaves as before; shutdown, and `sessions gc` after a crash, leave no
+# record and no process. Needs root and the default image (`python`) in the shared store; runs
+# against a private state dir that borrows the store's images read-only.
+# Usage: pool_test.sh /path/to/mcp-sandbox
+set -u
+bin=$1
+[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (sandboxes of the shared store)"; exit 77; }
+store=${SANDBOX_SHARED_STORE:-/var/lib/mcp-sandbox}
+"$bin" image ls 2>/dev/null | grep -q '^python ' ||
+  { echo "SKIPPED: the default image (python) is not in the store"; exit 77; }
+state=$(mktemp -d /tmp/mcp-pool-test.XXXXXX)
+trap 'rm -rf "$state"' EXIT
+mkdir -p "$state/state"
+for part in images archives; do
+  [ -e "$store/$part" ] && ln -s "$store/$part" "$state/state/$part"
+done
+export SANDBOX_STATE_DIR=$state/state SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
+python3 - "$bin" "$state/state" <<'PY'
+import json, os, subprocess, sys, time
+
+BIN, STATE = sys.argv[1], sys.argv[2]
+PRELOAD = ["numpy", "pandas", "matplotlib.pyplot"]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+class Server:
+    def __init__(self, *flags):
+        self.proc = subprocess.Popen([BIN, "serve", *flags], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE)
+        self.ids = iter(range(1, 100000))
+        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "pool-test", "version": "1"}})
+
+    def rpc(self, method, params):
+        request_id = next(self.ids)
+        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == request_id:
+                return message
+
+    def tool(self, tool_name, **arguments):
+        answer = self.rpc("tools/call", {"name": tool_name, "arguments": arguments})
+        return answer.get("result", {}).get("structuredContent", {}), answer
+
+    def python(self, session, code, **extra):
+        result, _ = self.tool("sandbox_run_python", session_id=session, code=code, **extra)
+        return result
+
+    def pool(self):
+        return self.tool("sandbox_list_sessions")[0].get("pool")
+
+    def wait_ready(self, want, timeout=180):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            pool = self.pool()
+            if pool and pool["ready"] >= want:
+                return pool
+            time.sleep(0.2)
+        return self.pool()
+
+    def stop(self):
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=60)
+
+
+def records():
+    out = {}
+    folder = os.path.join(STATE, "sessions")
+    for name in os.listdir(folder) if os.path.isdir(folder) else []:
+        if name.endswith(".json"):
+            try:
+                with open(os.path.join(folder, name)) as f:
+                    out[name[:-5]] = json.load(f)["pid"]
+            except (OSError, ValueError, KeyError):
+                pass
+    return out
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+PROBE = """
+import json as _j, os as _o, sys as _s
+print(_j.dumps({
+  "modules": [m for m in %r if m in _s.modules],
+  "globals": sorted(k for k in globals() if not k.startswith("__") and k not in ("_j", "_o", "_s")),
+  "tmp": sorted(_o.listdir("/tmp")), "data": sorted(_o.listdir("/mnt/data")),
+  "env": dict(_o.environ), "cwd": _o.getcwd(),
+  "figures": __import__("matplotlib.pyplot").pyplot.get_fignums() if "matplotlib.pyplot" in _s.modules else [],
+}))
+""" % (PRELOAD,)
+
+# --- A pool of 2 ----------------------------------------------------------------------------
+server = Server("--pool-size", "2")
+pool = server.wait_ready(2)
+check(pool is not None and pool["ready"] == 2, "the pool fills up to 2: %s" % pool)
+
+start = time.monotonic()
+pooled, _ = server.tool("sandbox_create_session", name="first")
+took = time.monotonic() - start
+first = pooled["session_id"]
+state = json.loads(server.python(first, PROBE)["stdout"])
+check(state["modules"] == PRELOAD, "a pooled session has the preload imported: %s" % state["modules"])
+check(state["globals"] == [], "no globals but the cell's own: %s" % state["globals"])
+check(state["data"] == [], "an empty /mnt/data: %s" % state["data"])
+check(state["figures"] == [], "no open figures")
+check("SANDBOX_AGENT_PRELOAD" not in state["env"], "the preload variable is not in the environment")
+print("     (create from the pool took %.1f ms)" % (took * 1000))
+
+# Sessions of other limits start cold, with exactly those limits and no preload.
+other, _ = server.tool("sandbox_create_session", memory_limit="256m")
+other_state = json.loads(server.python(other["session_id"], PROBE)["stdout"])
+status, _ = server.tool("sandbox_session_status", session_id=other["session_id"])
+check("256" in json.dumps(status.get("limits")) or "268435456" in json.dumps(status.get("limits")),
+      "other limits get exactly those: %s" % status.get("limits"))
+check(other_state["modules"] == [], "a cold session of other limits has no preload")
+env_pooled = {k: v for k, v in state["env"].items()}
+env_cold = {k: v for k, v in other_state["env"].items()}
+check(env_pooled == env_cold, "the pooled environment is a cold session's: %s" %
+      sorted(set(env_pooled.items()) ^ set(env_cold.items())))
+check(state["cwd"] == other_state["cwd"], "the same working directory")
+# sitecustomize seeds matplotlib's font cache into /tmp/matplotlib at every Python start.
+check(state["tmp"] == other_state["tmp"], "/tmp as in a cold session: %s vs %s" % (state["tmp"], other_state["tmp"]))
+server.tool("sandbox_close_session", session_id=other["session_id"])
+
+# Taken sandboxes are not reused: what one session writes, no later one sees.
+server.python(first, "open('/mnt/data/mine.txt', 'w').write('x'); open('/tmp/mine', 'w').write('x'); secret = 1")
+seen = set([first])
+for _ in range(3):
+    again, _ = server.tool("sandbox_create_session")
+    check(again["session_id"] not in seen, "a new session id each time")
+    seen.add(again["session_id"])
+    look = json.loads(server.python(again["session_id"], PROBE)["stdout"])
+    check(look["data"] == [] and "mine" not in look["tmp"] and look["globals"] == [],
+          "nothing of an earlier session is visible: %s" % look)
+    server.tool("sandbox_close_session", session_id=again["session_id"])
+
+# Workers forked from the zygote: fresh runs have the preload, each its own random numbers;
+# a worker killed by a timeout comes back with the preload.
+draws = set()
+for _ in range(3):
+    run = server.python(first, "import numpy, random, sys\nprint('pandas' in sys.modules, numpy.random.rand(), random.random())", fresh=True)
+    draws.add(run.get("stdout", "").strip() or json.dumps(run)[:600])
+check(len(draws) == 3 and all(d.startswith("True ") for d in draws),
+      "fresh workers have the preload and their own random seeds: %s" % draws)
+server.python(first, "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass", timeout_s=1)
+start = time.monotonic()
+back = server.python(first, "import sys\nprint('pandas' in sys.modules, 'secret' in globals())")
+check(back.get("stdout", "").strip() == "True False",
+      "after a timeout kill the new worker has the preload and no old state: %s" % back)
+
+# The pool refills, and replaces a pooled sandbox killed from outside.
+pool = server.wait_ready(2)
+check(pool["ready"] == 2, "the pool refills to 2: %s" % pool)
+sessions = {s["session_id"] for s in server.tool("sandbox_list_sessions")[0]["sessions"]}
+pooled_ids = [sid for sid in records() if sid not in sessions]
+check(len(pooled_ids) == 2, "2 pooled sandboxes have records (swept like sessions): %s" % pooled_ids)
+if pooled_ids:
+    os.kill(records()[pooled_ids[0]], 9)
+    time.sleep(0.5)
+    fine = []
+    for _ in range(2):
+        taken, _ = server.tool("sandbox_create_session")
+        run = server.python(taken["session_id"], "print(6 * 7)")
+        fine.append(run.get("stdout", "").strip() == "42")
+    check(all(fine), "sessions are served after a pooled sandbox was killed")
+    pool = server.wait_ready(2)
+    check(pool["ready"] == 2 and pool["replaced"] >= 1, "the dead one was replaced: %s" % pool)
+
+# Shutdown leaves nothing: no record, no sandbox process.
+pids = records()
+check(server.stop() == 0, "the server exits cleanly")
+check(records() == {}, "no record left after shutdown: %s" % records())
+check(not any(alive(pid) for pid in pids.values()), "no sandbox process left after shutdown")
+
+# --- Pool 0: as before ------------------------------------------------------------------------
+server = Server("--pool-size", "0")
+check(server.pool() is None, "no pool line with --pool-size 0")
+cold, _ = server.tool("sandbox_create_session")
+look = json.loads(server.python(cold["session_id"], PROBE)["stdout"])
+check(look["modules"] == [], "pool 0: no preload")
+check(len(records()) == 1, "pool 0: one sandbox, the session's")
+server.stop()
+
+# --- A crash: the next `sessions gc` sweeps the pooled sandboxes too --------------------------
+server = Server("--pool-size", "1")
+server.wait_ready(1)
+pids = records()
+server.proc.kill()
+server.proc.wait()
+check(len(pids) == 1, "one pooled sandbox before the crash")
+gc = subprocess.run([BIN, "sessions", "gc"], capture_output=True, text=True)
+check(gc.returncode == 0, "sessions gc succeeds: %s" % gc.stderr[-300:])
+check(records() == {} and not any(alive(pid) for pid in pids.values()),
+      "sessions gc leaves no pooled sandbox behind")
+
+print("%d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)
+PY

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# The warm pool (issue #10), over MCP stdio, request to response: "ready to run pandas"
+# (sandbox_create_session, then a first cell that imports pandas and describes a DataFrame) and
+# the same through sandbox_run_once, with a pool of 2 (waiting for the refill between samples,
+# so each one takes a warm sandbox) and without (--pool-size 0); a burst of 20 creates against a
+# pool of 2; worker restarts inside a session (after a timeout kill, and `fresh: true`) with
+# pandas; the PSS of an idle pooled sandbox. Prints markdown. Needs root and the default image.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${MCP_SANDBOX_BIN:-${SANDBOX_BUILD_DIR:-$root/build}/mcp-sandbox}
+[ -x "$bin" ] || { echo "n/a: $bin is not built"; exit 0; }
+"$bin" image ls 2>/dev/null | grep -q '^python ' || { echo "n/a: the python image is not in the store"; exit 0; }
+export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
+exec python3 - "$bin" "${SANDBOX_BENCH_RUNS:-20}" <<'PY'
+import json, os, subprocess, sys, time
+
+BIN, RUNS = sys.argv[1], int(sys.argv[2])
+CELL = "import pandas as pd; df = pd.DataFrame({'a': range(1000)}); print(df.describe())"
+
+
+class Server:
+    def __init__(self, *flags):
+        self.proc = subprocess.Popen([BIN, "serve", *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.ids = iter(range(1, 10**9))
+        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                "clientInfo": {"name": "warm-pool-bench", "version": "1"}})
+
+    def rpc(self, method, params):
+        request_id = next(self.ids)
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                                          "params": params}).encode() + b"\n")
+        self.proc.stdin.flush()
+        while True:
+            message = json.loads(self.proc.stdout.readline())
+            if message.get("id") == request_id:
+                return message
+
+    def tool(self, name, **arguments):
+        answer = self.rpc("tools/call", {"name": name, "arguments": arguments})
+        result = answer.get("result", {})
+        if result.get("isError"):
+            raise RuntimeError(json.dumps(answer)[:400])
+        return result.get("structuredContent", {})
+
+    def pool(self):
+        return self.tool("sandbox_list_sessions").get("pool")
+
+    def wait_ready(self, want):
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            pool = self.pool()
+            if pool is None or pool["ready"] >= want:
+                return pool
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
+
+
+def pct(samples, p):
+    samples = sorted(samples)
+    return samples[min(len(samples) - 1, int(round(p / 100 * (len(samples) - 1))))] * 1000
+
+
+def ready_to_run(server, pool):
+    create, once = [], []
+    for _ in range(RUNS):
+        if pool:
+            server.wait_ready(pool)
+        start = time.monotonic()
+        session = server.tool("sandbox_create_session")["session_id"]
+        server.tool("sandbox_run_python", session_id=session, code=CELL)
+        create.append(time.monotonic() - start)
+        server.tool("sandbox_close_session", session_id=session)
+    for _ in range(RUNS):
+        if pool:
+            server.wait_ready(pool)
+        start = time.monotonic()
+        server.tool("sandbox_run_once", code=CELL)
+        once.append(time.monotonic() - start)
+    return create, once
+
+
+def pss_of_tree(pid):
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open("/proc/%d/smaps_rollup" % p) as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+            for task in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return total
+
+
+warm = Server("--pool-size", "2")
+warm.wait_ready(2)
+warm_create, warm_once = ready_to_run(warm, 2)
+# Restarts inside a session, with pandas imported (the zygote forks the new worker).
+session = warm.tool("sandbox_create_session")["session_id"]
+fresh, restart = [], []
+for _ in range(RUNS):
+    start = time.monotonic()
+    warm.tool("sandbox_run_python", session_id=session, code="import pandas", fresh=True)
+    fresh.append(time.monotonic() - start)
+for _ in range(max(3, RUNS // 4)):
+    answer = warm.rpc("tools/call", {"name": "sandbox_run_python", "arguments": {
+        "session_id": session, "code": "import signal, os\nos.kill(os.getpid(), signal.SIGKILL)"}})
+    start = time.monotonic()
+    warm.tool("sandbox_run_python", session_id=session, code="import pandas")
+    restart.append(time.monotonic() - start)
+warm.tool("sandbox_close_session", session_id=session)
+# Idle pooled sandbox PSS: the sandboxes with a record and no session.
+warm.wait_ready(2)
+time.sleep(1)
+state = os.environ.get("SANDBOX_STATE_DIR", "/var/lib/mcp-sandbox")
+sessions = {s["session_id"] for s in warm.tool("sandbox_list_sessions")["sessions"]}
+pss = []
+mine = warm.proc.pid
+for name in os.listdir(os.path.join(state, "sessions")):
+    try:
+        with open(os.path.join(state, "sessions", name)) as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        continue
+    if record.get("server_pid") == mine and name[:-5] not in sessions:
+        pss.append(pss_of_tree(record["pid"]))
+# A burst of 20 creates against the pool of 2.
+warm.wait_ready(2)
+# stdio serves one request line at a time but runs tools concurrently: pipeline 20 requests.
+start = time.monotonic()
+ids = []
+for _ in range(20):
+    request_id = next(warm.ids)
+    ids.append(request_id)
+    warm.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+        "params": {"name": "sandbox_create_session", "arguments": {}}}).encode() + b"\n")
+warm.proc.stdin.flush()
+done, created = {}, []
+while len(done) < 20:
+    message = json.loads(warm.proc.stdout.readline())
+    if message.get("id") in ids and message["id"] not in done:
+        done[message["id"]] = time.monotonic() - start
+        sc = message.get("result", {}).get("structuredContent", {})
+        if "session_id" in sc:
+            created.append(sc["session_id"])
+for sid in created:
+    warm.tool("sandbox_close_session", session_id=sid)
+warm.stop()
+
+cold = Server("--pool-size", "0")
+cold_create, cold_once = ready_to_run(cold, 0)
+cold_burst_one = []
+for _ in range(5):
+    start = time.monotonic()
+    sid = cold.tool("sandbox_create_session")["session_id"]
+    cold_burst_one.append(time.monotonic() - start)
+    cold.tool("sandbox_close_session", session_id=sid)
+cold.stop()
+
+print("**Warm pool** (`warm_pool.sh`, image `python`, %d samples each, MCP stdio request to response)\n" % RUNS)
+print("| measure | p50 | p99 | target |")
+print("|---|---|---|---|")
+def row(name, samples, target=""):
+    print("| %s | %.1f ms | %.1f ms | %s |" % (name, pct(samples, 50), pct(samples, 99), target))
+row("ready to run pandas (create + first pandas cell), pool 2", warm_create, "p50 ≤ 10, p99 ≤ 40 ms")
+row("the same, no pool", cold_create)
+row("`sandbox_run_once` of that cell, pool 2", warm_once)
+row("the same, no pool", cold_once)
+row("burst of 20 creates at once against a pool of 2 (from the first request)", list(done.values()),
+    "none slower than cold + 10 %")
+row("create alone, cold (no pool)", cold_burst_one)
+row("`fresh: true` `import pandas` (a worker forked by the zygote)", fresh, "p50 ≤ 30 ms")
+row("first cell after the worker was killed (restart from the zygote)", restart, "p50 ≤ 30 ms")
+print()
+print("ratio ready-to-run p50, no pool / pool: %.0fx (target ≥ 30x); run_once: %.0fx" % (
+    pct(cold_create, 50) / pct(warm_create, 50), pct(cold_once, 50) / pct(warm_once, 50)))
+if pss:
+    print("idle pooled sandbox PSS (init + zygote + worker): %s MiB (target ≤ 60 MB)" %
+          ", ".join("%.1f" % (p / 2**20) for p in pss))
+print("warm-call p99 during a refill: not measured yet")
+PY
