@@ -55,6 +55,15 @@ Status ApplyIndexUrl(EgressConfig& config) {
     if (config.allow.AllowsName("pypi.org", 443)) config.index_url = "https://pypi.org/simple";
     return {};
   }
+  for (char c : config.index_url) {
+    // It is quoted into pip's command line and the sandbox's environment.
+    if (c <= ' ' || c == '\'' || c == '"' || c == '\\' || c == 0x7f) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "index URL '{}': blanks, quotes and backslashes "
+                  "must be percent-encoded",
+                  config.index_url);
+    }
+  }
   SBX_ASSIGN_OR_RETURN(UrlHost host, HostOfUrl(config.index_url));
   if (auto address = ParseIpLiteral(host.host)) {
     config.allow.AllowAddress(*address, host.port);

@@ -61,6 +61,7 @@ struct SessionManager::Session {
   Limits limits;
   std::unique_ptr<Sandbox> sandbox;
   std::unique_ptr<AgentClient> agent;
+  std::unique_ptr<SessionEgress> egress;  // null: no network (destroyed first: joins tunnels)
   std::atomic<bool> busy{false};
   std::atomic<bool> closed{false};
   std::chrono::system_clock::time_point created;
@@ -181,6 +182,7 @@ Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) co
 
 Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(options));
+  SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
   std::string image_name = options.image.empty() ? config_.default_image : options.image;
   SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(image_name));
 
@@ -221,8 +223,12 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   spec.agent_dir = config_.agent_dir;
   spec.wheelhouse = config_.wheelhouse;
   spec.docker = image.docker;
+  if (wants_egress) {
+    SBX_ASSIGN_OR_RETURN(session->egress, SessionEgress::Start(config_.egress, session->id, spec));
+  }
 
   auto sandbox = backend_->Start(spec);
+  if (session->egress) session->egress->Started();
   if (!sandbox) {
     Error error = std::move(sandbox.error()).Context("start sandbox");
     if (error.code == ErrorCode::kInternal || error.code == ErrorCode::kNotFound) {
@@ -291,6 +297,7 @@ SessionInfo SessionManager::Describe(const Session& session) const {
   info.limits = session.limits;
   info.enforced = session.sandbox->enforced_limits();
   info.usage = session.sandbox->Usage();
+  info.egress = DescribeEgress(config_.egress, session.egress.get());
   return info;
 }
 
@@ -331,6 +338,7 @@ Status SessionManager::Close(const std::string& id, bool force) {
   if (auto killed = session->sandbox->Kill(); !killed) {
     spdlog::warn("session {}: kill: {}", id, killed.error().message);
   }
+  if (session->egress) session->egress->Shutdown();  // its tunnels close with it
   if (acquired) session->busy = false;
   spdlog::info("session {} closed", id);
   return {};

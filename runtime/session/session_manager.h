@@ -21,6 +21,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/session_egress.h"
 #include "runtime/session/session_id.h"
 
 namespace sandbox {
@@ -37,6 +38,7 @@ struct SessionConfig {
   uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
   uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
   uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES
+  egress::EgressConfig egress;              // SANDBOX_EGRESS_*, SANDBOX_INDEX_URL (off: no network)
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -50,6 +52,7 @@ struct SessionOptions {
   std::optional<double> cpus;
   std::optional<uint32_t> pids;
   std::optional<uint64_t> disk_bytes;
+  std::optional<bool> egress;  // false seals the session; true needs the server's allowlist
 };
 
 struct SessionInfo {
@@ -64,6 +67,7 @@ struct SessionInfo {
   Limits limits;            // requested
   EnforcedLimits enforced;  // in force
   SandboxUsage usage;
+  EgressInfo egress;  // the egress policy in force and what it carried
 };
 
 // Resolves an image name to what a backend needs (rootfs path, env). Provided by the caller so

@@ -8,6 +8,7 @@
 //   SANDBOX_AGENT_PYTHON    interpreter, a path or a name looked up in PATH (default python3)
 //   SANDBOX_AGENT_WORKER    the worker script (default: worker.py next to this binary)
 //   SANDBOX_AGENT_GRACE_MS  interrupt grace period before the kill (default 1000)
+//   SANDBOX_AGENT_EGRESS_*  the egress channel and proxy port (egress_relay.h)
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 
 #include "runtime/agent/init/agent.h"
 #include "runtime/agent/init/child_process.h"
+#include "runtime/agent/init/egress_relay.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/files.h"
 #include "runtime/sandbox_layout.h"
@@ -79,6 +81,7 @@ std::vector<std::string> ChildEnvironment(const std::string& data_dir, const std
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view value(*entry);
     if (value.starts_with("SANDBOX_AGENT_DATA_DIR=")) continue;  // replaced by the realpath
+    if (IsEgressRelayVariable(std::string(value))) continue;     // init's alone
     env.emplace_back(value);
   }
   env.push_back("SANDBOX_AGENT_DATA_DIR=" + data_dir);
@@ -108,6 +111,14 @@ int Main(int argc, char** argv) {
   config.data_dir = *data_dir;
   config.tmp_dir = *tmp_dir;
   config.child_env = ChildEnvironment(config.data_dir, config.tmp_dir);
+  // Before anything else forks, so no child holds the listener or the channel.
+  auto egress_env = StartEgressRelay();
+  if (!egress_env) {
+    Error error = std::move(egress_env.error()).Context("egress relay");
+    error.code = ErrorCode::kSandboxUnavailable;
+    Die(error);
+  }
+  for (std::string& entry : *egress_env) config.child_env.push_back(std::move(entry));
 
   std::string path_list = EnvOr("PATH", kDefaultPath);
   auto python = FindExecutable(EnvOr("SANDBOX_AGENT_PYTHON", "python3"), path_list);
