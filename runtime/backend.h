@@ -83,6 +83,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "namespace" or "docker"
+  // Whether Start honours SandboxSpec::egress_channel_fd (network egress, runtime/egress/).
+  virtual bool SupportsEgress() const { return false; }
   // Starts a sandbox with its agent running and connected. A failure names the step and errno;
   // nothing of a half-made sandbox is left behind.
   virtual Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) = 0;

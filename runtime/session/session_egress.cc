@@ -29,6 +29,17 @@ Result<std::unique_ptr<SessionEgress>> SessionEgress::Start(const egress::Egress
   return egress;
 }
 
+std::string EgressSummary(const egress::EgressConfig& config) {
+  if (!config.enabled()) return "There is no network access.";
+  std::string hosts;
+  for (const std::string& entry : config.allow.Entries()) {
+    hosts += (hosts.empty() ? "" : ", ") + entry;
+  }
+  return "Network: only HTTP(S) through the proxy already set in HTTP_PROXY/HTTPS_PROXY, to " +
+         hosts + " (names without a port: 80 and 443); anything else is refused with 403, " +
+         "there is no DNS inside, and a session created with egress=false has no network.";
+}
+
 EgressInfo DescribeEgress(const egress::EgressConfig& config, const SessionEgress* egress) {
   EgressInfo info;
   info.max_bytes = config.limits.max_bytes;

@@ -47,6 +47,10 @@ class SessionEgress {
   Fd sandbox_end_;
 };
 
+// One sentence for tool descriptions: which hosts sandboxes may reach, or that they have no
+// network (so a model does not retry pip against a sealed sandbox).
+std::string EgressSummary(const egress::EgressConfig& config);
+
 EgressInfo DescribeEgress(const egress::EgressConfig& config, const SessionEgress* egress);
 
 }  // namespace sandbox

@@ -105,6 +105,13 @@ class SessionManager::BusyLease {
 SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> backend,
                                ImageResolver resolver)
     : config_(std::move(config)), backend_(std::move(backend)), resolver_(std::move(resolver)) {
+  // Egress reaches a sandbox only through a backend that passes the channel in; elsewhere the
+  // policy is dropped here, so status and the tool descriptions never promise a network.
+  if (config_.egress.enabled() && !backend_->SupportsEgress()) {
+    spdlog::warn("the {} backend does not carry network egress yet: sandboxes have no network",
+                 backend_->name());
+    config_.egress = {};
+  }
   // A previous server may have crashed and left sandboxes behind: sweep them before serving.
   if (auto swept = backend_->SweepOrphans(); !swept) {
     spdlog::warn("orphan sweep failed: {}", swept.error().message);

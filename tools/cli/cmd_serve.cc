@@ -152,6 +152,9 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools) {
   session_config.max_output_bytes = config.max_output_bytes;
   session_config.max_code_bytes = config.max_code_bytes;
   session_config.max_upload_bytes = config.max_upload_bytes;
+  auto egress = mcp::EgressConfigFor(config);
+  if (!egress) return args.UsageError(egress.error().message);
+  session_config.egress = std::move(*egress);
 
   session_config.agent_dir = DefaultAgentDir();
   if (auto made = MakeDirs(session_config.state_dir, 0700); !made) {
