@@ -118,7 +118,13 @@ int Main(int argc, char** argv) {
     error.code = ErrorCode::kSandboxUnavailable;
     Die(error);
   }
-  for (std::string& entry : *egress_env) config.child_env.push_back(std::move(entry));
+  for (std::string& entry : *egress_env) {
+    // Ours wins over an image's own proxy setting of the same name (getenv takes the first).
+    std::string prefix = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(config.child_env,
+                  [&prefix](const std::string& have) { return have.starts_with(prefix); });
+    config.child_env.push_back(std::move(entry));
+  }
 
   std::string path_list = EnvOr("PATH", kDefaultPath);
   auto python = FindExecutable(EnvOr("SANDBOX_AGENT_PYTHON", "python3"), path_list);
