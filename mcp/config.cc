@@ -13,6 +13,7 @@
 
 #include "rootfs/image_name.h"
 #include "runtime/base/units.h"
+#include "runtime/egress/egress_config.h"
 
 namespace sandbox::mcp {
 
@@ -309,6 +310,35 @@ const std::vector<ConfigVariable> kVariables = {
        config.wheelhouse = value;
        return {};
      }},
+    {"SANDBOX_EGRESS_ALLOW", "--egress-allow", "",
+     "Hosts sandboxes may reach through the server's HTTP(S) proxy, comma-separated: "
+     "`pypi.org`, `*.example.com` (subdomains), `host:port` (default 80 and 443), IPs and CIDRs "
+     "(the only way to a private or loopback address), `pypi` (pypi.org and "
+     "files.pythonhosted.org). Empty: no network",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       auto parsed = egress::Allowlist::Parse(value);
+       if (!parsed) return Invalid(parsed.error().message);
+       config.egress_allow = value;
+       return {};
+     }},
+    {"SANDBOX_EGRESS_MAX_BYTES", "--egress-max-bytes", "1g",
+     "Bytes a session may carry through its egress proxy, both directions",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(egress_max_bytes, Size(value, 1, 1ull << 50));
+       return {};
+     }},
+    {"SANDBOX_INDEX_URL", "--index-url", "",
+     "Package index for sandbox_install_packages and pip in sandboxes when egress is on (its "
+     "host is allowed implicitly; default https://pypi.org/simple when pypi.org is allowed); "
+     "also `image build --pip`'s default",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (!value.empty()) {
+         auto host = egress::HostOfUrl(value);
+         if (!host) return Invalid(host.error().message);
+       }
+       config.index_url = value;
+       return {};
+     }},
 };
 
 #undef SBX_ASSIGN_FIELD
@@ -372,6 +402,15 @@ Result<ServeConfig> LoadServeConfig(const EnvLookup& env,
     return Fail(ErrorCode::kInvalidArgument, "{}", checked.errors.front());
   }
   return std::move(checked.config);
+}
+
+Result<egress::EgressConfig> EgressConfigFor(const ServeConfig& config) {
+  egress::EgressConfig egress;
+  SBX_ASSIGN_OR_RETURN(egress.allow, egress::Allowlist::Parse(config.egress_allow));
+  egress.limits.max_bytes = config.egress_max_bytes;
+  egress.index_url = config.index_url;
+  SBX_TRY(egress::ApplyIndexUrl(egress));
+  return egress;
 }
 
 Limits SessionLimits(const ServeConfig& config) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/base/result.h"
+#include "runtime/egress/egress_config.h"
 #include "runtime/limits.h"
 
 namespace sandbox::mcp {
@@ -38,9 +39,12 @@ struct ServeConfig {
   std::string log_level;
   std::string log_file;  // "" = stderr
   std::string log_format;
-  std::string backend;     // auto | namespace | docker
-  std::string state_dir;   // "" = the image store's default
-  std::string wheelhouse;  // "" = none
+  std::string backend;            // auto | namespace | docker
+  std::string state_dir;          // "" = the image store's default
+  std::string wheelhouse;         // "" = none
+  std::string egress_allow;       // SANDBOX_EGRESS_ALLOW as given ("" = no network)
+  uint64_t egress_max_bytes = 0;  // SANDBOX_EGRESS_MAX_BYTES
+  std::string index_url;          // SANDBOX_INDEX_URL ("" = PyPI when allowed)
 };
 
 struct ConfigVariable {
@@ -72,6 +76,9 @@ struct CheckedServeConfig {
 };
 CheckedServeConfig CheckServeConfig(const EnvLookup& env,
                                     const std::map<std::string, std::string>& flags);
+
+// The egress policy the configuration asks for (the index host allowed implicitly).
+Result<egress::EgressConfig> EgressConfigFor(const ServeConfig& config);
 
 // The per-session limits the configuration asks for (the others keep Limits' defaults).
 Limits SessionLimits(const ServeConfig& config);

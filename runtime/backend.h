@@ -48,7 +48,11 @@ struct SandboxSpec {
   Limits limits;
   std::string agent_dir;   // host dir holding sandbox-init and worker.py, seen at /.sandbox
   std::string wheelhouse;  // optional host dir, mounted read-only at /mnt/wheelhouse
-  DockerImage docker;      // Docker backend only
+  // Optional: the sandbox's end of its egress channel (runtime/egress/), borrowed; the backend
+  // hands it to sandbox-init, which then relays the sandbox's proxy connections over it. -1:
+  // no egress.
+  int egress_channel_fd = -1;
+  DockerImage docker;  // Docker backend only
 };
 
 // What a sandbox has used so far, where the backend can tell.
@@ -79,6 +83,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "namespace" or "docker"
+  // Whether Start honours SandboxSpec::egress_channel_fd (network egress, runtime/egress/).
+  virtual bool SupportsEgress() const { return false; }
   // Starts a sandbox with its agent running and connected. A failure names the step and errno;
   // nothing of a half-made sandbox is left behind.
   virtual Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) = 0;

@@ -13,12 +13,25 @@ Tool MakeInstallPackagesTool(const ContextPtr& context) {
   Tool tool;
   tool.name = "sandbox_install_packages";
   tool.title = "Install Python packages";
-  tool.description =
-      "pip-install Python packages into a session, offline from the server's wheelhouse "
-      "(SANDBOX_WHEELHOUSE); they are importable right away in that session. Check first "
-      "whether the package is already there (the default image has numpy, pandas, matplotlib, "
-      "seaborn, scipy, openpyxl, reportlab). Omit session_id to start a new session. Installs "
-      "from the package index are not available (sandboxes have no network).";
+  const SessionConfig& config = context->sessions.config();
+  std::string sources;
+  if (config.egress.enabled()) {
+    sources = fmt::format(
+        "from the package index {}{} through the sandbox's egress proxy",
+        config.egress.index_url.empty() ? "pip is configured with" : config.egress.index_url,
+        config.wheelhouse.empty() ? "" : " (the server's wheelhouse is tried first, offline)");
+  } else {
+    sources = "offline from the server's wheelhouse (SANDBOX_WHEELHOUSE)";
+  }
+  tool.description = fmt::format(
+      "pip-install Python packages into a session, {}; they are importable right away in that "
+      "session. Check first whether the package is already there (the default image has numpy, "
+      "pandas, matplotlib, seaborn, scipy, openpyxl, reportlab). Omit session_id to start a new "
+      "session. {}",
+      sources,
+      config.egress.enabled()
+          ? "A session created with egress=false installs from the wheelhouse only."
+          : "Installs from a package index are not available (sandboxes have no network).");
   tool.input_schema = InputSchema(
       {{"packages", Property("array", "Requirements such as \"tabulate\" or \"xlsxwriter==3.2.0\".",
                              {{"items", {{"type", "string"}, {"minLength", 1}}},

@@ -55,14 +55,15 @@ Tool MakeRunPythonTool(const ContextPtr& context) {
       "artifacts. matplotlib figures left open are returned as images automatically (and saved "
       "to /mnt/data).\n"
       "- Each run is limited to {} s (timeout_s); stdout and stderr are kept up to {} each. "
-      "There is no network access.\n"
+      "{}\n"
       "- The default image has numpy, pandas, matplotlib, seaborn, scipy, scikit-learn, "
       "statsmodels, sympy, plotly, networkx, xarray, h5py, numba, scikit-image, opencv (cv2), "
       "pillow, requests, beautifulsoup4, lxml, openpyxl, xlsxwriter, xlrd, python-docx, pypdf, "
       "reportlab, tabulate, jinja2 and nltk (no corpora). A Python exception gives exit_code 1 and "
       "the traceback in stderr; the session "
       "stays usable. fresh=true runs in a new interpreter process.",
-      context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes));
+      context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes),
+      EgressSummary(context->sessions.config().egress));
   tool.input_schema =
       InputSchema({{"code", Property("string",
                                      "Python source to run. As in a notebook, the value of "
@@ -94,9 +95,10 @@ Tool MakeRunCommandTool(const ContextPtr& context) {
       "Run a shell command (/bin/sh -c) in a sandboxed session, by default in /mnt/data.\n"
       "- Omit session_id to start a new session; pass the session_id from the result to reuse "
       "it (files in /mnt/data and /tmp persist; each command runs in a new shell).\n"
-      "- Limited to {} s (timeout_s); stdout and stderr are kept up to {} each; no network. "
-      "The exit code is the command's own.",
-      context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes));
+      "- Limited to {} s (timeout_s); stdout and stderr are kept up to {} each. The exit code "
+      "is the command's own.\n- {}",
+      context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes),
+      EgressSummary(context->sessions.config().egress));
   tool.input_schema = InputSchema(
       {{"command",
         Property("string", "The command line, run with /bin/sh -c.", {{"minLength", 1}})},

@@ -31,6 +31,30 @@ Json UsageJson(const SandboxUsage& usage) {
           {"cpu_seconds", usage.cpu_seconds}};
 }
 
+Json EgressJson(const EgressInfo& egress) {
+  Json json = {{"enabled", egress.enabled}};
+  if (!egress.enabled) return json;
+  json["allow"] = egress.allow;
+  if (!egress.index_url.empty()) json["index_url"] = egress.index_url;
+  json["max_bytes"] = egress.max_bytes;
+  json["bytes"] = egress.usage.bytes;
+  json["connections"] = egress.usage.connections;
+  json["refused"] = egress.usage.refused;
+  json["open"] = egress.usage.open;
+  json["byte_limit_reached"] = egress.usage.byte_limit_reached;
+  return json;
+}
+
+std::string EgressText(const EgressInfo& egress) {
+  if (!egress.enabled) return "egress: none (no network)\n";
+  std::string hosts;
+  for (const auto& entry : egress.allow) hosts += (hosts.empty() ? "" : ", ") + entry;
+  return fmt::format("egress: {}; {} of {} carried, {} connection(s), {} refused{}\n", hosts,
+                     FormatBytes(egress.usage.bytes), FormatBytes(egress.max_bytes),
+                     egress.usage.connections, egress.usage.refused,
+                     egress.usage.byte_limit_reached ? " (byte limit reached)" : "");
+}
+
 Json SessionJson(const SessionInfo& info) {
   return {{"session_id", info.id},
           {"name", ValidUtf8(info.name)},
@@ -40,7 +64,8 @@ Json SessionJson(const SessionInfo& info) {
           {"age_s", static_cast<int64_t>(SecondsSince(info.created))},
           {"idle_s", static_cast<int64_t>(SecondsSince(info.last_used))},
           {"runs", info.runs},
-          {"usage", UsageJson(info.usage)}};
+          {"usage", UsageJson(info.usage)},
+          {"egress", EgressJson(info.egress)}};
 }
 
 std::string LimitsText(const SessionInfo& info) {
@@ -98,7 +123,11 @@ Tool MakeCreateSessionTool(const ContextPtr& context) {
        {"pids_limit", Property("integer", "Processes and threads; at most the server's.",
                                {{"minimum", 8}, {"maximum", 4194304}})},
        {"disk_limit",
-        Property("string", "Size of /mnt/data, e.g. \"100m\" (or bytes); at most the server's.")}});
+        Property("string", "Size of /mnt/data, e.g. \"100m\" (or bytes); at most the server's.")},
+       {"egress", Property("boolean",
+                           "Network through the server's egress allowlist (default: on when the "
+                           "server has one). false seals the session; true cannot widen a "
+                           "server without one.")}});
   tool.output_schema = OutputSchema({{"session_id", {{"type", "string"}}},
                                      {"name", {{"type", "string"}}},
                                      {"image", {{"type", "string"}}},
@@ -119,6 +148,7 @@ Tool MakeCreateSessionTool(const ContextPtr& context) {
     options.disk_bytes = *disk;
     if (arguments.contains("cpu_limit")) options.cpus = arguments["cpu_limit"].get<double>();
     if (arguments.contains("pids_limit")) options.pids = arguments["pids_limit"].get<uint32_t>();
+    if (arguments.contains("egress")) options.egress = arguments["egress"].get<bool>();
     auto info = context->sessions.Create(options);
     if (!info) return ToolError(info.error());
     ToolResultBuilder result(context->settings.max_result_bytes);
@@ -204,7 +234,8 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
                                      {"runs", {{"type", "integer"}}},
                                      {"limits", {{"type", "object"}}},
                                      {"enforced", {{"type", "object"}}},
-                                     {"usage", {{"type", "object"}}}},
+                                     {"usage", {{"type", "object"}}},
+                                     {"egress", {{"type", "object"}}}},
                                     {"session_id", "state"});
   tool.annotations = Annotations("Session status", true, false, true);
   tool.handler = [context](ToolCall&, const Json& arguments) {
@@ -222,11 +253,11 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
     result.AddText(fmt::format(
         "Session {}{}: {}, image {}, {} backend\nage {:.0f} s, idle {:.0f} s (closes after {} s "
         "more idle), {} run(s)\nusage: memory {} (peak {}), {} process(es), {:.2f} CPU s, {} OOM "
-        "kill(s)\nlimits in force ({}):\n{}",
+        "kill(s)\n{}limits in force ({}):\n{}",
         info->id, info->name.empty() ? "" : " \"" + ValidUtf8(info->name) + "\"", info->state,
         info->image, info->backend, SecondsSince(info->created), idle, expires_in, info->runs,
         FormatBytes(info->usage.memory_bytes), FormatBytes(info->usage.memory_peak_bytes),
-        info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills,
+        info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills, EgressText(info->egress),
         info->enforced.cgroup_mode, LimitsText(*info)));
     result.SetStructured(std::move(structured));
     return result.Build();

@@ -189,11 +189,19 @@ void RunChild(const ChildPlan& plan) {
   int log = plan.log_fd >= 0 ? ::fcntl(plan.log_fd, F_DUPFD_CLOEXEC, 3)
                              : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   if (log < 0) Report(plan, ChildStep::kStdio, 1, errno);
+  int channel = plan.channel_fd >= 0 ? ::fcntl(plan.channel_fd, F_DUPFD_CLOEXEC, 3) : -1;
+  if (plan.channel_fd >= 0 && channel < 0) Report(plan, ChildStep::kStdio, 3, errno);
   if (::dup2(stream, 0) < 0 || ::dup2(stream, 1) < 0 || ::dup2(log, 2) < 0) {
     Report(plan, ChildStep::kStdio, 2, errno);
   }
   if (int err = MarkFdsCloseOnExec(plan.use_close_range); err != 0)
     Report(plan, ChildStep::kCloseFds, 0, err);
+  // The channel, if any, as fd 3 and inherited. dup2 onto itself would keep CLOEXEC.
+  if (channel == 3) {
+    if (::fcntl(3, F_SETFD, 0) != 0) Report(plan, ChildStep::kStdio, 4, errno);
+  } else if (channel >= 0 && ::dup2(channel, 3) < 0) {
+    Report(plan, ChildStep::kStdio, 4, errno);
+  }
 
   // Last: from here on only what the policy allows (execve, write for the report, exit).
   if (plan.seccomp != nullptr) {

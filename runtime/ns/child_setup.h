@@ -55,6 +55,8 @@ struct ChildPlan {
   int sync_fd = -1;    // the child's end of the sync socketpair (CLOEXEC: EOF on exec)
   int stream_fd = -1;  // the child's end of the agent socketpair: becomes fds 0 and 1
   int log_fd = -1;     // write end of the log pipe: becomes fd 2 (-1: /dev/null)
+  // Optional: becomes fd 3, inherited by init (the egress channel, runtime/egress/). -1: none.
+  int channel_fd = -1;
 
   // Namespaces the child unshares itself once its ids are mapped (user and pid come from the
   // clone), so the work runs in parallel in each child instead of serially on the spawner

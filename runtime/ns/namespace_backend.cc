@@ -254,6 +254,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   plan.exec_path = argv[0];
   plan.argv = std::move(argv);
   plan.env = spec.env;
+  if (spec.egress_channel_fd >= 0) plan.env.push_back("SANDBOX_AGENT_EGRESS_FD=3");
   plan.Finalize();
 
   IdMapping mapping;
@@ -299,6 +300,13 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   plan.sync_fd = sync_pair[1];
   plan.stream_fd = stream_pair[1];
   plan.log_fd = log_pipe[1];
+  if (spec.egress_channel_fd >= 0) {
+    // The sandbox's end of the egress channel becomes init's fd 3 (egress_relay.h).
+    int channel = ::fcntl(spec.egress_channel_fd, F_DUPFD_CLOEXEC, 3);
+    if (channel < 0) return FailSys("fcntl", "egress channel");
+    child_fds.emplace_back(channel);
+    plan.channel_fd = channel;
+  }
 
   const auto planned = Clock::now();
   // Root server: the sandbox's own host uid owns its user namespace (spawn.cc says why).

@@ -21,16 +21,38 @@ std::string Tail(const std::string& text, size_t max_bytes) {
 }  // namespace
 
 Status CheckCanInstall(const SessionConfig& config) {
-  if (config.wheelhouse.empty()) {
+  if (config.wheelhouse.empty() && !config.egress.enabled()) {
     return Fail(ErrorCode::kInstallFailed,
                 "this server has no wheelhouse (SANDBOX_WHEELHOUSE), and sandboxes have no "
                 "network, so packages cannot be installed. Use what the image provides (numpy, "
                 "pandas, matplotlib, scikit-learn, statsmodels, scipy, plotly, opencv and more), "
                 "or ask the operator to "
-                "set SANDBOX_WHEELHOUSE to a directory of wheels.");
+                "set SANDBOX_WHEELHOUSE to a directory of wheels, or SANDBOX_EGRESS_ALLOW to let "
+                "sandboxes reach a package index.");
   }
   return {};
 }
+
+namespace {
+
+// The pip command for one source: the wheelhouse alone (offline), or the index through the
+// session's egress proxy (the proxy variables are in the sandbox's environment).
+std::string PipCommand(const std::vector<std::string>& packages, bool offline,
+                       const std::string& index_url, const std::string& wheelhouse) {
+  std::string command =
+      "python3 -m pip install --user --disable-pip-version-check --no-input "
+      "--no-warn-script-location --progress-bar off";
+  if (offline) {
+    command += fmt::format(" --no-index --find-links {}", layout::kWheelhouseDir);
+  } else {
+    if (!index_url.empty()) command += " --index-url '" + index_url + "'";  // checked at start
+    if (!wheelhouse.empty()) command += fmt::format(" --find-links {}", layout::kWheelhouseDir);
+  }
+  for (const auto& spec : packages) command += " '" + spec + "'";  // no quotes inside
+  return command + " 2>&1";
+}
+
+}  // namespace
 
 Result<std::string> InstallPackages(SessionManager& sessions, const std::string& session_id,
                                     const InstallRequest& request, const OutputCallback& on_output,
@@ -44,24 +66,41 @@ Result<std::string> InstallPackages(SessionManager& sessions, const std::string&
     }
   }
   SBX_TRY(CheckCanInstall(sessions.config()));
-  RunRequest install;
-  install.kind = RunRequest::Kind::kShell;
-  install.timeout_s = request.timeout_s;
-  install.code = fmt::format(
-      "python3 -m pip install --user --no-index --find-links {} --disable-pip-version-check "
-      "--no-input --no-warn-script-location --progress-bar off",
-      layout::kWheelhouseDir);
-  for (const auto& spec : request.packages) install.code += " '" + spec + "'";  // no quotes inside
-  install.code += " 2>&1";
-  SBX_ASSIGN_OR_RETURN(RunResult run, sessions.Run(session_id, install, on_output, cancel));
-  if (run.timed_out)
-    return Fail(ErrorCode::kTimeout, "pip did not finish in time: {}", Tail(run.stdout_text, 2000));
-  if (run.oom)
-    return Fail(ErrorCode::kOom, "pip ran out of memory: {}", Tail(run.stdout_text, 2000));
-  if (run.cancelled) return Fail(ErrorCode::kCancelled, "the install was cancelled");
+  const SessionConfig& config = sessions.config();
+  SBX_ASSIGN_OR_RETURN(SessionInfo info, sessions.Get(session_id));
+  if (config.wheelhouse.empty() && !info.egress.enabled) {
+    return Fail(ErrorCode::kInstallFailed,
+                "session {} was created with egress: false and this server has no wheelhouse, so "
+                "it cannot install packages; create a session without egress: false",
+                session_id);
+  }
+  // The wheelhouse first, offline; the index (through the session's egress) when that fails.
+  std::vector<bool> attempts;
+  if (!config.wheelhouse.empty()) attempts.push_back(true);
+  if (info.egress.enabled) attempts.push_back(false);
+  RunResult run;
+  std::string earlier;
+  for (bool offline : attempts) {
+    RunRequest install;
+    install.kind = RunRequest::Kind::kShell;
+    install.timeout_s = request.timeout_s;
+    install.code = PipCommand(request.packages, offline, info.egress.index_url, config.wheelhouse);
+    SBX_ASSIGN_OR_RETURN(run, sessions.Run(session_id, install, on_output, cancel));
+    if (run.timed_out) {
+      return Fail(ErrorCode::kTimeout, "pip did not finish in time: {}",
+                  Tail(run.stdout_text, 2000));
+    }
+    if (run.oom)
+      return Fail(ErrorCode::kOom, "pip ran out of memory: {}", Tail(run.stdout_text, 2000));
+    if (run.cancelled) return Fail(ErrorCode::kCancelled, "the install was cancelled");
+    if (run.exit_code == 0) break;
+    if (offline && attempts.size() > 1) {
+      earlier = "(not all in the wheelhouse; from the index:)\n";
+    }
+  }
   if (run.exit_code != 0) {
-    return Fail(ErrorCode::kInstallFailed, "pip failed (exit code {}):\n{}", run.exit_code,
-                Tail(run.stdout_text, 4000));
+    return Fail(ErrorCode::kInstallFailed, "pip failed (exit code {}):\n{}{}", run.exit_code,
+                earlier, Tail(run.stdout_text, 4000));
   }
   // The running interpreter read sys.path at start: add the user site now.
   RunRequest activate;

@@ -33,7 +33,7 @@ bool Alive(WarmSandbox& warm) { return static_cast<bool>(warm.agent->Stat("/"));
 }  // namespace
 
 bool PoolKey::operator==(const PoolKey& other) const {
-  return image == other.image && SameLimits(limits, other.limits);
+  return image == other.image && SameLimits(limits, other.limits) && egress == other.egress;
 }
 
 SandboxPool::SandboxPool(PoolKey key, int size, Starter start)

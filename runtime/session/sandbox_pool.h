@@ -21,6 +21,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/session_egress.h"
 
 namespace sandbox {
 
@@ -29,6 +30,7 @@ namespace sandbox {
 struct PoolKey {
   std::string image;  // the image name as configured (SANDBOX_IMAGE)
   Limits limits;
+  bool egress = false;  // started with the server's egress policy (a channel to its proxy)
 
   bool operator==(const PoolKey& other) const;
 };
@@ -40,6 +42,7 @@ struct WarmSandbox {
   std::unique_ptr<Sandbox> sandbox;
   std::unique_ptr<AgentClient> agent;
   std::chrono::steady_clock::time_point ready_since;
+  std::unique_ptr<SessionEgress> egress;  // null: no network (destroyed first: joins tunnels)
 };
 
 struct PoolStats {

@@ -64,6 +64,7 @@ struct SessionManager::Session {
   Limits limits;
   std::unique_ptr<Sandbox> sandbox;
   std::unique_ptr<AgentClient> agent;
+  std::unique_ptr<SessionEgress> egress;  // null: no network (destroyed first: joins tunnels)
   std::atomic<bool> busy{false};
   std::atomic<bool> closed{false};
   std::chrono::system_clock::time_point created;
@@ -123,6 +124,13 @@ Result<T> NoteRetirement(const std::unique_ptr<AgentClient>& agent, Result<T> re
 SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> backend,
                                ImageResolver resolver)
     : config_(std::move(config)), backend_(std::move(backend)), resolver_(std::move(resolver)) {
+  // Egress reaches a sandbox only through a backend that passes the channel in; elsewhere the
+  // policy is dropped here, so status and the tool descriptions never promise a network.
+  if (config_.egress.enabled() && !backend_->SupportsEgress()) {
+    spdlog::warn("the {} backend does not carry network egress yet: sandboxes have no network",
+                 backend_->name());
+    config_.egress = {};
+  }
   // A previous server may have crashed and left sandboxes behind: sweep them before serving.
   if (auto swept = backend_->SweepOrphans(); !swept) {
     spdlog::warn("orphan sweep failed: {}", swept.error().message);
@@ -132,7 +140,7 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
   reaper_ = std::thread([this] { ReaperLoop(); });
   if (config_.pool_size > 0) {
     if (auto key_limits = EffectiveLimits(SessionOptions{}); key_limits) {
-      PoolKey key{config_.default_image, *key_limits};
+      PoolKey key{config_.default_image, *key_limits, config_.egress.enabled()};
       pool_ = std::make_unique<SandboxPool>(key, config_.pool_size,
                                             [this, key] { return StartPooled(key); });
     }
@@ -208,8 +216,9 @@ Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) co
 
 Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(options));
+  SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
   std::string image_name = options.image.empty() ? config_.default_image : options.image;
-  bool poolable = pool_ && pool_->key() == PoolKey{image_name, limits};
+  bool poolable = pool_ && pool_->key() == PoolKey{image_name, limits, wants_egress};
   std::optional<ResolvedImage> image;
   // A pooled sandbox has its image already; otherwise an unknown image fails before the cap.
   if (!poolable) {
@@ -246,7 +255,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
       SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
     }
     // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
-    auto cold = StartSandbox(NewSessionId(), *image, limits, poolable);
+    auto cold = StartSandbox(NewSessionId(), *image, limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
   }
@@ -255,6 +264,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   session->image = started->image;
   session->sandbox = std::move(started->sandbox);
   session->agent = std::move(started->agent);
+  session->egress = std::move(started->egress);
   session->created = Now();
   session->Touch(session->created);
 
@@ -270,7 +280,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
 
 Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
                                                  const ResolvedImage& image, const Limits& limits,
-                                                 bool preload) {
+                                                 bool preload, bool egress) {
   SandboxSpec spec;
   spec.session_id = session_id;
   spec.image_name = image.name;
@@ -285,11 +295,14 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   spec.agent_dir = config_.agent_dir;
   spec.wheelhouse = config_.wheelhouse;
   spec.docker = image.docker;
-
   WarmSandbox started;
   started.session_id = session_id;
   started.image = image.name;
+  if (egress) {
+    SBX_ASSIGN_OR_RETURN(started.egress, SessionEgress::Start(config_.egress, session_id, spec));
+  }
   auto sandbox = backend_->Start(spec);
+  if (started.egress) started.egress->Started();
   if (!sandbox) {
     Error error = std::move(sandbox.error()).Context("start sandbox");
     if (error.code == ErrorCode::kInternal || error.code == ErrorCode::kNotFound) {
@@ -311,7 +324,8 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
 
 Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
   SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(key.image));
-  SBX_ASSIGN_OR_RETURN(WarmSandbox warm, StartSandbox(NewSessionId(), image, key.limits, true));
+  SBX_ASSIGN_OR_RETURN(WarmSandbox warm,
+                       StartSandbox(NewSessionId(), image, key.limits, true, key.egress));
   if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
     return Fail(std::move(warmed.error()).Context("preload"));
   }
@@ -370,6 +384,7 @@ SessionInfo SessionManager::Describe(const Session& session) const {
   info.limits = session.limits;
   info.enforced = session.sandbox->enforced_limits();
   info.usage = session.sandbox->Usage();
+  info.egress = DescribeEgress(config_.egress, session.egress.get());
   return info;
 }
 
@@ -410,6 +425,7 @@ Status SessionManager::Close(const std::string& id, bool force) {
   if (auto killed = session->sandbox->Kill(); !killed) {
     spdlog::warn("session {}: kill: {}", id, killed.error().message);
   }
+  if (session->egress) session->egress->Shutdown();  // its tunnels close with it
   if (acquired) session->busy = false;
   spdlog::info("session {} closed", id);
   return {};
@@ -425,6 +441,7 @@ void SessionManager::Retire(const std::shared_ptr<Session>& session, const std::
   if (auto killed = session->sandbox->Kill(); !killed) {
     spdlog::warn("session {}: kill: {}", session->id, killed.error().message);
   }
+  if (session->egress) session->egress->Shutdown();
   spdlog::warn("session {} closed: its agent is unusable ({})", session->id, why);
 }
 

@@ -22,6 +22,7 @@
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
 #include "runtime/session/sandbox_pool.h"
+#include "runtime/session/session_egress.h"
 #include "runtime/session/session_id.h"
 
 namespace sandbox {
@@ -43,6 +44,7 @@ struct SessionConfig {
   // "" = none); sessions of that kind started cold get the same, ready a moment later.
   int pool_size = 0;
   std::string preload;
+  egress::EgressConfig egress;  // SANDBOX_EGRESS_*, SANDBOX_INDEX_URL (off: no network)
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -56,6 +58,7 @@ struct SessionOptions {
   std::optional<double> cpus;
   std::optional<uint32_t> pids;
   std::optional<uint64_t> disk_bytes;
+  std::optional<bool> egress;  // false seals the session; true needs the server's allowlist
 };
 
 struct SessionInfo {
@@ -70,6 +73,7 @@ struct SessionInfo {
   Limits limits;            // requested
   EnforcedLimits enforced;  // in force
   SandboxUsage usage;
+  EgressInfo egress;  // the egress policy in force and what it carried
 };
 
 // Resolves an image name to what a backend needs (rootfs path, env). Provided by the caller so
@@ -147,9 +151,10 @@ class SessionManager {
   void Retire(const std::shared_ptr<Session>& session, const std::string& why);
   Result<Limits> EffectiveLimits(const SessionOptions& options) const;
   SessionInfo Describe(const Session& session) const;
-  // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote.
+  // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote,
+  // `egress` for a channel to a proxy of the server's egress policy.
   Result<WarmSandbox> StartSandbox(const std::string& session_id, const ResolvedImage& image,
-                                   const Limits& limits, bool preload);
+                                   const Limits& limits, bool preload, bool egress);
   // A sandbox for the pool: the default image and limits, the preload imported.
   Result<WarmSandbox> StartPooled(const PoolKey& key);
   std::chrono::system_clock::time_point Now() const;

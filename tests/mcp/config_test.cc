@@ -151,6 +151,23 @@ TEST_CASE("every variable has a flag, a meaning and a default that parses", "[un
   CHECK(table.find("| `SANDBOX_MEMORY_LIMIT` | `--memory-limit` | `512m` |") != std::string::npos);
 }
 
+TEST_CASE("egress: the allowlist, byte cap and index URL are checked at start", "[unit]") {
+  auto config = LoadServeConfig(
+      Env({{"SANDBOX_EGRESS_ALLOW", "pypi, 10.0.0.0/8"}, {"SANDBOX_EGRESS_MAX_BYTES", "10m"}}), {});
+  REQUIRE(config);
+  auto egress = EgressConfigFor(*config);
+  REQUIRE(egress);
+  CHECK(egress->enabled());
+  CHECK(egress->limits.max_bytes == 10ull << 20);
+  CHECK(egress->index_url == "https://pypi.org/simple");
+  CHECK(EgressConfigFor(*LoadServeConfig(Env({}), {}))->enabled() == false);
+  auto bad = LoadServeConfig(Env({{"SANDBOX_EGRESS_ALLOW", "10.0.0.1/8"}}), {});
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error().message.find("SANDBOX_EGRESS_ALLOW") != std::string::npos);
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_INDEX_URL", "ftp://x/"}}), {}));
+  CHECK_FALSE(LoadServeConfig(Env({}), {{"--egress-allow", "*"}}));
+}
+
 TEST_CASE("serve --http takes HOST:PORT, :PORT, PORT or HOST", "[unit]") {
   auto config = *LoadServeConfig(Env({}), {});
   REQUIRE(ApplyHttpAddress(config, "0.0.0.0:9000"));

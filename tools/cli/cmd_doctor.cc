@@ -187,12 +187,31 @@ int DoctorCommand(const Argv& argv) {
                                      config.max_sessions + config.pool_size),
                      own_host_uid, report.limits);
   }
+  // The egress policy sessions would get (issue #9): off, or the allowlist in force.
+  auto egress = mcp::EgressConfigFor(config);
+  nlohmann::json egress_json = {{"enabled", egress && egress->enabled()}};
+  if (egress && egress->enabled()) {
+    egress_json["allow"] = egress->allow.Entries();
+    egress_json["index_url"] = egress->index_url;
+    egress_json["max_bytes"] = egress->limits.max_bytes;
+  }
   if (args.Has("--json")) {
-    std::cout << ReportJson(report, state_dir, config, checked.errors)
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
-              << "\n";
+    nlohmann::json out = ReportJson(report, state_dir, config, checked.errors);
+    out["egress"] = egress_json;
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     PrintHuman(std::cout, report, state_dir, config, checked.errors);
+    std::string hosts;
+    if (egress && egress->enabled()) {
+      for (const auto& entry : egress->allow.Entries())
+        hosts += (hosts.empty() ? "" : ", ") + entry;
+    }
+    std::cout << "egress: "
+              << (hosts.empty()
+                      ? "none (sandboxes have no network)"
+                      : hosts + " (index " +
+                            (egress->index_url.empty() ? "pip's default" : egress->index_url) + ")")
+              << "\n";
   }
   std::cout.flush();
   if (!checked.errors.empty()) {

@@ -46,6 +46,8 @@ flags:
                      /mnt/data and /tmp are sized from it as `serve` sizes them
   --cpus N           CPU limit (default: $SANDBOX_CPU_LIMIT or 1.0)
   --pids N           process limit (default: $SANDBOX_PIDS_LIMIT or 256)
+  --egress-allow L   hosts the snippet may reach through the egress proxy (default:
+                     $SANDBOX_EGRESS_ALLOW or none; grammar in the README)
   --shell            treat the input as a shell command line, not Python
   --json             print one JSON object (stdout, stderr, exit_code, duration_s, limits,
                      artifacts) instead of streaming
@@ -73,7 +75,8 @@ std::string Utf8(const std::string& text) {
 
 int RunCommand(const Argv& argv) {
   Args args("run",
-            {"--image", "--timeout", "--memory", "--cpus", "--pids", "--backend", "--state-dir"},
+            {"--image", "--timeout", "--memory", "--cpus", "--pids", "--backend", "--state-dir",
+             "--egress-allow"},
             {"--json", "--shell"});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
@@ -95,7 +98,8 @@ int RunCommand(const Argv& argv) {
       {"--timeout", "--exec-timeout-s"},
       {"--memory", "--memory-limit"},
       {"--cpus", "--cpu-limit"},
-      {"--pids", "--pids-limit"}};
+      {"--pids", "--pids-limit"},
+      {"--egress-allow", "--egress-allow"}};
   std::map<std::string, std::string> limit_flags;
   for (auto [run_flag, serve_flag] : kLimitFlags) {
     if (auto value = args.Get(run_flag)) limit_flags[serve_flag] = *value;
@@ -112,6 +116,9 @@ int RunCommand(const Argv& argv) {
   }
   config.limits = mcp::SessionLimits(*serve_config);
   config.exec_timeout_s = serve_config->exec_timeout_s;
+  auto egress = mcp::EgressConfigFor(*serve_config);
+  if (!egress) return args.UsageError(egress.error().message);
+  config.egress = std::move(*egress);
   BackendOptions backend_options;
   const char* env_backend = std::getenv("SANDBOX_BACKEND");
   auto kind =
@@ -208,6 +215,12 @@ int RunCommand(const Argv& argv) {
     out["oom"] = result->oom;
     out["duration_s"] = result->duration_s;
     out["limits"] = info ? EnforcedLimitsJson(info->enforced) : nlohmann::json(nullptr);
+    if (info) {
+      out["egress"] = {{"enabled", info->egress.enabled},
+                       {"allow", info->egress.allow},
+                       {"bytes", info->egress.usage.bytes},
+                       {"refused", info->egress.usage.refused}};
+    }
     out["artifacts"] = nlohmann::json::array();
     for (const auto& file : result->artifacts) {
       out["artifacts"].push_back({{"path", nlohmann::json::parse(Utf8(file.path))},

@@ -155,6 +155,9 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   session_config.max_upload_bytes = config.max_upload_bytes;
   session_config.pool_size = config.pool_size;
   session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
+  auto egress = mcp::EgressConfigFor(config);
+  if (!egress) return args.UsageError(egress.error().message);
+  session_config.egress = std::move(*egress);
 
   session_config.agent_dir = DefaultAgentDir();
   if (auto made = MakeDirs(session_config.state_dir, 0700); !made) {

@@ -10,6 +10,7 @@
 //   SANDBOX_AGENT_GRACE_MS  interrupt grace period before the kill (default 1000)
 //   SANDBOX_AGENT_PRELOAD   modules a zygote imports once for every worker, comma-separated
 //                           (default none: workers start cold)
+//   SANDBOX_AGENT_EGRESS_*  the egress channel and proxy port (egress_relay.h)
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 #include "runtime/agent/init/agent.h"
 #include "runtime/agent/init/child_process.h"
+#include "runtime/agent/init/egress_relay.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/files.h"
 #include "runtime/sandbox_layout.h"
@@ -83,6 +85,7 @@ std::vector<std::string> ChildEnvironment(const std::string& data_dir, const std
     if (value.starts_with("SANDBOX_AGENT_DATA_DIR=")) continue;  // replaced by the realpath
     // init's business, not the session's: a pooled session's environment is a cold one's.
     if (value.starts_with("SANDBOX_AGENT_PRELOAD=")) continue;
+    if (IsEgressRelayVariable(std::string(value))) continue;  // init's alone
     env.emplace_back(value);
   }
   env.push_back("SANDBOX_AGENT_DATA_DIR=" + data_dir);
@@ -112,6 +115,20 @@ int Main(int argc, char** argv) {
   config.data_dir = *data_dir;
   config.tmp_dir = *tmp_dir;
   config.child_env = ChildEnvironment(config.data_dir, config.tmp_dir);
+  // Before anything else forks, so no child holds the listener or the channel.
+  auto egress_env = StartEgressRelay();
+  if (!egress_env) {
+    Error error = std::move(egress_env.error()).Context("egress relay");
+    error.code = ErrorCode::kSandboxUnavailable;
+    Die(error);
+  }
+  for (std::string& entry : *egress_env) {
+    // Ours wins over an image's own proxy setting of the same name (getenv takes the first).
+    std::string prefix = entry.substr(0, entry.find('=') + 1);
+    std::erase_if(config.child_env,
+                  [&prefix](const std::string& have) { return have.starts_with(prefix); });
+    config.child_env.push_back(std::move(entry));
+  }
 
   std::string path_list = EnvOr("PATH", kDefaultPath);
   auto python = FindExecutable(EnvOr("SANDBOX_AGENT_PYTHON", "python3"), path_list);

@@ -1,0 +1,54 @@
+#include "runtime/session/session_egress.h"
+
+#include <sys/socket.h>
+
+namespace sandbox {
+
+Result<bool> SessionWantsEgress(const egress::EgressConfig& config, std::optional<bool> requested) {
+  if (requested.value_or(config.enabled()) && !config.enabled()) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "egress: true, but this server allows no network egress (SANDBOX_EGRESS_ALLOW "
+                "is not set); a session can only narrow the server's policy");
+  }
+  return requested.value_or(config.enabled());
+}
+
+Result<std::unique_ptr<SessionEgress>> SessionEgress::Start(const egress::EgressConfig& config,
+                                                            const std::string& session_id,
+                                                            SandboxSpec& spec) {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return FailSys("socketpair", "egress channel");
+  }
+  auto egress = std::make_unique<SessionEgress>();
+  egress->sandbox_end_ = Fd(pair[1]);
+  SBX_ASSIGN_OR_RETURN(egress->proxy_, egress::EgressProxy::Start(session_id, config.allow,
+                                                                  config.limits, Fd(pair[0])));
+  spec.egress_channel_fd = egress->sandbox_end_.get();
+  if (!config.index_url.empty()) spec.env.push_back("PIP_INDEX_URL=" + config.index_url);
+  return egress;
+}
+
+std::string EgressSummary(const egress::EgressConfig& config) {
+  if (!config.enabled()) return "There is no network access.";
+  std::string hosts;
+  for (const std::string& entry : config.allow.Entries()) {
+    hosts += (hosts.empty() ? "" : ", ") + entry;
+  }
+  return "Network: only HTTP(S) through the proxy already set in HTTP_PROXY/HTTPS_PROXY, to " +
+         hosts + " (names without a port: 80 and 443); anything else is refused with 403, " +
+         "there is no DNS inside, and a session created with egress=false has no network.";
+}
+
+EgressInfo DescribeEgress(const egress::EgressConfig& config, const SessionEgress* egress) {
+  EgressInfo info;
+  info.max_bytes = config.limits.max_bytes;
+  if (egress == nullptr) return info;
+  info.enabled = true;
+  info.allow = config.allow.Entries();
+  info.index_url = config.index_url;
+  info.usage = egress->Usage();
+  return info;
+}
+
+}  // namespace sandbox
