@@ -178,7 +178,7 @@ TEST_CASE("notifications are never answered", "[unit]") {
   }
 }
 
-TEST_CASE("unknown methods get -32601; server/discover without _meta is malformed", "[unit]") {
+TEST_CASE("unknown methods get -32601, and server/discover without _meta is malformed", "[unit]") {
   Fixture f;
   // server/discover is a 2026-07-28 method: without its per-request _meta it is invalid params
   // (protocol_era_test.cc covers the well-formed probe).
