@@ -11,6 +11,13 @@ namespace sandbox::mcp {
 
 namespace {
 
+// The revision a request is answered by: its own _meta's (2026-07-28 on: no initialize), else
+// the one the connection negotiated.
+std::string VersionOf(const Reply& reply, std::string connection_version) {
+  if (const ModernRequestMeta* modern = reply.modern()) return modern->protocol_version;
+  return connection_version;
+}
+
 void Answer(const std::shared_ptr<Reply>& reply, const Json& response) {
   reply->Send(response);
   reply->Close();
@@ -68,7 +75,7 @@ void Connection::OnResourcesRead(Message& message, const std::shared_ptr<Reply>&
                                            "Invalid params: uri (a string) is required"));
   }
   auto provider = server_.options().resources;
-  std::string version = protocol_version();
+  std::string version = VersionOf(*reply, protocol_version());
   Json id = message.id;
   RunAsync(message, reply, [provider, uri = *uri, version, id](const std::shared_ptr<InFlight>&) {
     auto contents = provider->Read(uri);
@@ -85,7 +92,7 @@ void Connection::OnResourcesSubscribe(Message& message, const std::shared_ptr<Re
   }
   // The subscriptions live as long as this connection: the task holds it.
   auto self = shared_from_this();
-  std::string version = protocol_version();
+  std::string version = VersionOf(*reply, protocol_version());
   Json id = message.id;
   RunAsync(message, reply, [self, uri = *uri, version, id](const std::shared_ptr<InFlight>&) {
     auto subscribed = self->subscriptions_->Subscribe(uri);
