@@ -504,7 +504,8 @@ void Connection::HandleModernRequest(Message& message, const std::shared_ptr<Rep
 void Connection::OnDiscover(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   Json versions = Json::array();
   for (auto version : kModernProtocolVersions) versions.push_back(version);
-  Json result = {{"supportedVersions", std::move(versions)}, {"capabilities", Capabilities(/*modern=*/true)}};
+  Json result = {{"supportedVersions", std::move(versions)},
+                 {"capabilities", Capabilities(/*modern=*/true)}};
   if (!server_.options().instructions.empty())
     result["instructions"] = server_.options().instructions;
   Answer(reply, MakeResponse(message.id, std::move(result)));
