@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "runtime/base/fd_ops.h"
+
 namespace sandbox::agent {
 
 namespace {
@@ -107,20 +109,6 @@ std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
   for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
   out.push_back(nullptr);
   return out;
-}
-
-Status MakePipe(Fd& read_end, Fd& write_end) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return FailSys("pipe2");
-  read_end.Reset(fds[0]);
-  write_end.Reset(fds[1]);
-  return {};
-}
-
-Status SetNonBlocking(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return FailSys("fcntl(O_NONBLOCK)");
-  return {};
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "runtime/base/fd.h"
+#include "runtime/base/fd_ops.h"
 
 namespace sandbox::agent {
 namespace {
@@ -57,23 +58,7 @@ Result<Fd> OpenChannel() {
 
 // Passes `client` over the channel; false when the server is gone.
 bool PassSocket(int channel, int client) {
-  char byte = 'c';
-  struct iovec iov = {&byte, 1};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr message = {};
-  message.msg_iov = &iov;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
-  struct cmsghdr* header = CMSG_FIRSTHDR(&message);
-  header->cmsg_level = SOL_SOCKET;
-  header->cmsg_type = SCM_RIGHTS;
-  header->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(header), &client, sizeof client);
-  for (;;) {
-    if (::sendmsg(channel, &message, MSG_NOSIGNAL) == 1) return true;
-    if (errno != EINTR) return false;
-  }
+  return SendFds(channel, std::span<const int>(&client, 1), 'c').has_value();
 }
 
 [[noreturn]] void RelayLoop(int listener, int channel) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "runtime/agent/wire.h"
+#include "runtime/base/fd_ops.h"
 
 namespace sandbox::agent {
 
@@ -17,20 +18,6 @@ namespace {
 // The largest packet the zygote sends (its ready packet lists the modules and failures).
 constexpr size_t kMaxPacket = 64 << 10;
 constexpr int kForkedFds = 5;
-
-Status MakePipe(Fd& read_end, Fd& write_end) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return FailSys("pipe2");
-  read_end.Reset(fds[0]);
-  write_end.Reset(fds[1]);
-  return {};
-}
-
-Status SetNonBlocking(int fd) {
-  int flags = fcntl(fd, F_GETFL);
-  if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return FailSys("fcntl(O_NONBLOCK)");
-  return {};
-}
 
 std::vector<std::string> Strings(const Json& message, const char* key) {
   std::vector<std::string> out;
@@ -114,27 +101,9 @@ Result<ChildProcess> Zygote::Fork(std::chrono::milliseconds timeout) {
 
   const int fds[kForkedFds] = {devnull.get(), stdout_write.get(), stderr_write.get(),
                                control_in_read.get(), control_out_write.get()};
-  char byte = 'F';
-  struct iovec iov {
-    &byte, 1
-  };
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof fds)];
-  std::memset(control, 0, sizeof control);
-  struct msghdr msg {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof fds);
-  std::memcpy(CMSG_DATA(cmsg), fds, sizeof fds);
-  ssize_t sent = 0;
-  do {
-    sent = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  if (sent != 1) return FailSys("sendmsg", "to the preload zygote");
+  if (auto sent = SendFds(socket_.get(), fds, 'F'); !sent) {
+    return Fail(std::move(sent.error()).Context("to the preload zygote"));
+  }
 
   SBX_ASSIGN_OR_RETURN(std::string packet, Receive(timeout));
   Json answer = Json::parse(packet, nullptr, /*allow_exceptions=*/false);

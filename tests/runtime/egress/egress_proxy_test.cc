@@ -16,6 +16,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "runtime/base/fd_ops.h"
+
 namespace sandbox::egress {
 namespace {
 
@@ -118,21 +120,8 @@ struct ProxyUnderTest {
     int pair[2];
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
     Fd passed(pair[1]);
-    char byte = 'c';
-    struct iovec iov = {&byte, 1};
-    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    struct msghdr message = {};
-    message.msg_iov = &iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    struct cmsghdr* c = CMSG_FIRSTHDR(&message);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
     int fd = passed.get();
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    REQUIRE(::sendmsg(relay.get(), &message, MSG_NOSIGNAL) == 1);
+    REQUIRE(SendFds(relay.get(), std::span<const int>(&fd, 1), 'c'));
     return Fd(pair[0]);
   }
 
