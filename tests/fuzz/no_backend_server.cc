@@ -46,8 +46,7 @@ NoBackendServer::NoBackendServer() {
   mcp::ServerOptions options;
   options.worker_threads = 2;
   options.instructions = mcp::SandboxInstructions(settings);
-  options.read_resource = mcp::SandboxResourceReader(*sessions, settings);
-  options.resource_templates = mcp::SandboxResourceTemplates();
+  options.resources = mcp::SandboxResources(*sessions, settings);
   server = std::make_unique<mcp::Server>(options, mcp::SandboxTools(*sessions, settings));
 }
 
