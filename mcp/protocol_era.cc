@@ -95,7 +95,9 @@ tl::expected<ModernRequestMeta, Json> ValidateModernRequest(const Json& id, cons
                           {{"supported", std::move(supported)},
                            {"requested", ValidUtf8(Utf8Prefix(meta->protocol_version, 64))}}));
   }
-  return meta;
+  // The value itself, not the expected<…, std::string>: tl::expected's converting constructor
+  // placement-constructs over a default-constructed value and leaks its allocations.
+  return std::move(*meta);
 }
 
 bool IsRemovedInModernEra(std::string_view method) {
