@@ -8,7 +8,9 @@ import { after, before, describe, test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
-import { BIN, b64, runtimeStatus, spawnHttpServer, text } from './lib/harness.mjs';
+import {
+  BIN, b64, retryWhileBusy, runtimeStatus, spawnHttpServer, text,
+} from './lib/harness.mjs';
 
 const PNG_MAGIC = '89504e470d0a1a0a';
 
@@ -98,12 +100,8 @@ for (const kind of ['stdio', 'http']) {
           { session_id: session, code: 'import time\ntime.sleep(60)' }, { signal: controller.signal });
         setTimeout(() => controller.abort('test'), 1000);
         await assert.rejects(pending);
-        let next;
-        for (let i = 0; i < 50; i++) {
-          next = await call(server.client, 'sandbox_run_python', { session_id: session, code: 'print("after")' });
-          if (!next.isError || next.structuredContent?.error !== 'session_busy') break;
-          await new Promise((resolve) => setTimeout(resolve, 200));
-        }
+        const next = await retryWhileBusy(() =>
+          call(server.client, 'sandbox_run_python', { session_id: session, code: 'print("after")' }));
         assert.ok(!next.isError, text(next));
         assert.ok(Date.now() - started < 20000, 'the cancelled run went on');
       });

@@ -182,6 +182,18 @@ export async function callError(client, name, args, code, options = {}) {
   return result;
 }
 
+// Calls `attempt` until its result is not session_busy (a cancelled run takes a moment to stop),
+// at most 50 times, 200 ms apart; returns the last result.
+export async function retryWhileBusy(attempt) {
+  let result;
+  for (let i = 0; i < 50; i++) {
+    result = await attempt();
+    if (!result.isError || result.structuredContent?.error !== 'session_busy') break;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return result;
+}
+
 export function b64(text) {
   return Buffer.from(text).toString('base64');
 }

@@ -8,7 +8,9 @@ import { after, before, describe, test } from 'node:test';
 
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
-import { b64, call, callError, callOk, runtimeStatus, tempDir, text } from './harness.mjs';
+import {
+  b64, call, callError, callOk, retryWhileBusy, runtimeStatus, tempDir, text,
+} from './harness.mjs';
 
 const TOOLS = [
   'sandbox_run_python', 'sandbox_upload_file', 'sandbox_read_artifact', 'sandbox_list_artifacts',
@@ -327,12 +329,8 @@ export function transportSuite(kind, start) {
         { session_id: session, code: 'import time\ntime.sleep(60)' }, { signal: controller.signal });
       setTimeout(() => controller.abort('test'), 1000);
       await assert.rejects(pending);
-      let after;
-      for (let i = 0; i < 50; i++) {
-        after = await call(server.client, 'sandbox_run_python', { session_id: session, code: 'print("after")' });
-        if (!after.isError || after.structuredContent?.error !== 'session_busy') break;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
+      const after = await retryWhileBusy(() =>
+        call(server.client, 'sandbox_run_python', { session_id: session, code: 'print("after")' }));
       assert.ok(!after.isError, text(after));
       assert.equal(after.structuredContent.stdout.trim(), 'after');
       assert.ok(Date.now() - started < 20000, 'the cancelled run went on');
