@@ -38,6 +38,11 @@ struct DockerImage {
   DockerImageProvider source;
 };
 
+// A sandbox's share of contended CPU next to the others. Pooled sandboxes start and wait as
+// kBackground, so a refill (importing pandas in a new sandbox) never slows a session's running
+// call; a claim raises them to kNormal. It changes no limit: cpus stays the ceiling.
+enum class CpuPriority { kNormal, kBackground };
+
 // Everything a backend needs to start one sandbox. Plain data.
 struct SandboxSpec {
   std::string session_id;        // "sess_" + 12 hex; names cgroups, containers, labels
@@ -52,7 +57,8 @@ struct SandboxSpec {
   // hands it to sandbox-init, which then relays the sandbox's proxy connections over it. -1:
   // no egress.
   int egress_channel_fd = -1;
-  DockerImage docker;  // Docker backend only
+  DockerImage docker;                               // Docker backend only
+  CpuPriority cpu_priority = CpuPriority::kNormal;  // from the first process on
 };
 
 // What a sandbox has used so far, where the backend can tell.
@@ -75,6 +81,9 @@ class Sandbox {
   virtual SandboxUsage Usage() = 0;
   // Usage().oom_kills alone; read around every run, so backends make it cheaper than Usage().
   virtual uint64_t OomKills() { return Usage().oom_kills; }
+  // Changes the sandbox's CPU priority (cgroup cpu.weight / cpu.shares, the container's CPU
+  // shares). Where the backend has no means to, a no-op that succeeds: priority is a hint.
+  virtual Status SetCpuPriority(CpuPriority /*priority*/) { return {}; }
   virtual const EnforcedLimits& enforced_limits() const = 0;
   virtual std::string backend_name() const = 0;
 };

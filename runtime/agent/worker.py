@@ -378,6 +378,7 @@ def _preload(names):
             imported.append(name)
         except BaseException as exc:  # a broken module is left out, never fatal
             failed.append("%s: %s: %s" % (name, type(exc).__name__, str(exc)[:200]))
+    _warm_up(imported)
     # matplotlib writes its font cache to MPLCONFIGDIR (/tmp/.matplotlib) on import; a new
     # session must find /tmp as empty as a cold one would. The cache is in memory already.
     mpl_dir = os.environ.get("MPLCONFIGDIR")
@@ -386,6 +387,38 @@ def _preload(names):
 
         shutil.rmtree(mpl_dir, ignore_errors=True)
     return imported, failed
+
+
+def _warm_up(imported):
+    """Pays the first-use costs of the preloaded modules once, here, instead of in each new
+    session's first cell: the lazy imports and caches behind a DataFrame's describe and repr, an
+    array's repr, a figure drawn to memory. Binds nothing a session can see, writes no file, and
+    leaves no figure open; a failure only means a colder first cell."""
+    try:
+        if "numpy" in imported:
+            import numpy
+
+            repr(numpy.arange(12.0).reshape(3, 4).mean(axis=0))
+        if "pandas" in imported:
+            import pandas
+
+            frame = pandas.DataFrame({"a": range(100), "b": [0.5] * 100})
+            str(frame.describe())
+            repr(frame.head())
+            str(frame.groupby("a").sum().head())
+        if "matplotlib.pyplot" in imported:
+            import io
+
+            pyplot = sys.modules["matplotlib.pyplot"]
+            figure = pyplot.figure()
+            try:
+                pyplot.plot([0, 1, 2], [0, 1, 4])
+                pyplot.title("t")
+                figure.savefig(io.BytesIO(), format="png", bbox_inches="tight")
+            finally:
+                pyplot.close("all")
+    except BaseException:
+        pass
 
 
 def _become_worker(fds, intermediate, data_dir):
@@ -419,6 +452,7 @@ def _become_worker(fds, intermediate, data_dir):
             numpy_random.seed()
         except Exception:
             pass
+    _warm_up(list(sys.modules))
     main()
     os._exit(0)
 
@@ -434,6 +468,13 @@ def zygote_main(preload):
     os.set_inheritable(CONTROL_IN, False)
     data_dir = os.environ.get("SANDBOX_AGENT_DATA_DIR", "/mnt/data")
     imported, failed = _preload([name for name in preload.split(",") if name])
+    # Everything imported so far is shared with every worker forked from here. The collector
+    # would walk (and so write to, copying the page) each of those objects in every worker:
+    # frozen, it leaves them alone, and a worker's first collection costs only its own objects.
+    import gc
+
+    gc.collect()
+    gc.freeze()
     sock = _socket.socket(fileno=CONTROL_IN)
     sock.send(
         codec.dumps({"type": "ready", "pid": os.getpid(), "imported": imported, "failed": failed})
