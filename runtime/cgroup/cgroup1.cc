@@ -86,6 +86,13 @@ class Cgroup1Group final : public SandboxCgroup {
 
   int DirFd() const override { return -1; }
 
+  Status SetCpuPriority(CpuPriority priority) override {
+    std::string cpu = DirFor("cpu");
+    if (cpu.empty()) return {};
+    // 2 is the least the kernel takes; 1024 is every session's default.
+    return WriteControl(cpu + "/cpu.shares", priority == CpuPriority::kBackground ? "2" : "1024");
+  }
+
   Status KillAll() override {
     std::string procs = DirFor("memory") + "/cgroup.procs";
     if (!PathExists(procs)) return {};

@@ -189,6 +189,13 @@ class Cgroup2Group final : public SandboxCgroup {
 
   int DirFd() const override { return dir_fd_.get(); }
 
+  Status SetCpuPriority(CpuPriority priority) override {
+    std::string weight = dir_ + "/cpu.weight";
+    if (!PathExists(weight)) return {};  // the cpu controller is not enabled for the group
+    // 1 is the least the kernel takes; 100 is every session's default.
+    return WriteControl(weight, priority == CpuPriority::kBackground ? "1" : "100");
+  }
+
   Status KillAll() override {
     if (!PathExists(dir_)) return {};
     std::string kill_file = dir_ + "/cgroup.kill";

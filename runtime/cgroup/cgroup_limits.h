@@ -41,6 +41,9 @@ class SandboxCgroup {
   // Kills every process, waits (briefly) for the group to drain and removes its directories.
   // Idempotent; the destructor calls it and logs a failure it cannot return.
   virtual Status Destroy() = 0;
+  // The group's share of contended CPU next to its siblings (v2 cpu.weight, v1 cpu.shares).
+  // A no-op where no cpu controller is in force.
+  virtual Status SetCpuPriority(CpuPriority /*priority*/) { return {}; }
   // The group's directory (v2) or directories (v1, one per hierarchy), for logs and records.
   virtual std::vector<std::string> paths() const = 0;
 };

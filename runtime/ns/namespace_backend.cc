@@ -153,6 +153,10 @@ class Sandbox final : public NamespaceSandbox {
     return 0;  // without a memory cgroup nothing is killed for memory (rlimits make it fail)
   }
 
+  Status SetCpuPriority(CpuPriority priority) override {
+    return cgroup_ ? cgroup_->SetCpuPriority(priority) : Status{};
+  }
+
   const EnforcedLimits& enforced_limits() const override { return limits_; }
   std::string backend_name() const override { return "namespace"; }
   pid_t init_pid() const override { return child_.pid; }
@@ -274,6 +278,9 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   }
 
   SBX_ASSIGN_OR_RETURN(sandbox->cgroup_, state->cgroups->Create(spec.session_id, spec.limits));
+  if (spec.cpu_priority != CpuPriority::kNormal) {
+    SBX_TRY(sandbox->cgroup_->SetCpuPriority(spec.cpu_priority));  // before the first process
+  }
 
   int sync_pair[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) != 0) {

@@ -259,6 +259,14 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
   }
+  if (pooled) {
+    // It waited at background priority so that refills never slow running calls; from now on
+    // it runs calls itself. Failing that, it still works, only slower under contention.
+    if (auto raised = started->sandbox->SetCpuPriority(CpuPriority::kNormal); !raised) {
+      spdlog::warn("pooled sandbox {}: could not raise its CPU priority: {}", started->session_id,
+                   raised.error().message);
+    }
+  }
   // A pooled sandbox's id was drawn when it started, but nobody has seen it before now.
   session->id = started->session_id;
   session->image = started->image;
@@ -280,8 +288,10 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
 
 Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
                                                  const ResolvedImage& image, const Limits& limits,
-                                                 bool preload, bool egress) {
+                                                 bool preload, bool egress,
+                                                 CpuPriority cpu_priority) {
   SandboxSpec spec;
+  spec.cpu_priority = cpu_priority;
   spec.session_id = session_id;
   spec.image_name = image.name;
   spec.rootfs = image.rootfs;
@@ -324,8 +334,8 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
 
 Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
   SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(key.image));
-  SBX_ASSIGN_OR_RETURN(WarmSandbox warm,
-                       StartSandbox(NewSessionId(), image, key.limits, true, key.egress));
+  SBX_ASSIGN_OR_RETURN(WarmSandbox warm, StartSandbox(NewSessionId(), image, key.limits, true,
+                                                      key.egress, CpuPriority::kBackground));
   if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
     return Fail(std::move(warmed.error()).Context("preload"));
   }

@@ -152,9 +152,11 @@ class SessionManager {
   Result<Limits> EffectiveLimits(const SessionOptions& options) const;
   SessionInfo Describe(const Session& session) const;
   // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote,
-  // `egress` for a channel to a proxy of the server's egress policy.
+  // `egress` for a channel to a proxy of the server's egress policy; `cpu_priority` is
+  // kBackground for the pool's.
   Result<WarmSandbox> StartSandbox(const std::string& session_id, const ResolvedImage& image,
-                                   const Limits& limits, bool preload, bool egress);
+                                   const Limits& limits, bool preload, bool egress,
+                                   CpuPriority cpu_priority = CpuPriority::kNormal);
   // A sandbox for the pool: the default image and limits, the preload imported.
   Result<WarmSandbox> StartPooled(const PoolKey& key);
   std::chrono::system_clock::time_point Now() const;

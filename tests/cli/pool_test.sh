@@ -90,6 +90,32 @@ def records():
     return out
 
 
+def cpu_priority(pid):
+    """The cpu.shares (v1) or cpu.weight (v2) of the cgroup `pid` is in, or None without a cpu
+    controller."""
+    try:
+        with open("/proc/%d/cgroup" % pid) as f:
+            lines = [line.rstrip("\n").split(":", 2) for line in f]
+    except OSError:
+        return None
+    for _, controllers, path in lines:
+        if "cpu" in controllers.split(","):
+            for mount in ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"):
+                try:
+                    with open(mount + path + "/cpu.shares") as f:
+                        return ("cpu.shares", int(f.read()))
+                except OSError:
+                    pass
+    for _, controllers, path in lines:
+        if controllers == "":
+            try:
+                with open("/sys/fs/cgroup" + path + "/cpu.weight") as f:
+                    return ("cpu.weight", int(f.read()))
+            except OSError:
+                pass
+    return None
+
+
 def alive(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
@@ -174,6 +200,16 @@ check(pool["ready"] == 2, "the pool refills to 2: %s" % pool)
 sessions = {s["session_id"] for s in server.tool("sandbox_list_sessions")[0]["sessions"]}
 pooled_ids = [sid for sid in records() if sid not in sessions]
 check(len(pooled_ids) == 2, "2 pooled sandboxes have records (swept like sessions): %s" % pooled_ids)
+# Pooled sandboxes wait at background CPU priority; a claimed one runs at the normal one.
+claimed_priority = [cpu_priority(records()[sid]) for sid in sessions if sid in records()]
+pooled_priority = [cpu_priority(records()[sid]) for sid in pooled_ids]
+if any(p is None for p in claimed_priority + pooled_priority):
+    print("skip CPU priority: no cpu controller for the sandboxes here")
+else:
+    check(pooled_priority and all(p[1] <= 2 for p in pooled_priority),
+          "pooled sandboxes wait at background CPU priority: %s" % pooled_priority)
+    check(claimed_priority and all(p[1] in (100, 1024) for p in claimed_priority),
+          "claimed sandboxes run at normal CPU priority: %s" % claimed_priority)
 if pooled_ids:
     os.kill(records()[pooled_ids[0]], 9)
     time.sleep(0.5)

@@ -129,6 +129,11 @@ TEST_CASE("cgroup1: KillAll empties the group and Destroy removes it", "[cgroup1
   testing::CheckKillAllAndDestroy(fixture.manager());
 }
 
+TEST_CASE("cgroup1: a background group yields the CPU until raised", "[cgroup1][root]") {
+  V1Fixture fixture;
+  testing::CheckBackgroundCpuPriority(fixture.manager());
+}
+
 TEST_CASE("cgroup1: SweepOrphans removes a stale group with a live process", "[cgroup1][root]") {
   V1Fixture fixture;
   testing::CheckSweepOrphans(fixture.manager());

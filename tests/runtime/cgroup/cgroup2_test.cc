@@ -141,6 +141,11 @@ TEST_CASE("cgroup2: SweepOrphans removes a stale group with a live process",
   testing::CheckSweepOrphans(fixture.manager());
 }
 
+TEST_CASE("cgroup2: a background group yields the CPU until raised", "[cgroup2][delegated]") {
+  V2Fixture fixture;
+  testing::CheckBackgroundCpuPriority(fixture.manager());
+}
+
 TEST_CASE("cgroup2: create and destroy time", "[cgroup2][delegated]") {
   V2Fixture fixture;
   double us = testing::MeasureCreateDestroy(fixture.manager(), 10);

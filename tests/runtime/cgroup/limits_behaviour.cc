@@ -1,6 +1,7 @@
 #include "tests/runtime/cgroup/limits_behaviour.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 
 #include "runtime/cgroup/cgroup_fs.h"
 #include "tests/runtime/cgroup/cgroup_test_util.h"
+#include "tests/support/test_support.h"
 
 namespace sandbox::testing {
 namespace {
@@ -35,7 +37,60 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
   return done();
 }
 
+// CPU seconds each group used over `window`.
+std::pair<double, double> CpuOver(SandboxCgroup& a, SandboxCgroup& b,
+                                  std::chrono::milliseconds window) {
+  double a0 = a.Usage().cpu_seconds;
+  double b0 = b.Usage().cpu_seconds;
+  std::this_thread::sleep_for(window);
+  return {a.Usage().cpu_seconds - a0, b.Usage().cpu_seconds - b0};
+}
+
 }  // namespace
+
+void CheckBackgroundCpuPriority(CgroupManager& manager) {
+  EnforcedLimits plan = manager.Plan(Limits{});
+  bool cpu = false;
+  for (const auto& limit : plan.limits) {
+    cpu |= limit.name == "cpu" && limit.mechanism != LimitMechanism::kNone;
+  }
+  if (!cpu) SkipTest("no cpu controller for session groups: " + plan.reason);
+  Limits limits = SmallLimits();
+  limits.pids = 64;
+  limits.cpus = 1.0;  // a whole CPU each: only the weights decide who gets the one they share
+  auto normal = manager.Create("sess_cpunormal0001", limits);
+  REQUIRE(normal.has_value());
+  auto background = manager.Create("sess_cpubackgrnd01", limits);
+  REQUIRE(background.has_value());
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground).has_value());
+  auto spin_on_cpu0 = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    if (::sched_setaffinity(0, sizeof set, &set) != 0) return 3;
+    volatile uint64_t spins = 0;
+    for (;;) spins = spins + 1;
+  };
+  GatedChild busy_normal(spin_on_cpu0);
+  GatedChild busy_background(spin_on_cpu0);
+  REQUIRE((*normal)->Attach(busy_normal.pid()).has_value());
+  REQUIRE((*background)->Attach(busy_background.pid()).has_value());
+  busy_normal.Go();
+  busy_background.Go();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both spinning
+  auto [fore, back] = CpuOver(**normal, **background, std::chrono::milliseconds(500));
+  INFO("over 500 ms on one CPU: normal " << fore << " s, background " << back << " s");
+  CHECK(fore > 0.1);
+  CHECK(back * 5 < fore);
+
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal).has_value());
+  auto [first, raised] = CpuOver(**normal, **background, std::chrono::milliseconds(500));
+  INFO("raised: normal " << first << " s, formerly background " << raised << " s");
+  CHECK(raised * 3 > first);
+  CHECK(first * 3 > raised);
+  REQUIRE((*normal)->Destroy().has_value());
+  REQUIRE((*background)->Destroy().has_value());
+}
 
 void CheckMemoryLimitKills(CgroupManager& manager) {
   Limits limits = SmallLimits();  // 32 MiB
