@@ -389,6 +389,18 @@ def _preload(names):
     return imported, failed
 
 
+def _release_free_heap():
+    """Gives the heap pages the imports and the warm-up freed back to the kernel (glibc keeps
+    them otherwise), so they are neither counted against the sandbox nor copied by workers."""
+    ctypes = sys.modules.get("ctypes")
+    if ctypes is None:
+        return
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except Exception:
+        pass
+
+
 def _warm_up(imported):
     """Pays the first-use costs of the preloaded modules once, here, instead of in each new
     session's first cell: the lazy imports and caches behind a DataFrame's describe and repr, an
@@ -421,7 +433,7 @@ def _warm_up(imported):
         pass
 
 
-def _become_worker(fds, intermediate, data_dir):
+def _become_worker(fds, intermediate, data_dir, warm_up):
     """Runs in the forked worker: takes the 5 fds init sent as 0..4, forgets the zygote's."""
     os.setpgid(0, 0)
     for index, fd in enumerate(fds):
@@ -452,7 +464,10 @@ def _become_worker(fds, intermediate, data_dir):
             numpy_random.seed()
         except Exception:
             pass
-    _warm_up(list(sys.modules))
+    if warm_up:
+        # Only what a first DataFrame cell touches: the full warm-up would copy three times
+        # the pages for figures few first cells draw.
+        _warm_up([name for name in ("numpy", "pandas") if name in sys.modules])
     main()
     os._exit(0)
 
@@ -475,6 +490,7 @@ def zygote_main(preload):
 
     gc.collect()
     gc.freeze()
+    _release_free_heap()
     sock = _socket.socket(fileno=CONTROL_IN)
     sock.send(
         codec.dumps({"type": "ready", "pid": os.getpid(), "imported": imported, "failed": failed})
@@ -507,7 +523,7 @@ def zygote_main(preload):
                 worker = os.fork()
                 if worker == 0:
                     sock.close()
-                    _become_worker(fds, me, data_dir)
+                    _become_worker(fds, me, data_dir, data[:1] == b"W")
                 try:
                     os.setpgid(worker, worker)
                 except OSError:

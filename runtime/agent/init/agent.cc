@@ -187,12 +187,12 @@ int Agent::Serve() {
   return exit_status_;
 }
 
-Status Agent::StartWorker() {
-  SBX_ASSIGN_OR_RETURN(worker_, SpawnWorker(Proc::Role::kWorker));
+Status Agent::StartWorker(bool warm_up) {
+  SBX_ASSIGN_OR_RETURN(worker_, SpawnWorker(Proc::Role::kWorker, warm_up));
   return {};
 }
 
-Result<std::unique_ptr<Agent::Proc>> Agent::SpawnWorker(Proc::Role role) {
+Result<std::unique_ptr<Agent::Proc>> Agent::SpawnWorker(Proc::Role role, bool warm_up) {
   ChildSpec spec;
   spec.executable = config_.python;
   // -u: unbuffered stdout/stderr, so output streams while a cell runs.
@@ -204,7 +204,7 @@ Result<std::unique_ptr<Agent::Proc>> Agent::SpawnWorker(Proc::Role role) {
   proc->role = role;
   if (zygote_ && zygote_->ready()) {
     // Shell commands never come here; a Python worker comes from the zygote when it can.
-    auto forked = zygote_->Fork(std::chrono::seconds(5));
+    auto forked = zygote_->Fork(std::chrono::seconds(5), warm_up);
     if (forked) {
       proc->child = std::move(*forked);
       proc->from_zygote = true;
@@ -248,7 +248,7 @@ void Agent::OnZygoteReady() {
   if (worker_ && !worker_->ran_code && !(run_ && run_->proc == worker_.get())) {
     ::kill(-worker_->child.pid, SIGKILL);  // its zombie is reaped with the others
     worker_.reset();
-    if (auto started = StartWorker(); !started) {
+    if (auto started = StartWorker(/*warm_up=*/true); !started) {
       Log(started.error().message);
       warm_ = true;
       AnswerWarm();

@@ -83,8 +83,10 @@ class Agent {
     DataSnapshot before;
   };
 
-  Status StartWorker();
-  Result<std::unique_ptr<Proc>> SpawnWorker(Proc::Role role);
+  // `warm_up`: a worker forked from the zygote first runs the light warm-up (see Zygote::Fork);
+  // only the one that replaces the cold persistent worker, so restarts stay as fast as forks.
+  Status StartWorker(bool warm_up = false);
+  Result<std::unique_ptr<Proc>> SpawnWorker(Proc::Role role, bool warm_up = false);
 
   void HandleInput();
   void HandleRequest(const Json& request);

@@ -85,7 +85,7 @@ Status Zygote::ReadReady() {
   return {};
 }
 
-Result<ChildProcess> Zygote::Fork(std::chrono::milliseconds timeout) {
+Result<ChildProcess> Zygote::Fork(std::chrono::milliseconds timeout, bool warm_up) {
   ChildProcess child;
   Fd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
   if (!devnull) return FailSys("open", "/dev/null");
@@ -101,7 +101,7 @@ Result<ChildProcess> Zygote::Fork(std::chrono::milliseconds timeout) {
 
   const int fds[kForkedFds] = {devnull.get(), stdout_write.get(), stderr_write.get(),
                                control_in_read.get(), control_out_write.get()};
-  if (auto sent = SendFds(socket_.get(), fds, 'F'); !sent) {
+  if (auto sent = SendFds(socket_.get(), fds, warm_up ? 'W' : 'F'); !sent) {
     return Fail(std::move(sent.error()).Context("to the preload zygote"));
   }
 

@@ -38,7 +38,10 @@ class Zygote {
 
   // Forks a worker: the same as SpawnChild with a control channel, but the process comes from
   // the zygote (a grandchild of it, reparented to init). Waits at most `timeout` for the pid.
-  Result<ChildProcess> Fork(std::chrono::milliseconds timeout);
+  // `warm_up`: the worker first repeats the zygote's warm-up of numpy and pandas, so the pages
+  // a first DataFrame cell writes to are copied before that cell, not during it (a few MB; for
+  // the worker a pooled sandbox waits with, not for restarts).
+  Result<ChildProcess> Fork(std::chrono::milliseconds timeout, bool warm_up = false);
 
  private:
   Zygote() = default;
