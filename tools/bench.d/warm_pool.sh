@@ -144,7 +144,7 @@ def refill_interference(server, rounds=8, calls=150):
     return calm, refilling
 
 
-warm = Server("--pool-size", "2")
+warm = Server("--pool-size", "2", "--max-sessions", "25")
 warm.wait_ready(2)
 warm_create, warm_once = ready_to_run(warm, 2)
 # Restarts inside a session, with pandas imported (the zygote forks the new worker).
@@ -184,7 +184,7 @@ warm.wait_ready(2)
 calm, refilling = refill_interference(warm)
 warm.stop()
 
-cold = Server("--pool-size", "0")
+cold = Server("--pool-size", "0", "--max-sessions", "25")
 cold_create, cold_once = ready_to_run(cold, 0)
 cold_burst, cold_burst_served = burst(cold, 20)
 cold_burst_one = []
