@@ -20,6 +20,9 @@ constexpr std::chrono::seconds kReaperInterval{15};
 // How long a pooled sandbox may take to import the preload (numpy, pandas, matplotlib: about a
 // second; much more on a loaded host).
 constexpr std::chrono::seconds kWarmTimeout{120};
+// How long a session started cold (of the pool's kind) waits before its zygote imports the
+// preload: a burst of creates is over by then, and its first restart seldom comes sooner.
+constexpr std::chrono::milliseconds kColdPreloadDelay{1000};
 
 // Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
 // read-only; /tmp is a tmpfs) and a headless matplotlib.
@@ -270,13 +273,15 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
       SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
     }
     // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
-    // Until its first call it runs at background CPU priority, so that in a burst of creates
-    // the preload imports yield to the starts and calls others wait for.
-    auto cold = StartSandbox(NewSessionId(), *image, limits, poolable, wants_egress,
-                             poolable ? CpuPriority::kBackground : CpuPriority::kNormal);
+    auto cold = StartSandbox(NewSessionId(), *image, limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
-    session->background_cpu = poolable;
+    // Started; its zygote imports the preload soon, at background CPU priority until the
+    // session's first call, so that in a burst of creates the imports yield to the starts.
+    if (poolable && !config_.preload.empty() &&
+        started->sandbox->SetCpuPriority(CpuPriority::kBackground)) {
+      session->background_cpu = true;
+    }
   }
   if (pooled) {
     // It waited at background priority so that refills never slow running calls; from now on
@@ -318,6 +323,12 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   AddDefaultEnv(spec.env);
   if (preload && !config_.preload.empty()) {
     spec.env.push_back("SANDBOX_AGENT_PRELOAD=" + config_.preload);  // init strips it
+    if (cpu_priority == CpuPriority::kNormal) {
+      // A session started cold (the pool was empty: a burst, most likely): its imports wait
+      // until the other starts are done.
+      spec.env.push_back(
+          fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", kColdPreloadDelay.count()));
+    }
   }
   if (!image.workdir.empty()) spec.workdir = image.workdir;
   spec.limits = limits;
