@@ -344,3 +344,37 @@ BEHAVIOUR_TEST("egress: a sealed session and the byte cap and tunnels closed wit
 }
 
 }  // namespace sandbox::testing
+
+namespace sandbox::testing {
+
+BEHAVIOUR_TEST("egress: a pooled sandbox carries its session's egress", "[egress]") {
+  EchoServer echo;
+  fixture.Reconfigure([&](SessionConfig& config) {
+    auto allow = egress::Allowlist::Parse("127.0.0.1:" + std::to_string(echo.port()));
+    REQUIRE(allow);
+    config.egress.allow = *allow;
+    config.pool_size = 1;
+  });
+  for (int i = 0; i < 600 && fixture.manager().PoolStatus()->ready == 0; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  INFO(fixture.manager().PoolStatus()->last_error);
+  REQUIRE(fixture.manager().PoolStatus()->ready == 1);
+  std::string session = fixture.NewSession();
+  CHECK(fixture.manager().PoolStatus()->claimed == 1);
+  CHECK(fixture.Python(session, TunnelProbe("127.0.0.1", echo.port())).stdout_text ==
+        "connected\n");
+  CHECK(fixture.Python(session, TunnelProbe("example.com", 443)).stdout_text ==
+        "Tunnel connection failed: 403 egress refused: example.com port 443 is not on the "
+        "allowlist\n");
+  CHECK(fixture.manager().Get(session)->egress.usage.connections == 1);
+  // The refill (another pooled sandbox, its own channel) leaves no socket behind either.
+  for (int i = 0; i < 600 && fixture.manager().PoolStatus()->ready == 0; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  std::string left;
+  RunShell("ls -A " + EgressSocketDir(fixture.config().state_dir) + " 2>/dev/null", &left);
+  CHECK(left == "");
+}
+
+}  // namespace sandbox::testing
