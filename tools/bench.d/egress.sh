@@ -59,3 +59,67 @@ sandbox=$("$cli" run --egress-allow "127.0.0.1:$port" --memory 1g --timeout 300 
   <"$work/probe.py" 2>/dev/null)
 echo "egress: host      $host"
 echo "egress: sandbox   $sandbox"
+
+# sandbox_install_packages of the small wheel over MCP stdio, request to response, a new session
+# per sample (creating it is not timed), p50 of 7. Side by side, alternating, through the same
+# server: the tool call itself (this build's pip command line), and the two runs the tool makes
+# (pip as a shell run, then the cell that activates the user site) issued as two tool calls with
+# the previous command line ("before") and with this build's ("after"), so the pip flags are
+# compared by one method; the extra request those two-call rows pay is the same for both.
+python3 - "$cli" "$port" <<'PY'
+import json, os, statistics, subprocess, sys, time
+
+cli, port = sys.argv[1], sys.argv[2]
+index = f"http://127.0.0.1:{port}/simple"
+server = subprocess.Popen([cli, "serve", "--egress-allow", f"127.0.0.1:{port}", "--index-url", index],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          env=dict(os.environ, SANDBOX_LOG_LEVEL="warn"))
+ids = iter(range(1, 10**9))
+
+def rpc(method, params):
+    request_id = next(ids)
+    server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                                   "params": params}).encode() + b"\n")
+    server.stdin.flush()
+    while True:
+        message = json.loads(server.stdout.readline())
+        if message.get("id") == request_id:
+            return message
+
+def tool(name, **arguments):
+    result = rpc("tools/call", {"name": name, "arguments": arguments}).get("result", {})
+    if result.get("isError"):
+        raise RuntimeError(json.dumps(result)[:400])
+    return result.get("structuredContent", {})
+
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "egress-bench", "version": "1"}})
+common = ("python3 -m pip install --user --disable-pip-version-check --no-input "
+          "--no-warn-script-location --progress-bar off")
+pip = {"before": common, "after": common + " --no-warn-conflicts --no-compile --no-cache-dir"}
+activate = ("import importlib as _i, site as _s\n_s.addsitedir(_s.getusersitepackages())\n"
+            "_i.invalidate_caches()\ndel _i, _s\n")
+samples = {"tool": [], "before": [], "after": []}
+for _ in range(7):
+    for row in samples:
+        session = tool("sandbox_create_session")["session_id"]
+        start = time.monotonic()
+        if row == "tool":
+            tool("sandbox_install_packages", session_id=session, packages=["egress-bench"])
+        else:
+            out = tool("sandbox_run_command", session_id=session,
+                       command=f"{pip[row]} --index-url '{index}' 'egress-bench' 2>&1")
+            if out.get("exit_code") != 0:
+                raise RuntimeError(json.dumps(out)[:400])
+            tool("sandbox_run_python", session_id=session, code=activate)
+        samples[row].append(time.monotonic() - start)
+        out = tool("sandbox_run_python", session_id=session, code="import egress_bench")
+        if out.get("exit_code", 0) != 0:
+            raise RuntimeError(json.dumps(out)[:400])
+        tool("sandbox_close_session", session_id=session)
+server.stdin.close()
+server.wait(timeout=60)
+p50 = {row: statistics.median(v) for row, v in samples.items()}
+print(f"egress: sandbox_install_packages tool call p50 {p50['tool']:.2f} s; as two calls: "
+      f"previous pip flags {p50['before']:.2f} s, this build's {p50['after']:.2f} s")
+PY
