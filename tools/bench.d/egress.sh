@@ -2,8 +2,9 @@
 # Network egress (issue #9), side by side with the host: a 100 MB download through a session's
 # egress proxy vs the same download on the host, the connection setup the proxy adds (CONNECT
 # answered vs a bare TCP connect, p50 of 50), and pip installing a small wheel from a local
-# PEP 503 index through the proxy (p50 of 5, pip's own time inside the sandbox). Every server is
-# on this machine's loopback; the sandbox reaches it through an IP entry of the allowlist.
+# PEP 503 index through the proxy (p50 of 5, pip's own time inside the sandbox), then
+# sandbox_install_packages over MCP stdio (below). Every server is on this machine's loopback;
+# the sandbox reaches it through an IP entry of the allowlist.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 cli=$BUILD_DIR/mcp-sandbox
