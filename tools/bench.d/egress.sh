@@ -62,7 +62,7 @@ echo "egress: host      $host"
 echo "egress: sandbox   $sandbox"
 
 # sandbox_install_packages of the small wheel over MCP stdio, request to response, a new session
-# per sample (creating it is not timed), p50 of 7. Side by side, alternating, through the same
+# per sample (creating it is not timed), p50 of 9. Side by side, alternating, through the same
 # server: the tool call itself (this build's pip command line), and the two runs the tool makes
 # (pip as a shell run, then the cell that activates the user site) issued as two tool calls with
 # the previous command line ("before") and with this build's ("after"), so the pip flags are
@@ -101,7 +101,7 @@ pip = {"before": common, "after": common + " --no-warn-conflicts --no-compile --
 activate = ("import importlib as _i, site as _s\n_s.addsitedir(_s.getusersitepackages())\n"
             "_i.invalidate_caches()\ndel _i, _s\n")
 samples = {"tool": [], "before": [], "after": []}
-for _ in range(7):
+for _ in range(9):
     for row in samples:
         session = tool("sandbox_create_session")["session_id"]
         start = time.monotonic()
@@ -123,4 +123,35 @@ server.wait(timeout=60)
 p50 = {row: statistics.median(v) for row, v in samples.items()}
 print(f"egress: sandbox_install_packages tool call p50 {p50['tool']:.2f} s; as two calls: "
       f"previous pip flags {p50['before']:.2f} s, this build's {p50['after']:.2f} s")
+print("egress: samples (s): " + "; ".join(
+    f"{row} " + " ".join(f"{x:.2f}" for x in values) for row, values in samples.items()))
+
+# The tool call on the Docker backend too, when a daemon answers (its channel is a bind-mounted
+# socket instead of an inherited one).
+docker = subprocess.run([cli, "doctor", "--json"], capture_output=True, text=True,
+                        env=dict(os.environ, SANDBOX_BACKEND="docker"))
+try:
+    usable = json.loads(docker.stdout)["backend"]["usable"]
+except (ValueError, KeyError):
+    usable = False
+if not usable:
+    print("egress: docker: no usable daemon, not measured")
+    sys.exit(0)
+server = subprocess.Popen([cli, "serve", "--egress-allow", f"127.0.0.1:{port}", "--index-url", index],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          env=dict(os.environ, SANDBOX_LOG_LEVEL="warn", SANDBOX_BACKEND="docker"))
+rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "egress-bench", "version": "1"}})
+docker_samples = []
+for _ in range(9):
+    session = tool("sandbox_create_session")["session_id"]
+    start = time.monotonic()
+    tool("sandbox_install_packages", session_id=session, packages=["egress-bench"])
+    docker_samples.append(time.monotonic() - start)
+    tool("sandbox_close_session", session_id=session)
+server.stdin.close()
+server.wait(timeout=60)
+print(f"egress: docker: sandbox_install_packages tool call p50 "
+      f"{statistics.median(docker_samples):.2f} s (samples: "
+      + " ".join(f"{x:.2f}" for x in docker_samples) + ")")
 PY
