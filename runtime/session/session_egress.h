@@ -34,10 +34,9 @@ Result<bool> SessionWantsEgress(const egress::EgressConfig& config, std::optiona
 class SessionEgress {
  public:
   // Makes the channel the way `transport` says the backend takes it, and adds to `spec` what
-  // the sandbox needs:
-  // the channel (the sandbox's end of a socket pair, or the path of a listening socket made
-  // under `socket_dir`) and PIP_INDEX_URL. Call SandboxReady() once the sandbox's agent said
-  // hello.
+  // the sandbox needs: the channel (the sandbox's end of a socket pair, or the path of a
+  // listening socket made under `socket_dir`) and PIP_INDEX_URL. Call SandboxReady() once the
+  // sandbox's agent said hello.
   static Result<std::unique_ptr<SessionEgress>> Start(const egress::EgressConfig& config,
                                                       const std::string& session_id,
                                                       EgressTransport transport,
