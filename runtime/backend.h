@@ -38,6 +38,14 @@ struct DockerImage {
   DockerImageProvider source;
 };
 
+// How a backend carries a sandbox's egress channel (runtime/egress/) to sandbox-init.
+enum class EgressTransport {
+  kNone,        // it cannot: the session manager drops the egress policy
+  kChannelFd,   // Start passes SandboxSpec::egress_channel_fd down (inheritance: namespaces)
+  kSocketPath,  // Start makes SandboxSpec::egress_socket_path reachable inside (a bind mount:
+                // Docker); sandbox-init connects to it before its agent says hello
+};
+
 // A sandbox's share of contended CPU next to the others. Pooled sandboxes start and wait as
 // kBackground, so a refill (importing pandas in a new sandbox) never slows a session's running
 // call; a claim raises them to kNormal. It changes no limit: cpus stays the ceiling.
@@ -57,6 +65,9 @@ struct SandboxSpec {
   // hands it to sandbox-init, which then relays the sandbox's proxy connections over it. -1:
   // no egress.
   int egress_channel_fd = -1;
+  // Optional: the host path of a listening SOCK_SEQPACKET socket (runtime/session/
+  // egress_socket.h) that sandbox-init connects to as its egress channel. "": no egress.
+  std::string egress_socket_path;
   DockerImage docker;                               // Docker backend only
   CpuPriority cpu_priority = CpuPriority::kNormal;  // from the first process on
 };
@@ -92,8 +103,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;  // "namespace" or "docker"
-  // Whether Start honours SandboxSpec::egress_channel_fd (network egress, runtime/egress/).
-  virtual bool SupportsEgress() const { return false; }
+  // Which SandboxSpec field Start honours for network egress (runtime/egress/), if any.
+  virtual EgressTransport egress_transport() const { return EgressTransport::kNone; }
+  bool SupportsEgress() const { return egress_transport() != EgressTransport::kNone; }
   // Starts a sandbox with its agent running and connected. A failure names the step and errno;
   // nothing of a half-made sandbox is left behind.
   virtual Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) = 0;

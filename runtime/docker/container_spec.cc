@@ -91,6 +91,14 @@ Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::strin
   if (!spec.wheelhouse.empty()) {
     container.binds.push_back({spec.wheelhouse, kWheelhouseMountPoint, true});
   }
+  if (!spec.egress_socket_path.empty()) {
+    if (spec.egress_socket_path[0] != '/') {
+      return Fail(ErrorCode::kInvalidArgument, "egress socket '{}' is not an absolute path",
+                  spec.egress_socket_path);
+    }
+    container.binds.push_back({spec.egress_socket_path, kEgressSocketMountPoint, true});
+    container.env.push_back(std::string("SANDBOX_AGENT_EGRESS_SOCKET=") + kEgressSocketMountPoint);
+  }
   container.limits = spec.limits;
   container.seccomp_profile_json = seccomp_profile_json;
   return container;

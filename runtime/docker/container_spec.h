@@ -29,6 +29,9 @@ inline constexpr const char* kAgentMountPoint = layout::kAgentDir;
 inline constexpr const char* kAgentInit = layout::kAgentInit;
 inline constexpr const char* kWheelhouseMountPoint = layout::kWheelhouseDir;
 inline constexpr const char* kSandboxUser = layout::kSandboxUser;
+// Where SandboxSpec::egress_socket_path is bound (read-only: connecting needs no writable
+// mount), for sandbox-init to connect to (SANDBOX_AGENT_EGRESS_SOCKET).
+inline constexpr const char* kEgressSocketMountPoint = "/run/sandbox-egress.sock";
 
 // The creating server, as the orphan sweep reads it (owner.h): its host and its process.
 struct ContainerOwner {
@@ -60,7 +63,8 @@ struct ContainerSpec {
 std::string ContainerNameFor(const std::string& session_id);
 
 // The container for `spec`: the agent dir bound read-only at /.sandbox and run as the command,
-// the wheelhouse (if any) read-only at /mnt/wheelhouse. Fails with kInvalidArgument on a
+// the wheelhouse (if any) read-only at /mnt/wheelhouse, the egress socket (if any) at
+// kEgressSocketMountPoint. Fails with kInvalidArgument on a
 // session id that cannot name a container or on relative host paths.
 Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::string& image,
                                        const ContainerOwner& owner,

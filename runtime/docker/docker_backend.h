@@ -41,6 +41,8 @@ class DockerBackend : public Backend {
   ~DockerBackend() override;
 
   std::string name() const override { return "docker"; }
+  // The daemon cannot take a file descriptor into a container: the egress socket is bound in.
+  EgressTransport egress_transport() const override { return EgressTransport::kSocketPath; }
   // Ensures the image (loading spec.docker.archive, or the archive spec.docker.source
   // makes, if the daemon lacks it), creates the container, attaches, starts. A failure after
   // create removes the container again.

@@ -50,7 +50,7 @@ class NamespaceBackend : public Backend {
   ~NamespaceBackend() override;
 
   std::string name() const override { return "namespace"; }
-  bool SupportsEgress() const override { return true; }
+  EgressTransport egress_transport() const override { return EgressTransport::kChannelFd; }
   // Runs /.sandbox/sandbox-init with the agent protocol on fds 0 and 1.
   Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) override;
   // The same sandbox running `argv` (argv[0]: an absolute path inside it) instead of the

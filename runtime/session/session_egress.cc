@@ -3,6 +3,9 @@
 #include <sys/socket.h>
 
 namespace sandbox {
+namespace {
+constexpr std::chrono::milliseconds kEgressConnectWait{2000};
+}  // namespace
 
 Result<bool> SessionWantsEgress(const egress::EgressConfig& config, std::optional<bool> requested) {
   if (requested.value_or(config.enabled()) && !config.enabled()) {
@@ -15,18 +18,46 @@ Result<bool> SessionWantsEgress(const egress::EgressConfig& config, std::optiona
 
 Result<std::unique_ptr<SessionEgress>> SessionEgress::Start(const egress::EgressConfig& config,
                                                             const std::string& session_id,
+                                                            EgressTransport transport,
+                                                            const std::string& socket_dir,
                                                             SandboxSpec& spec) {
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-    return FailSys("socketpair", "egress channel");
-  }
   auto egress = std::make_unique<SessionEgress>();
-  egress->sandbox_end_ = Fd(pair[1]);
-  SBX_ASSIGN_OR_RETURN(egress->proxy_, egress::EgressProxy::Start(session_id, config.allow,
-                                                                  config.limits, Fd(pair[0])));
-  spec.egress_channel_fd = egress->sandbox_end_.get();
+  egress->session_id_ = session_id;
+  egress->allow_ = config.allow;
+  egress->limits_ = config.limits;
+  switch (transport) {
+    case EgressTransport::kChannelFd: {
+      int pair[2];
+      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+        return FailSys("socketpair", "egress channel");
+      }
+      egress->sandbox_end_ = Fd(pair[1]);
+      SBX_ASSIGN_OR_RETURN(egress->proxy_, egress::EgressProxy::Start(session_id, config.allow,
+                                                                      config.limits, Fd(pair[0])));
+      spec.egress_channel_fd = egress->sandbox_end_.get();
+      break;
+    }
+    case EgressTransport::kSocketPath: {
+      SBX_ASSIGN_OR_RETURN(egress->socket_, EgressSocket::Listen(socket_dir, session_id));
+      spec.egress_socket_path = egress->socket_.path();
+      break;
+    }
+    case EgressTransport::kNone:
+      return Fail(ErrorCode::kInternal, "this backend carries no network egress");
+  }
   if (!config.index_url.empty()) spec.env.push_back("PIP_INDEX_URL=" + config.index_url);
   return egress;
+}
+
+Status SessionEgress::SandboxReady() {
+  sandbox_end_.Reset();
+  if (proxy_) return {};
+  // Init connected before its hello, so the connection is already queued: the wait only
+  // bounds a sandbox that failed in between.
+  SBX_ASSIGN_OR_RETURN(Fd channel, socket_.AcceptOnce(kEgressConnectWait));
+  SBX_ASSIGN_OR_RETURN(proxy_, egress::EgressProxy::Start(session_id_, std::move(allow_), limits_,
+                                                          std::move(channel)));
+  return {};
 }
 
 std::string EgressSummary(const egress::EgressConfig& config) {

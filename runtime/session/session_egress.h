@@ -14,6 +14,7 @@
 #include "runtime/base/result.h"
 #include "runtime/egress/egress_config.h"
 #include "runtime/egress/egress_proxy.h"
+#include "runtime/session/egress_socket.h"
 
 namespace sandbox {
 
@@ -32,19 +33,31 @@ Result<bool> SessionWantsEgress(const egress::EgressConfig& config, std::optiona
 
 class SessionEgress {
  public:
-  // Makes the channel, starts the proxy on the server's end, and adds to `spec` what the
-  // sandbox needs: the channel's other end and PIP_INDEX_URL. Call Started() once the backend
-  // has passed that end in (the server's copy is closed then).
+  // Makes the channel the way `transport` says the backend takes it, and adds to `spec` what
+  // the sandbox needs: the channel (the sandbox's end of a socket pair, or the path of a
+  // listening socket made under `socket_dir`) and PIP_INDEX_URL. Call SandboxReady() once the
+  // sandbox's agent said hello.
   static Result<std::unique_ptr<SessionEgress>> Start(const egress::EgressConfig& config,
                                                       const std::string& session_id,
+                                                      EgressTransport transport,
+                                                      const std::string& socket_dir,
                                                       SandboxSpec& spec);
-  void Started() { sandbox_end_.Reset(); }
-  void Shutdown() { proxy_->Shutdown(); }
-  egress::EgressUsage Usage() const { return proxy_->Usage(); }
+  // The sandbox is up and sandbox-init has its channel: closes the server's copy of the
+  // sandbox's end, or accepts the one connection to the socket (which init made before the
+  // hello) and removes the socket. The proxy serves the channel from then on.
+  Status SandboxReady();
+  void Shutdown() {
+    if (proxy_) proxy_->Shutdown();
+  }
+  egress::EgressUsage Usage() const { return proxy_ ? proxy_->Usage() : egress::EgressUsage{}; }
 
  private:
+  std::string session_id_;
+  egress::Allowlist allow_;
+  egress::EgressLimits limits_;
   std::unique_ptr<egress::EgressProxy> proxy_;
-  Fd sandbox_end_;
+  Fd sandbox_end_;       // kChannelFd, until SandboxReady
+  EgressSocket socket_;  // kSocketPath, until SandboxReady
 };
 
 // One sentence for tool descriptions: which hosts sandboxes may reach, or that they have no

@@ -141,6 +141,12 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
     config_.egress = {};
   }
   // A previous server may have crashed and left sandboxes behind: sweep them before serving.
+  if (backend_->egress_transport() == EgressTransport::kSocketPath && !config_.state_dir.empty()) {
+    if (int swept = SweepEgressSockets(EgressSocketDir(config_.state_dir), kStaleEgressSocketAge);
+        swept > 0) {
+      spdlog::info("swept {} egress socket(s) left by an earlier server", swept);
+    }
+  }
   if (auto swept = backend_->SweepOrphans(); !swept) {
     spdlog::warn("orphan sweep failed: {}", swept.error().message);
   } else if (*swept > 0) {
@@ -339,10 +345,12 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   started.session_id = session_id;
   started.image = image.name;
   if (egress) {
-    SBX_ASSIGN_OR_RETURN(started.egress, SessionEgress::Start(config_.egress, session_id, spec));
+    SBX_ASSIGN_OR_RETURN(
+        started.egress,
+        SessionEgress::Start(config_.egress, session_id, backend_->egress_transport(),
+                             EgressSocketDir(config_.state_dir), spec));
   }
   auto sandbox = backend_->Start(spec);
-  if (started.egress) started.egress->Started();
   if (!sandbox) {
     Error error = std::move(sandbox.error()).Context("start sandbox");
     if (error.code == ErrorCode::kInternal || error.code == ErrorCode::kNotFound) {
@@ -358,6 +366,13 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
     Error error = std::move(ready.error()).Context("sandbox agent did not start");
     error.code = ErrorCode::kSandboxUnavailable;
     return Fail(std::move(error));  // ~Sandbox kills and cleans the sandbox
+  }
+  if (started.egress) {
+    if (auto ready = started.egress->SandboxReady(); !ready) {
+      Error error = std::move(ready.error()).Context("egress channel");
+      error.code = ErrorCode::kSandboxUnavailable;
+      return Fail(std::move(error));
+    }
   }
   return started;
 }

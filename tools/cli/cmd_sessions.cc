@@ -14,6 +14,7 @@
 #include "runtime/ns/namespace_backend.h"
 #include "runtime/ns/session_record.h"
 #include "runtime/session/backend_factory.h"
+#include "runtime/session/egress_socket.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/wiring.h"
@@ -27,7 +28,8 @@ constexpr const char* kHelp = R"(usage: mcp-sandbox sessions ls [--json] [--stat
 ls  lists the namespace sandboxes recorded in the state dir: session id, host pid of its init,
     host uid, and whether the sandbox and the server that started it are alive.
 gc  removes what crashed servers left: kills their sandboxes, removes cgroups, host-id claims
-    and records, and (when a Docker daemon answers) containers labelled by a dead server.
+    and records, egress sockets older than an hour, and (when a Docker daemon answers)
+    containers labelled by a dead server.
     Sandboxes of live servers are never touched.
 
 example:
@@ -74,6 +76,8 @@ int Collect(const std::string& state_dir) {
     return kExitFailure;
   }
   std::cout << "namespace sandboxes removed: " << *swept << "\n";
+  std::cout << "egress sockets removed: "
+            << SweepEgressSockets(EgressSocketDir(state_dir), kStaleEgressSocketAge) << "\n";
   if (auto docker = docker::DockerBackend::Connect(); docker) {
     auto containers = (*docker)->SweepOrphans();
     if (!containers) {

@@ -19,6 +19,7 @@ class BehaviourFixture {
  public:
   explicit BehaviourFixture(const std::string& backend);
   SessionManager& manager() { return *manager_; }
+  const SessionConfig& config() const { return config_; }
   // "namespace" or "docker": for the few expectations the README documents as different.
   const std::string& backend() const { return backend_; }
   // Replaces the manager with one whose config `tweak` changed (closes the old sessions).

@@ -21,6 +21,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/base/files.h"
+#include "runtime/session/egress_socket.h"
 #include "runtime/session/package_installer.h"
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 #include "tests/support/test_support.h"
@@ -158,17 +159,10 @@ std::string ReadText(const std::string& path) {
   return text.str();
 }
 
-void SkipOnDocker(BehaviourFixture& fixture) {
-  if (fixture.backend() == "docker") {
-    SkipTest("egress is wired to the namespace backend only so far (issue #9, Docker not done)");
-  }
-}
-
 }  // namespace
 
 BEHAVIOUR_TEST("egress: pip and urllib reach an allowed index and the rest is refused",
                "[egress]") {
-  SkipOnDocker(fixture);
   Indexes indexes;
   EchoServer echo;
   const std::string http_port = std::to_string(indexes.http->port());
@@ -255,6 +249,27 @@ BEHAVIOUR_TEST("egress: pip and urllib reach an allowed index and the rest is re
                                      "except OSError: print('udp refused')\n");
   CHECK(raw.stdout_text == "no resolver\ntcp refused\ntcp refused\ntcp refused\nudp refused\n");
 
+  // The channel cannot be opened a second time from inside: on Docker the bound socket has no
+  // listener any more (the server accepted init's one connection and closed it), and the
+  // namespace backend has no socket at all (init inherited its end). Nor does the worker see
+  // which channel init was given.
+  RunResult channel =
+      fixture.Python(session,
+                     "import os, socket\n"
+                     "print(sorted(k for k in os.environ if "
+                     "k.startswith('SANDBOX_AGENT_EGRESS')))\n"
+                     "s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+                     "try:\n"
+                     "    s.connect('/run/sandbox-egress.sock'); print('connected')\n"
+                     "except OSError as e: print(type(e).__name__)\n");
+  CHECK(channel.stdout_text ==
+        std::string("[]\n") +
+            (fixture.backend() == "docker" ? "ConnectionRefusedError\n" : "FileNotFoundError\n"));
+  // And no socket is left in the server's private directory once the sandbox started.
+  std::string left;
+  RunShell("ls -A " + EgressSocketDir(fixture.config().state_dir) + " 2>/dev/null", &left);
+  CHECK(left == "");
+
   // Reported in status, with the usage.
   auto info = fixture.manager().Get(session);
   REQUIRE(info);
@@ -267,7 +282,6 @@ BEHAVIOUR_TEST("egress: pip and urllib reach an allowed index and the rest is re
 
 BEHAVIOUR_TEST("egress: a sealed session and the byte cap and tunnels closed with the session",
                "[egress]") {
-  SkipOnDocker(fixture);
   Indexes indexes("egress-big==1.0 --pad-bytes 1000000");
   EchoServer echo;
   fixture.Reconfigure([&](SessionConfig& config) {
@@ -327,6 +341,40 @@ BEHAVIOUR_TEST("egress: a sealed session and the byte cap and tunnels closed wit
   REQUIRE(fixture.manager().Close(holder, /*force=*/true));
   for (int i = 0; i < 100 && echo.ended() == ended_before; ++i) std::this_thread::sleep_for(20ms);
   CHECK(echo.ended() == ended_before + 1);
+}
+
+}  // namespace sandbox::testing
+
+namespace sandbox::testing {
+
+BEHAVIOUR_TEST("egress: a pooled sandbox carries its session's egress", "[egress]") {
+  EchoServer echo;
+  fixture.Reconfigure([&](SessionConfig& config) {
+    auto allow = egress::Allowlist::Parse("127.0.0.1:" + std::to_string(echo.port()));
+    REQUIRE(allow);
+    config.egress.allow = *allow;
+    config.pool_size = 1;
+  });
+  for (int i = 0; i < 600 && fixture.manager().PoolStatus()->ready == 0; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  INFO(fixture.manager().PoolStatus()->last_error);
+  REQUIRE(fixture.manager().PoolStatus()->ready == 1);
+  std::string session = fixture.NewSession();
+  CHECK(fixture.manager().PoolStatus()->claimed == 1);
+  CHECK(fixture.Python(session, TunnelProbe("127.0.0.1", echo.port())).stdout_text ==
+        "connected\n");
+  CHECK(fixture.Python(session, TunnelProbe("example.com", 443)).stdout_text ==
+        "Tunnel connection failed: 403 egress refused: example.com port 443 is not on the "
+        "allowlist\n");
+  CHECK(fixture.manager().Get(session)->egress.usage.connections == 1);
+  // The refill (another pooled sandbox, its own channel) leaves no socket behind either.
+  for (int i = 0; i < 600 && fixture.manager().PoolStatus()->ready == 0; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  std::string left;
+  RunShell("ls -A " + EgressSocketDir(fixture.config().state_dir) + " 2>/dev/null", &left);
+  CHECK(left == "");
 }
 
 }  // namespace sandbox::testing

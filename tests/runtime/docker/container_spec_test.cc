@@ -51,6 +51,30 @@ TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
   CHECK(spec2->binds[1].read_only);
 }
 
+TEST_CASE("an egress socket is bound in and named to sandbox-init", "[unit]") {
+  auto with_egress = Spec();
+  with_egress.egress_socket_path = "/var/lib/mcp-sandbox/egress/sess_0123456789ab.sock";
+  auto spec = ContainerSpecFor(with_egress, "img", {"h", "o"}, "");
+  REQUIRE(spec);
+  REQUIRE(spec->binds.size() == 2);
+  CHECK(spec->binds[1].source == with_egress.egress_socket_path);
+  CHECK(spec->binds[1].target == "/run/sandbox-egress.sock");
+  CHECK(spec->binds[1].read_only);
+  CHECK(spec->env.back() == "SANDBOX_AGENT_EGRESS_SOCKET=/run/sandbox-egress.sock");
+  // Still no network of its own: the socket is the only way out.
+  json body = CreateContainerBody(*spec);
+  CHECK(body["HostConfig"]["NetworkMode"] == "none");
+  CHECK(body["NetworkDisabled"] == true);
+
+  auto none = ContainerSpecFor(Spec(), "img", {"h", "o"}, "");
+  REQUIRE(none);
+  for (const std::string& entry : none->env) CHECK_FALSE(entry.starts_with("SANDBOX_AGENT_EGRESS"));
+
+  with_egress.egress_socket_path = "egress.sock";
+  CHECK(ContainerSpecFor(with_egress, "img", {"h", "o"}, "").error().code ==
+        sandbox::ErrorCode::kInvalidArgument);
+}
+
 TEST_CASE("the create body carries every hardening setting", "[unit]") {
   auto spec =
       ContainerSpecFor(Spec(), "img", {"h", "owner"}, R"({"defaultAction":"SCMP_ACT_ERRNO"})");
