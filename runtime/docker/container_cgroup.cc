@@ -51,6 +51,7 @@ std::optional<ContainerCgroupPaths> ResolveContainerCgroup(std::string_view proc
         if (controller == "memory") paths.memory = dir;
         if (controller == "pids") paths.pids = dir;
         if (controller == "cpuacct") paths.cpu = dir;
+        if (controller == "cpu") paths.cpu_control = dir;
       }
     }
   }
@@ -60,7 +61,7 @@ std::optional<ContainerCgroupPaths> ResolveContainerCgroup(std::string_view proc
       if (!mount.v2) continue;
       std::string dir = DirUnder(mount, *v2_path);
       if (dir.empty()) continue;
-      paths = {true, dir, dir, dir};
+      paths = {true, dir, dir, dir, dir};
       break;
     }
   }
@@ -80,6 +81,16 @@ Result<ContainerCgroupPaths> FindContainerCgroup(pid_t pid, std::string_view con
                 container_id.substr(0, 12));
   }
   return *paths;
+}
+
+Result<ContainerCpuWeight> ReadContainerCpuWeight(const ContainerCgroupPaths& paths) {
+  if (paths.cpu_control.empty()) {
+    return Fail(ErrorCode::kNotFound, "no cpu controller for the container's cgroup");
+  }
+  ContainerCpuWeight weight;
+  weight.file = paths.v2 ? "cpu.weight" : "cpu.shares";
+  SBX_ASSIGN_OR_RETURN(weight.value, cgroup::ReadUint(paths.cpu_control + "/" + weight.file));
+  return weight;
 }
 
 uint64_t ReadContainerOomKills(const ContainerCgroupPaths& paths) {

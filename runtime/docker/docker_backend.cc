@@ -52,6 +52,19 @@ class DockerSandbox : public Sandbox {
   const EnforcedLimits& enforced_limits() const override { return limits_; }
   std::string backend_name() const override { return "docker"; }
 
+  // Through the daemon (not a write to the cgroup), so inspect and `docker update` agree with
+  // what the kernel holds; the daemon writes cpu.shares (v1) or, converted, cpu.weight (v2).
+  Status SetCpuPriority(CpuPriority priority) override {
+    SBX_ASSIGN_OR_RETURN(
+        std::vector<std::string> warnings,
+        engine_->UpdateContainer(id_, {{"CpuShares", CpuSharesFor(priority)}})
+            .map_error([](Error e) { return std::move(e).Context("set CPU priority"); }));
+    for (const std::string& warning : warnings) {
+      spdlog::warn("session {}: Docker: {}", session_id_, warning);
+    }
+    return {};
+  }
+
   SandboxUsage Usage() override {
     if (cgroup_) return ReadContainerUsage(*cgroup_);
     SandboxUsage usage;
