@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -387,6 +388,14 @@ uint64_t CpuWeightOf(docker::DockerBackend& backend, const std::string& name) {
   return weight->value;
 }
 
+bool WaitUntil(const std::function<bool()>& done) {
+  for (int i = 0; i < 100; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
 // CPU seconds each sandbox used over `window`.
 std::pair<double, double> CpuOver(Sandbox& a, Sandbox& b, std::chrono::milliseconds window) {
   double a0 = a.Usage().cpu_seconds;
@@ -434,17 +443,29 @@ TEST_CASE("docker: a background container yields the CPU from its start until ra
   CHECK(fore > 0.05);  // a loaded host shares CPU 0 with more than these two
   CHECK(back * 5 < fore);
 
-  // A claim raises it: the daemon updates the running container, the cgroup follows, and it
-  // weighs what a container started at normal priority weighs.
+  // A claim raises it: SetCpuPriority returns at once (a claim does not wait for the daemon),
+  // then the daemon updates the running container, the cgroup follows, and it weighs what a
+  // container started at normal priority weighs.
+  auto asked = Clock::now();
   REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
+  CHECK(Clock::now() - asked < std::chrono::milliseconds(5));
+  CHECK(WaitUntil([&] { return CpuWeightOf(*backend, background_name) == normal_weight; }));
   CHECK(Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 1024);
-  CHECK(CpuWeightOf(*backend, background_name) == normal_weight);
   auto [first, raised] = CpuOver(**normal, **background, std::chrono::milliseconds(800));
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   CHECK(raised * 3 > first);
   CHECK(first * 3 > raised);
 
-  // And back down (a priority change is not one-way).
+  // And back down (a priority change is not one-way); the last of quick changes wins.
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
   REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground));
+  CHECK(WaitUntil([&] { return CpuWeightOf(*backend, background_name) == background_weight; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // nothing later undoes it
   CHECK(CpuWeightOf(*backend, background_name) == background_weight);
+  CHECK(Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 2);
+
+  // A sandbox destroyed with an update asked for goes without one (and without an error).
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
+  background->reset();
+  CHECK_FALSE(ContainerExists(*backend, background_name));
 }
