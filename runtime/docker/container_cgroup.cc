@@ -1,6 +1,7 @@
 #include "runtime/docker/container_cgroup.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -91,6 +92,14 @@ Result<ContainerCpuWeight> ReadContainerCpuWeight(const ContainerCgroupPaths& pa
   weight.file = paths.v2 ? "cpu.weight" : "cpu.shares";
   SBX_ASSIGN_OR_RETURN(weight.value, cgroup::ReadUint(paths.cpu_control + "/" + weight.file));
   return weight;
+}
+
+Status WriteContainerCpuShares(const ContainerCgroupPaths& paths, int64_t shares) {
+  if (paths.v2) return Fail(ErrorCode::kNotFound, "cgroup v2: the daemon converts the shares");
+  if (paths.cpu_control.empty()) {
+    return Fail(ErrorCode::kNotFound, "no cpu controller for the container's cgroup");
+  }
+  return cgroup::WriteControl(paths.cpu_control + "/cpu.shares", std::to_string(shares));
 }
 
 uint64_t ReadContainerOomKills(const ContainerCgroupPaths& paths) {

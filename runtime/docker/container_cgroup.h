@@ -48,6 +48,10 @@ Result<ContainerCgroupPaths> FindContainerCgroup(pid_t pid, std::string_view con
 SandboxUsage ReadContainerUsage(const ContainerCgroupPaths& paths);
 // The cpu.shares (v1) or cpu.weight (v2) in force; kNotFound without a cpu controller.
 Result<ContainerCpuWeight> ReadContainerCpuWeight(const ContainerCgroupPaths& paths);
+// Writes cpu.shares on v1, where the value is the daemon's own (HostConfig.CpuShares, no
+// conversion): a raise takes effect at once, before the daemon's update lands. kNotFound on
+// v2 (runc converts shares to cpu.weight by a formula of its version).
+Status WriteContainerCpuShares(const ContainerCgroupPaths& paths, int64_t shares);
 // ReadContainerUsage(paths).oom_kills alone.
 uint64_t ReadContainerOomKills(const ContainerCgroupPaths& paths);
 

@@ -55,10 +55,17 @@ class DockerSandbox : public Sandbox {
   const EnforcedLimits& enforced_limits() const override { return limits_; }
   std::string backend_name() const override { return "docker"; }
 
-  // Through the daemon (not a write to the cgroup), so inspect and `docker update` agree with
-  // what the kernel holds; the daemon writes cpu.shares (v1) or, converted, cpu.weight (v2).
-  // Asynchronous (cpu_priority_updater.h): a claim does not wait the 20-50 ms of the update.
+  // Through the daemon, so inspect and `docker update` agree with what the kernel holds; the
+  // daemon writes cpu.shares (v1) or, converted, cpu.weight (v2). Asynchronous
+  // (cpu_priority_updater.h): a claim does not wait the 20-50 ms of the update. On v1 the same
+  // value goes into the cgroup at once too, so the session's first cell does not run at the
+  // pool's background priority meanwhile.
   Status SetCpuPriority(CpuPriority priority) override {
+    if (cgroup_ && !cgroup_->v2) {
+      if (auto written = WriteContainerCpuShares(*cgroup_, CpuSharesFor(priority)); !written) {
+        spdlog::debug("session {}: cpu.shares: {}", session_id_, written.error().message);
+      }
+    }
     priority_->Request(priority);
     return {};
   }

@@ -450,7 +450,8 @@ TEST_CASE("docker: a background container yields the CPU from its start until ra
   REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
   CHECK(Clock::now() - asked < std::chrono::milliseconds(5));
   CHECK(WaitUntil([&] { return CpuWeightOf(*backend, background_name) == normal_weight; }));
-  CHECK(Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 1024);
+  CHECK(WaitUntil(
+      [&] { return Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 1024; }));
   auto [first, raised] = CpuOver(**normal, **background, std::chrono::milliseconds(800));
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   CHECK(raised * 3 > first);
@@ -459,7 +460,8 @@ TEST_CASE("docker: a background container yields the CPU from its start until ra
   // And back down (a priority change is not one-way); the last of quick changes wins.
   REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
   REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground));
-  CHECK(WaitUntil([&] { return CpuWeightOf(*backend, background_name) == background_weight; }));
+  CHECK(WaitUntil(
+      [&] { return Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 2; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // nothing later undoes it
   CHECK(CpuWeightOf(*backend, background_name) == background_weight);
   CHECK(Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 2);
