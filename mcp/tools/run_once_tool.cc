@@ -12,12 +12,15 @@ namespace sandbox::mcp::tools {
 
 namespace {
 
-// Closes the session when the call ends, whatever happened (a run in flight is killed).
+// Closes the session when the call ends, whatever happened (a run in flight is killed). The
+// answer does not wait for the sandbox's teardown: the reaper finishes it.
 class SessionCloser {
  public:
   SessionCloser(SessionManager& sessions, std::string id)
       : sessions_(sessions), id_(std::move(id)) {}
-  ~SessionCloser() { (void)sessions_.Close(id_, /*force=*/true); }
+  ~SessionCloser() {
+    (void)sessions_.Close(id_, /*force=*/true, SessionManager::Teardown::kBackground);
+  }
   SessionCloser(const SessionCloser&) = delete;
   SessionCloser& operator=(const SessionCloser&) = delete;
 

@@ -20,6 +20,12 @@ constexpr std::chrono::seconds kMinBackoff{1};
 constexpr std::chrono::seconds kMaxBackoff{60};
 // The refill thread's nice value: starting a pooled sandbox must not slow running calls.
 constexpr int kRefillNice = 10;
+// After a claim, the claiming client's first call usually follows at once: a start waits this
+// long for it to begin (and then for it to end).
+constexpr std::chrono::milliseconds kClaimSettle{100};
+// A start never waits longer than this for a quiet moment (a server always busy still refills).
+constexpr std::chrono::milliseconds kMaxQuietWait{2000};
+constexpr std::chrono::milliseconds kQuietPoll{5};
 
 bool SameLimits(const Limits& a, const Limits& b) {
   return a.memory_bytes == b.memory_bytes && a.cpus == b.cpus && a.pids == b.pids &&
@@ -36,8 +42,8 @@ bool PoolKey::operator==(const PoolKey& other) const {
   return image == other.image && SameLimits(limits, other.limits) && egress == other.egress;
 }
 
-SandboxPool::SandboxPool(PoolKey key, int size, Starter start)
-    : key_(std::move(key)), size_(size), start_(std::move(start)) {
+SandboxPool::SandboxPool(PoolKey key, int size, Starter start, Quiet quiet)
+    : key_(std::move(key)), size_(size), start_(std::move(start)), quiet_(std::move(quiet)) {
   if (size_ > 0) refill_ = std::thread([this] { RefillLoop(); });
 }
 
@@ -70,6 +76,7 @@ std::optional<WarmSandbox> SandboxPool::Claim() {
     if (Alive(*warm)) {
       std::lock_guard<std::mutex> lock(mutex_);
       ++claimed_;
+      last_claim_ = std::chrono::steady_clock::now();
       return warm;
     }
     spdlog::warn("pooled sandbox {} died while idle; replacing it", warm->session_id);
@@ -121,6 +128,20 @@ void SandboxPool::CheckIdle() {
   for (auto it = alive.rbegin(); it != alive.rend(); ++it) ready_.push_front(std::move(*it));
 }
 
+void SandboxPool::WaitQuiet(std::unique_lock<std::mutex>& lock) {
+  const auto give_up = std::chrono::steady_clock::now() + kMaxQuietWait;
+  while (!stopping_ && std::chrono::steady_clock::now() < give_up) {
+    bool settled = std::chrono::steady_clock::now() >= last_claim_ + kClaimSettle;
+    if (settled) {
+      lock.unlock();
+      bool quiet = quiet_();
+      lock.lock();
+      if (quiet) return;
+    }
+    wake_.wait_for(lock, kQuietPoll);
+  }
+}
+
 void SandboxPool::RefillLoop() {
   // Linux nice values are per thread; the sandboxes themselves are cloned on the backend's own
   // threads (or by dockerd), so only the host-side work of a refill runs at this priority.
@@ -145,6 +166,8 @@ void SandboxPool::RefillLoop() {
       wake_.wait_until(lock, need ? std::min(retry_at, next_check) : next_check);
       continue;
     }
+    WaitQuiet(lock);
+    if (stopping_) break;
     ++starting_;
     lock.unlock();
     auto started = start_();

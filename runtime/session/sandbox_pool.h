@@ -2,6 +2,9 @@
 // preload imported, so a new session takes one in a few milliseconds instead of starting one.
 // A background thread keeps `size` of them, starting one at a time at a lower CPU priority than
 // the server's request threads, checks the idle ones now and then, and replaces one that died.
+// A start waits for a quiet moment (no call running, no claim just made; at most kMaxQuietWait):
+// besides CPU, starting a sandbox takes kernel locks (cgroup attach, mounts) a running call's
+// forks and exits also need.
 // The pool owns no policy about sessions: SessionManager decides when a request matches the key
 // and turns a claimed sandbox into a session.
 #pragma once
@@ -60,8 +63,11 @@ class SandboxPool {
  public:
   // Starts one sandbox of the key, ready and warm. Called on the refill thread only.
   using Starter = std::function<Result<WarmSandbox>()>;
+  // Whether no call is running now (the session manager's count of busy sessions).
+  using Quiet = std::function<bool()>;
 
-  SandboxPool(PoolKey key, int size, Starter start);
+  SandboxPool(
+      PoolKey key, int size, Starter start, Quiet quiet = [] { return true; });
   ~SandboxPool();  // stops the refill thread and destroys every pooled sandbox
 
   const PoolKey& key() const { return key_; }
@@ -74,12 +80,15 @@ class SandboxPool {
 
  private:
   void RefillLoop();
+  // Waits (lock held on entry and exit) until quiet, stopping, or kMaxQuietWait has passed.
+  void WaitQuiet(std::unique_lock<std::mutex>& lock);
   // Drops pooled sandboxes whose agent no longer answers.
   void CheckIdle();
 
   const PoolKey key_;
   const int size_;
   Starter start_;
+  Quiet quiet_;
 
   std::mutex mutex_;
   std::condition_variable wake_;
@@ -87,6 +96,7 @@ class SandboxPool {
   int starting_ = 0;
   bool stopping_ = false;
   uint64_t claimed_ = 0;
+  std::chrono::steady_clock::time_point last_claim_;
   uint64_t replaced_ = 0;
   uint64_t failed_ = 0;
   std::string last_error_;

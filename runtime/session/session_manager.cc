@@ -20,6 +20,9 @@ constexpr std::chrono::seconds kReaperInterval{15};
 // How long a pooled sandbox may take to import the preload (numpy, pandas, matplotlib: about a
 // second; much more on a loaded host).
 constexpr std::chrono::seconds kWarmTimeout{120};
+// How long a session started cold (of the pool's kind) waits before its zygote imports the
+// preload: a burst of creates is over by then, and its first restart seldom comes sooner.
+constexpr std::chrono::milliseconds kColdPreloadDelay{1000};
 
 // Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
 // read-only; /tmp is a tmpfs) and a headless matplotlib.
@@ -70,6 +73,9 @@ struct SessionManager::Session {
   std::chrono::system_clock::time_point created;
   std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
   std::atomic<uint64_t> runs{0};
+  // Started cold at background CPU priority (its preload zygote importing) and not raised yet;
+  // read and cleared under the busy flag.
+  bool background_cpu = false;
 
   void Touch(std::chrono::system_clock::time_point now) {
     last_used_ms =
@@ -85,12 +91,15 @@ struct SessionManager::Session {
 class SessionManager::BusyLease {
  public:
   BusyLease(std::shared_ptr<Session> session, SessionManager& manager)
-      : session_(std::move(session)), manager_(&manager) {}
+      : session_(std::move(session)), manager_(&manager) {
+    ++manager_->calls_in_flight_;
+  }
   BusyLease(BusyLease&&) noexcept = default;
   BusyLease& operator=(BusyLease&&) = delete;
   BusyLease(const BusyLease&) = delete;
   ~BusyLease() {
     if (!session_) return;
+    --manager_->calls_in_flight_;
     session_->Touch(manager_->Now());
     // An agent that stopped answering (stopped, hung) or whose stream broke serves nothing
     // more: the session is closed, not left listed as idle and failing every call.
@@ -141,8 +150,12 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
   if (config_.pool_size > 0) {
     if (auto key_limits = EffectiveLimits(SessionOptions{}); key_limits) {
       PoolKey key{config_.default_image, *key_limits, config_.egress.enabled()};
-      pool_ = std::make_unique<SandboxPool>(key, config_.pool_size,
-                                            [this, key] { return StartPooled(key); });
+      pool_ = std::make_unique<SandboxPool>(
+          key, config_.pool_size, [this, key] { return StartPooled(key); },
+          [this] {
+            std::lock_guard<std::mutex> lock(mutex_);
+            return calls_in_flight_ == 0 && creating_ == 0;
+          });
     }
   }
 }
@@ -154,16 +167,21 @@ SessionManager::~SessionManager() {
   }
   reaper_wake_.notify_all();
   if (reaper_.joinable()) reaper_.join();
-  pool_.reset();  // its sandboxes go first, so shutdown leaves none behind
+  teardown_.clear();  // what the reaper had not got to yet
+  pool_.reset();      // its sandboxes go first, so shutdown leaves none behind
   CloseAll();
 }
 
 void SessionManager::ReaperLoop() {
   std::unique_lock<std::mutex> lock(reaper_mutex_);
   while (!stopping_) {
-    reaper_wake_.wait_for(lock, kReaperInterval);
+    if (teardown_.empty()) reaper_wake_.wait_for(lock, kReaperInterval);
     if (stopping_) break;
+    std::vector<std::shared_ptr<Session>> closed;
+    closed.swap(teardown_);
     lock.unlock();
+    for (auto& session : closed) (void)session->sandbox->Kill();
+    closed.clear();  // the sandboxes' destructors reap and remove what they made
     int expired = ExpireIdle();
     if (expired > 0) spdlog::info("expired {} idle session(s)", expired);
     lock.lock();
@@ -258,6 +276,12 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
     auto cold = StartSandbox(NewSessionId(), *image, limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
+    // Started; its zygote imports the preload soon, at background CPU priority until the
+    // session's first call, so that in a burst of creates the imports yield to the starts.
+    if (poolable && !config_.preload.empty() &&
+        started->sandbox->SetCpuPriority(CpuPriority::kBackground)) {
+      session->background_cpu = true;
+    }
   }
   if (pooled) {
     // It waited at background priority so that refills never slow running calls; from now on
@@ -299,6 +323,12 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   AddDefaultEnv(spec.env);
   if (preload && !config_.preload.empty()) {
     spec.env.push_back("SANDBOX_AGENT_PRELOAD=" + config_.preload);  // init strips it
+    if (cpu_priority == CpuPriority::kNormal) {
+      // A session started cold (the pool was empty: a burst, most likely): its imports wait
+      // until the other starts are done.
+      spec.env.push_back(
+          fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", kColdPreloadDelay.count()));
+    }
   }
   if (!image.workdir.empty()) spec.workdir = image.workdir;
   spec.limits = limits;
@@ -378,6 +408,13 @@ Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id)
     session->busy = false;
     return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
   }
+  if (session->background_cpu) {
+    // Its first call: from now on the session does work someone waits for.
+    session->background_cpu = false;
+    if (auto raised = session->sandbox->SetCpuPriority(CpuPriority::kNormal); !raised) {
+      spdlog::warn("session {}: could not raise its CPU priority: {}", id, raised.error().message);
+    }
+  }
   return BusyLease(std::move(session), *this);
 }
 
@@ -417,7 +454,7 @@ std::vector<SessionInfo> SessionManager::List() {
   return infos;
 }
 
-Status SessionManager::Close(const std::string& id, bool force) {
+Status SessionManager::Close(const std::string& id, bool force, Teardown teardown) {
   SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
   bool expected = false;
   bool acquired = session->busy.compare_exchange_strong(expected, true);
@@ -430,14 +467,22 @@ Status SessionManager::Close(const std::string& id, bool force) {
     sessions_.erase(id);
   }
   session->closed = true;
+  if (session->egress) session->egress->Shutdown();  // its tunnels close with it
+  if (acquired) session->busy = false;
+  spdlog::info("session {} closed", id);
+  if (teardown == Teardown::kBackground) {
+    {
+      std::lock_guard<std::mutex> lock(reaper_mutex_);
+      teardown_.push_back(std::move(session));
+    }
+    reaper_wake_.notify_all();
+    return {};
+  }
   // Kill now, so a run in flight (force) ends at once; the run's thread drops the last
   // reference and the destructor reaps and removes everything.
   if (auto killed = session->sandbox->Kill(); !killed) {
     spdlog::warn("session {}: kill: {}", id, killed.error().message);
   }
-  if (session->egress) session->egress->Shutdown();  // its tunnels close with it
-  if (acquired) session->busy = false;
-  spdlog::info("session {} closed", id);
   return {};
 }
 

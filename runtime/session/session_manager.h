@@ -5,6 +5,7 @@
 // Thread-safe: calls on different sessions run concurrently.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -108,8 +109,13 @@ class SessionManager {
   Result<SessionInfo> Create(const SessionOptions& options);
   Result<SessionInfo> Get(const std::string& id);
   std::vector<SessionInfo> List();
+  // How Close removes the sandbox. kWait: reaped and removed before Close returns
+  // (sandbox_close_session). kBackground: closed at once, killed, reaped and removed by the
+  // reaper thread a moment later, so a caller answering its client does not wait for that
+  // (sandbox_run_once, whose run is over by then); shutdown still waits for it.
+  enum class Teardown { kWait, kBackground };
   // force: close even while a run is in flight (the run is killed). Else session_busy.
-  Status Close(const std::string& id, bool force = false);
+  Status Close(const std::string& id, bool force = false, Teardown teardown = Teardown::kWait);
   void CloseAll();
 
   // The bounds every run is held to (code size; timeout_s at most the configured exec timeout),
@@ -167,12 +173,14 @@ class SessionManager {
   ImageResolver resolver_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
-  int creating_ = 0;  // sessions being created (count against max_sessions)
+  int creating_ = 0;                     // sessions being created (count against max_sessions)
+  std::atomic<int> calls_in_flight_{0};  // busy leases held (the pool refills when none is)
 
-  // Expires idle sessions in the background.
+  // Expires idle sessions, and tears down those closed with Teardown::kBackground.
   std::mutex reaper_mutex_;
   std::condition_variable reaper_wake_;
   bool stopping_ = false;
+  std::vector<std::shared_ptr<Session>> teardown_;  // guarded by reaper_mutex_
   std::thread reaper_;
 
   // Declared last: destroyed (its refill thread stopped) before what it calls into.

@@ -2,8 +2,10 @@
 // on the host): argument checks, path rules, output budgets and the shape of results and errors
 // a client sees. Real sandboxes are covered by the behaviour suite and the e2e tests; these run
 // in seconds without root, an image or a daemon.
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -294,6 +296,11 @@ TEST_CASE("tools: run_once runs with its files in a session of its own, then clo
   REQUIRE_FALSE(result.value("isError", false));
   CHECK(result["structuredContent"]["stdout"] == "SHOUT\n");
   CHECK(f.manager->List().empty());  // nothing left open
+  // The answer does not wait for the teardown; the reaper destroys the sandbox a moment later.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!f.backend->started().at(0)->destroyed && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   CHECK(f.backend->started().at(0)->destroyed);
   Json shell = f.Call("sandbox_run_once", {{"code", "echo $((6*7))"}, {"language", "shell"}});
   CHECK(shell["structuredContent"]["stdout"] == "42\n");

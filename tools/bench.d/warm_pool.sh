@@ -15,6 +15,7 @@ exec python3 - "$bin" "${SANDBOX_BENCH_RUNS:-20}" <<'PY'
 import json, os, subprocess, sys, time
 
 BIN, RUNS = sys.argv[1], int(sys.argv[2])
+BURST_ROUNDS = 3
 CELL = "import pandas as pd; df = pd.DataFrame({'a': range(1000)}); print(df.describe())"
 
 
@@ -144,7 +145,7 @@ def refill_interference(server, rounds=8, calls=150):
     return calm, refilling
 
 
-warm = Server("--pool-size", "2")
+warm = Server("--pool-size", "2", "--max-sessions", "25")
 warm.wait_ready(2)
 warm_create, warm_once = ready_to_run(warm, 2)
 # Restarts inside a session, with pandas imported (the zygote forks the new worker).
@@ -176,24 +177,36 @@ for name in os.listdir(os.path.join(state, "sessions")):
         continue
     if record.get("server_pid") == mine and name[:-5] not in sessions:
         pss.append(pss_of_tree(record["pid"]))
-# A burst of 20 creates against the pool of 2 (and below, the same burst without a pool).
-warm.wait_ready(2)
-warm_burst, warm_burst_served = burst(warm, 20)
 # Warm calls of another session while the pool refills, against the same calls while it is full.
 warm.wait_ready(2)
 calm, refilling = refill_interference(warm)
 warm.stop()
 
-cold = Server("--pool-size", "0")
+cold = Server("--pool-size", "0", "--max-sessions", "25")
 cold_create, cold_once = ready_to_run(cold, 0)
-cold_burst, cold_burst_served = burst(cold, 20)
 cold_burst_one = []
 for _ in range(5):
     start = time.monotonic()
     sid = cold.tool("sandbox_create_session")["session_id"]
     cold_burst_one.append(time.monotonic() - start)
     cold.tool("sandbox_close_session", session_id=sid)
+# A burst of 20 creates against a pool of 2, and the same burst without a pool, alternately
+# (this machine is shared and noisy): per rank, the median of the rounds.
+warm = Server("--pool-size", "2", "--max-sessions", "25")
+warm_bursts, cold_bursts, warm_burst_served, cold_burst_served = [], [], 0, 0
+for _ in range(BURST_ROUNDS):
+    warm.wait_ready(2)
+    latencies, served = burst(warm, 20)
+    warm_bursts.append(sorted(latencies))
+    warm_burst_served = min(served, warm_burst_served) if warm_bursts[1:] else served
+    latencies, served = burst(cold, 20)
+    cold_bursts.append(sorted(latencies))
+    cold_burst_served = min(served, cold_burst_served) if cold_bursts[1:] else served
+warm.stop()
 cold.stop()
+def rank_medians(rounds):
+    return [sorted(r[i] for r in rounds)[len(rounds) // 2] for i in range(len(rounds[0]))]
+warm_burst, cold_burst = rank_medians(warm_bursts), rank_medians(cold_bursts)
 
 print("**Warm pool** (`warm_pool.sh`, image `python`, %d samples each, MCP stdio request to response)\n" % RUNS)
 print("| measure | p50 | p99 | target |")
@@ -204,7 +217,8 @@ row("ready to run pandas (create + first pandas cell), pool 2", warm_create, "p5
 row("the same, no pool", cold_create)
 row("`sandbox_run_once` of that cell, pool 2", warm_once)
 row("the same, no pool", cold_once)
-row("burst of 20 creates at once, pool 2 (from the first request)", warm_burst)
+row("burst of 20 creates at once, pool 2 (from the first request; per rank, median of %d)"
+    % BURST_ROUNDS, warm_burst)
 row("the same burst, no pool", cold_burst)
 row("create alone, cold (no pool)", cold_burst_one)
 row("`fresh: true` `import pandas` (a worker forked by the zygote)", fresh, "p50 ≤ 30 ms")

@@ -116,7 +116,6 @@ int Agent::Serve() {
     SendError(0, Error(started.error()).Context("starting the Python worker"));
     return 1;
   }
-  StartZygote();
 
   std::vector<struct pollfd> fds;
   std::vector<std::pair<Proc*, int>> owners;  // what each pollfd is: (proc, 0 control|1|2)
@@ -668,7 +667,15 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
 }
 
 void Agent::OnWorkerReady(Proc& proc) {
-  if (&proc == worker_.get() && !hello_sent_) SendHello();
+  if (&proc == worker_.get() && !hello_sent_) {
+    SendHello();
+    // Only now: started next to the worker, the zygote's imports would hold up the hello.
+    if (config_.preload_delay.count() == 0) {
+      StartZygote();
+    } else {
+      zygote_at_ = Clock::now() + config_.preload_delay;
+    }
+  }
   if (&proc == worker_.get() && !warm_ && zygote_ && zygote_->ready()) {
     warm_ = true;
     AnswerWarm();
@@ -800,11 +807,12 @@ void Agent::KillRun() {
 }
 
 std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
-  if (!run_) return std::nullopt;
   std::optional<Clock::time_point> next;
   auto consider = [&next](Clock::time_point t) {
     if (!next || t < *next) next = t;
   };
+  if (zygote_at_) consider(*zygote_at_);
+  if (!run_) return next;
   if (!run_->interrupted) consider(run_->deadline);
   if (run_->kill_at) consider(*run_->kill_at);
   if (auto flush = run_->output->NextFlush()) consider(*flush);
@@ -812,8 +820,12 @@ std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
 }
 
 void Agent::CheckTimers() {
-  if (!run_) return;
   auto now = Clock::now();
+  if (zygote_at_ && now >= *zygote_at_) {
+    zygote_at_.reset();
+    StartZygote();
+  }
+  if (!run_) return;
   if (!run_->interrupted && now >= run_->deadline) {
     run_->timed_out = true;
     Interrupt();

@@ -34,6 +34,9 @@ struct AgentConfig {
   std::chrono::milliseconds interrupt_grace{1000};
   // Modules the preload zygote imports, comma-separated ("" = no zygote; workers start cold).
   std::string preload;
+  // How long after the hello the zygote starts: a pooled sandbox's at once; a session started
+  // cold waits, so that in a burst of creates the imports do not slow the other starts.
+  std::chrono::milliseconds preload_delay{0};
 };
 
 class Agent {
@@ -155,7 +158,9 @@ class Agent {
   std::unique_ptr<Zygote> zygote_;
   // `warm` requests waiting for the persistent worker to come from the zygote.
   std::vector<uint64_t> warm_waiters_;
-  bool warm_ = false;  // the persistent worker has the preload, or it never will
+  bool warm_ = false;
+  std::optional<Clock::time_point> zygote_at_;  // when the delayed zygote is due  // the persistent
+                                                // worker has the preload, or it never will
   bool hello_sent_ = false;
   bool state_lost_pending_ = false;  // the worker died between runs: tell the next run
   bool stopping_ = false;

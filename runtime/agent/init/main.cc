@@ -10,6 +10,7 @@
 //   SANDBOX_AGENT_GRACE_MS  interrupt grace period before the kill (default 1000)
 //   SANDBOX_AGENT_PRELOAD   modules a zygote imports once for every worker, comma-separated
 //                           (default none: workers start cold)
+//   SANDBOX_AGENT_PRELOAD_DELAY_MS  how long after the hello the zygote starts (default 0)
 //   SANDBOX_AGENT_EGRESS_*  the egress channel and proxy port (egress_relay.h)
 #include <limits.h>
 #include <signal.h>
@@ -85,6 +86,7 @@ std::vector<std::string> ChildEnvironment(const std::string& data_dir, const std
     if (value.starts_with("SANDBOX_AGENT_DATA_DIR=")) continue;  // replaced by the realpath
     // init's business, not the session's: a pooled session's environment is a cold one's.
     if (value.starts_with("SANDBOX_AGENT_PRELOAD=")) continue;
+    if (value.starts_with("SANDBOX_AGENT_PRELOAD_DELAY_MS=")) continue;
     if (IsEgressRelayVariable(std::string(value))) continue;  // init's alone
     env.emplace_back(value);
   }
@@ -156,6 +158,15 @@ int Main(int argc, char** argv) {
   }
 
   config.preload = EnvOr("SANDBOX_AGENT_PRELOAD", "");
+  if (std::string delay = EnvOr("SANDBOX_AGENT_PRELOAD_DELAY_MS", ""); !delay.empty()) {
+    char* end = nullptr;
+    long ms = std::strtol(delay.c_str(), &end, 10);
+    if (end == delay.c_str() || *end != '\0' || ms < 0 || ms > 600000) {
+      Die(MakeError(ErrorCode::kInvalidArgument,
+                    "SANDBOX_AGENT_PRELOAD_DELAY_MS={} is not 0..600000", delay));
+    }
+    config.preload_delay = std::chrono::milliseconds(ms);
+  }
 
   Agent agent(std::move(config), 0, 1);
   return agent.Serve();
