@@ -1,6 +1,7 @@
 #include "runtime/docker/container_cgroup.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -51,6 +52,7 @@ std::optional<ContainerCgroupPaths> ResolveContainerCgroup(std::string_view proc
         if (controller == "memory") paths.memory = dir;
         if (controller == "pids") paths.pids = dir;
         if (controller == "cpuacct") paths.cpu = dir;
+        if (controller == "cpu") paths.cpu_control = dir;
       }
     }
   }
@@ -60,7 +62,7 @@ std::optional<ContainerCgroupPaths> ResolveContainerCgroup(std::string_view proc
       if (!mount.v2) continue;
       std::string dir = DirUnder(mount, *v2_path);
       if (dir.empty()) continue;
-      paths = {true, dir, dir, dir};
+      paths = {true, dir, dir, dir, dir};
       break;
     }
   }
@@ -80,6 +82,24 @@ Result<ContainerCgroupPaths> FindContainerCgroup(pid_t pid, std::string_view con
                 container_id.substr(0, 12));
   }
   return *paths;
+}
+
+Result<ContainerCpuWeight> ReadContainerCpuWeight(const ContainerCgroupPaths& paths) {
+  if (paths.cpu_control.empty()) {
+    return Fail(ErrorCode::kNotFound, "no cpu controller for the container's cgroup");
+  }
+  ContainerCpuWeight weight;
+  weight.file = paths.v2 ? "cpu.weight" : "cpu.shares";
+  SBX_ASSIGN_OR_RETURN(weight.value, cgroup::ReadUint(paths.cpu_control + "/" + weight.file));
+  return weight;
+}
+
+Status WriteContainerCpuShares(const ContainerCgroupPaths& paths, int64_t shares) {
+  if (paths.v2) return Fail(ErrorCode::kNotFound, "cgroup v2: the daemon converts the shares");
+  if (paths.cpu_control.empty()) {
+    return Fail(ErrorCode::kNotFound, "no cpu controller for the container's cgroup");
+  }
+  return cgroup::WriteControl(paths.cpu_control + "/cpu.shares", std::to_string(shares));
 }
 
 uint64_t ReadContainerOomKills(const ContainerCgroupPaths& paths) {

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,15 @@ struct ContainerCgroupPaths {
   std::string memory;  // the container's group in the memory hierarchy (v2: the one group)
   std::string pids;
   std::string cpu;  // cpuacct on v1
+  // The group of the cpu controller on v1 (cpu.shares; often the cpuacct one, "cpu,cpuacct"),
+  // "" when not mounted; the one group on v2 (cpu.weight).
+  std::string cpu_control;
+};
+
+// The container's share of contended CPU as the kernel holds it: v1 cpu.shares or v2 cpu.weight.
+struct ContainerCpuWeight {
+  std::string file;  // "cpu.shares" or "cpu.weight"
+  uint64_t value = 0;
 };
 
 // Pure: resolves the groups from the text of /proc/<pid>/cgroup and /proc/self/mountinfo.
@@ -36,6 +46,12 @@ Result<ContainerCgroupPaths> FindContainerCgroup(pid_t pid, std::string_view con
 
 // Current usage; fields whose files are missing stay 0.
 SandboxUsage ReadContainerUsage(const ContainerCgroupPaths& paths);
+// The cpu.shares (v1) or cpu.weight (v2) in force; kNotFound without a cpu controller.
+Result<ContainerCpuWeight> ReadContainerCpuWeight(const ContainerCgroupPaths& paths);
+// Writes cpu.shares on v1, where the value is the daemon's own (HostConfig.CpuShares, no
+// conversion): a raise takes effect at once, before the daemon's update lands. kNotFound on
+// v2 (runc converts shares to cpu.weight by a formula of its version).
+Status WriteContainerCpuShares(const ContainerCgroupPaths& paths, int64_t shares);
 // ReadContainerUsage(paths).oom_kills alone.
 uint64_t ReadContainerOomKills(const ContainerCgroupPaths& paths);
 

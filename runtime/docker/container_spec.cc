@@ -61,6 +61,10 @@ const nlohmann::json& ReadonlyPaths() {
 
 std::string ContainerNameFor(const std::string& session_id) { return "mcp-sandbox-" + session_id; }
 
+int64_t CpuSharesFor(CpuPriority priority) {
+  return priority == CpuPriority::kBackground ? 2 : 1024;
+}
+
 Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::string& image,
                                        const ContainerOwner& owner,
                                        const std::string& seccomp_profile_json) {
@@ -100,6 +104,7 @@ Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::strin
     container.env.push_back(std::string("SANDBOX_AGENT_EGRESS_SOCKET=") + kEgressSocketMountPoint);
   }
   container.limits = spec.limits;
+  container.cpu_shares = CpuSharesFor(spec.cpu_priority);
   container.seccomp_profile_json = seccomp_profile_json;
   return container;
 }
@@ -150,6 +155,7 @@ nlohmann::json CreateContainerBody(const ContainerSpec& spec) {
       {"AutoRemove", false},  // removed explicitly, so a crash leaves it for the sweep to find
       {"RestartPolicy", {{"Name", "no"}}},
   };
+  if (spec.cpu_shares > 0) host_config["CpuShares"] = spec.cpu_shares;
   if (limits.cpus > 0) {
     host_config["NanoCpus"] = static_cast<int64_t>(std::llround(limits.cpus * 1e9));
   }

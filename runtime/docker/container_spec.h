@@ -5,6 +5,7 @@
 // the agent's init as pid 1, private ipc and cgroup namespaces, and labels for the orphan sweep.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -56,8 +57,16 @@ struct ContainerSpec {
   std::map<std::string, std::string> labels;
   std::vector<BindMount> binds;
   Limits limits;
+  // HostConfig.CpuShares, from the sandbox's CPU priority (CpuSharesFor).
+  int64_t cpu_shares = 0;
   std::string seccomp_profile_json;  // "" = the daemon's default profile
 };
+
+// The CpuShares a container of `priority` runs with: 1024 (the daemon's default on cgroup v1)
+// for kNormal, 2 (the least the kernel takes) for kBackground. Every container says it
+// explicitly, so a claimed pooled sandbox, raised by POST /containers/{id}/update, weighs what a
+// session started cold weighs on both cgroup versions (on v2 runc converts shares to cpu.weight).
+int64_t CpuSharesFor(CpuPriority priority);
 
 // "mcp-sandbox-<session id>".
 std::string ContainerNameFor(const std::string& session_id);

@@ -7,6 +7,7 @@
 #include "runtime/docker/attach_stream.h"
 #include "runtime/docker/container_cgroup.h"
 #include "runtime/docker/container_spec.h"
+#include "runtime/docker/cpu_priority_updater.h"
 #include "runtime/docker/docker_limits.h"
 #include "runtime/docker/owner.h"
 #include "runtime/docker/unix_http.h"
@@ -36,9 +37,11 @@ class DockerSandbox : public Sandbox {
         stream_(std::move(stream)),
         limits_(std::move(limits)),
         cgroup_(std::move(cgroup)),
-        started_unix_(started_unix) {}
+        started_unix_(started_unix),
+        priority_(std::make_unique<CpuPriorityUpdater>(engine_, id_, session_id_)) {}
 
   ~DockerSandbox() override {
+    priority_.reset();  // no update of a container being removed
     // DELETE ?force=1 kills what still runs; the attach stream then ends.
     if (auto removed = engine_->RemoveContainer(id_); !removed) {
       spdlog::error("session {}: remove container {}: {} (retried before the next start)",
@@ -51,6 +54,21 @@ class DockerSandbox : public Sandbox {
   Status Kill() override { return engine_->KillContainer(id_); }
   const EnforcedLimits& enforced_limits() const override { return limits_; }
   std::string backend_name() const override { return "docker"; }
+
+  // Through the daemon, so inspect and `docker update` agree with what the kernel holds; the
+  // daemon writes cpu.shares (v1) or, converted, cpu.weight (v2). Asynchronous
+  // (cpu_priority_updater.h): a claim does not wait the 20-50 ms of the update. On v1 the same
+  // value goes into the cgroup at once too, so the session's first cell does not run at the
+  // pool's background priority meanwhile.
+  Status SetCpuPriority(CpuPriority priority) override {
+    if (cgroup_ && !cgroup_->v2) {
+      if (auto written = WriteContainerCpuShares(*cgroup_, CpuSharesFor(priority)); !written) {
+        spdlog::debug("session {}: cpu.shares: {}", session_id_, written.error().message);
+      }
+    }
+    priority_->Request(priority);
+    return {};
+  }
 
   SandboxUsage Usage() override {
     if (cgroup_) return ReadContainerUsage(*cgroup_);
@@ -90,6 +108,7 @@ class DockerSandbox : public Sandbox {
   EnforcedLimits limits_;
   std::optional<ContainerCgroupPaths> cgroup_;
   int64_t started_unix_;
+  std::unique_ptr<CpuPriorityUpdater> priority_;
 };
 
 // Removes a half-made container unless released.

@@ -228,6 +228,21 @@ Result<nlohmann::json> EngineClient::InspectContainer(const std::string& id) con
   return ParseJson(response.body, "inspect container");
 }
 
+Result<std::vector<std::string>> EngineClient::UpdateContainer(
+    const std::string& id, const nlohmann::json& resources) const {
+  SBX_ASSIGN_OR_RETURN(
+      HttpResponse response,
+      Call(PostJson(Versioned("/containers/" + id + "/update"), resources.dump())));
+  SBX_ASSIGN_OR_RETURN(nlohmann::json reply, ParseJson(response.body, "update container"));
+  std::vector<std::string> warnings;
+  if (auto it = reply.find("Warnings"); it != reply.end() && it->is_array()) {
+    for (const auto& warning : *it) {
+      if (warning.is_string()) warnings.push_back(warning.get<std::string>());
+    }
+  }
+  return warnings;
+}
+
 Result<std::vector<ContainerSummary>> EngineClient::ListContainers(const std::string& label) const {
   nlohmann::json filters = {{"label", {label}}};
   SBX_ASSIGN_OR_RETURN(HttpResponse response,

@@ -75,6 +75,10 @@ class EngineClient {
   // DELETE /containers/{id}?force=1&v=1. A container that is already gone is not an error.
   Status RemoveContainer(const std::string& id) const;
   Result<nlohmann::json> InspectContainer(const std::string& id) const;
+  // POST /containers/{id}/update with `resources` (e.g. {"CpuShares": 1024}), applied to the
+  // running container's cgroup by the daemon. Returns the daemon's warnings.
+  Result<std::vector<std::string>> UpdateContainer(const std::string& id,
+                                                   const nlohmann::json& resources) const;
   // GET /containers/json?all=1&filters={"label":[label]}.
   Result<std::vector<ContainerSummary>> ListContainers(const std::string& label) const;
   // GET /containers/{id}/stats?stream=0&one-shot=1 (slow: the daemon may sample for ~1 s).

@@ -6,13 +6,27 @@
 # random seeds; pool 0 behaves as before; shutdown, and `sessions gc` after a crash, leave no
 # record and no process. Needs root and the default image (`python`) in the shared store; runs
 # against a private state dir that borrows the store's images read-only.
-# Usage: pool_test.sh /path/to/mcp-sandbox
+# With `docker`, the same on the Docker backend against the daemon on DOCKER_HOST (tools/test
+# starts one and loads the default image into it): the sandboxes are the containers labelled
+# with this test's servers as owner, killed from outside with `docker kill`. No daemon: skipped,
+# or failed where tools/test requires the Docker half (SANDBOX_TEST_REQUIRE_DOCKER=1).
+# Usage: pool_test.sh /path/to/mcp-sandbox [namespace|docker]
 set -u
 bin=$1
+backend=${2:-namespace}
 [ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (sandboxes of the shared store)"; exit 77; }
 store=${SANDBOX_SHARED_STORE:-/var/lib/mcp-sandbox}
 "$bin" image ls 2>/dev/null | grep -q '^python ' ||
   { echo "SKIPPED: the default image (python) is not in the store"; exit 77; }
+if [ "$backend" = docker ]; then
+  if ! command -v docker >/dev/null || ! timeout 10 docker version >/dev/null 2>&1; then
+    why="no Docker daemon answers on ${DOCKER_HOST:-unix:///var/run/docker.sock} (tools/lib/dockerd.sh start)"
+    if [ "${SANDBOX_TEST_REQUIRE_DOCKER:-}" = 1 ]; then
+      echo "FAILED: a Docker test could not run where the daemon is required: $why"; exit 1
+    fi
+    echo "SKIPPED: $why"; exit 77
+  fi
+fi
 state=$(mktemp -d /tmp/mcp-pool-test.XXXXXX)
 trap 'rm -rf "$state"' EXIT
 mkdir -p "$state/state"
@@ -20,10 +34,11 @@ for part in images archives; do
   [ -e "$store/$part" ] && ln -s "$store/$part" "$state/state/$part"
 done
 export SANDBOX_STATE_DIR=$state/state SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
-python3 - "$bin" "$state/state" <<'PY'
+export SANDBOX_BACKEND=$backend
+python3 - "$bin" "$state/state" "$backend" <<'PY'
 import json, os, subprocess, sys, time
 
-BIN, STATE = sys.argv[1], sys.argv[2]
+BIN, STATE, BACKEND = sys.argv[1], sys.argv[2], sys.argv[3]
 PRELOAD = ["numpy", "pandas", "matplotlib.pyplot"]
 failures = []
 
@@ -34,10 +49,14 @@ def check(ok, what):
         failures.append(what)
 
 
+SERVER_PIDS = set()  # every server this test started: the owners of its containers
+
+
 class Server:
     def __init__(self, *flags):
         self.proc = subprocess.Popen([BIN, "serve", *flags], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE)
+        SERVER_PIDS.add(self.proc.pid)
         self.ids = iter(range(1, 100000))
         self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                 "clientInfo": {"name": "pool-test", "version": "1"}})
@@ -78,6 +97,11 @@ class Server:
 
 
 def records():
+    """The sandboxes that exist, by session id (pooled ones too): the namespace backend's
+    crash-safe records (session id -> init pid), or the Docker containers owned by one of this
+    test's servers (session id -> container id), in any state."""
+    if BACKEND == "docker":
+        return containers()
     out = {}
     folder = os.path.join(STATE, "sessions")
     for name in os.listdir(folder) if os.path.isdir(folder) else []:
@@ -88,6 +112,37 @@ def records():
             except (OSError, ValueError, KeyError):
                 pass
     return out
+
+
+def containers():
+    listed = subprocess.run(
+        ["docker", "ps", "-a", "--filter", "label=mcp-sandbox.session", "--format",
+         '{{.ID}} {{.Label "mcp-sandbox.session"}} {{.Label "mcp-sandbox.owner"}}'],
+        capture_output=True, text=True)
+    out = {}
+    for line in listed.stdout.splitlines():
+        container, session, owner = (line.split(" ") + ["", ""])[:3]
+        # owner: "<boot id>/<pid namespace>/<pid>/<start time>" (runtime/docker/owner.h)
+        fields = owner.split("/")
+        if len(fields) == 4 and fields[2].isdigit() and int(fields[2]) in SERVER_PIDS:
+            out[session] = container
+    return out
+
+
+def sandbox_pid(handle):
+    """The host pid of a sandbox's init: the record's, or the container's State.Pid."""
+    if BACKEND != "docker":
+        return handle
+    inspected = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", handle],
+                               capture_output=True, text=True)
+    return int(inspected.stdout.strip() or 0)
+
+
+def kill_from_outside(handle):
+    if BACKEND == "docker":
+        subprocess.run(["docker", "kill", handle], capture_output=True)
+    else:
+        os.kill(handle, 9)
 
 
 def cpu_priority(pid):
@@ -116,9 +171,13 @@ def cpu_priority(pid):
     return None
 
 
-def alive(pid):
+def alive(handle):
+    """Whether anything of the sandbox is left: a process that is not a zombie, or a container
+    in any state."""
+    if BACKEND == "docker":
+        return subprocess.run(["docker", "inspect", handle], capture_output=True).returncode == 0
     try:
-        with open("/proc/%d/stat" % pid) as f:
+        with open("/proc/%d/stat" % handle) as f:
             return f.read().split(") ")[1][0] != "Z"
     except OSError:
         return False
@@ -201,17 +260,18 @@ sessions = {s["session_id"] for s in server.tool("sandbox_list_sessions")[0]["se
 pooled_ids = [sid for sid in records() if sid not in sessions]
 check(len(pooled_ids) == 2, "2 pooled sandboxes have records (swept like sessions): %s" % pooled_ids)
 # Pooled sandboxes wait at background CPU priority; a claimed one runs at the normal one.
-claimed_priority = [cpu_priority(records()[sid]) for sid in sessions if sid in records()]
-pooled_priority = [cpu_priority(records()[sid]) for sid in pooled_ids]
+claimed_priority = [cpu_priority(sandbox_pid(records()[sid])) for sid in sessions if sid in records()]
+pooled_priority = [cpu_priority(sandbox_pid(records()[sid])) for sid in pooled_ids]
 if any(p is None for p in claimed_priority + pooled_priority):
     print("skip CPU priority: no cpu controller for the sandboxes here")
 else:
     check(pooled_priority and all(p[1] <= 2 for p in pooled_priority),
           "pooled sandboxes wait at background CPU priority: %s" % pooled_priority)
-    check(claimed_priority and all(p[1] in (100, 1024) for p in claimed_priority),
+    # 39: Docker's normal 1024 shares as older runc converts them to a cgroup v2 cpu.weight.
+    check(claimed_priority and all(p[1] in (39, 100, 1024) for p in claimed_priority),
           "claimed sandboxes run at normal CPU priority: %s" % claimed_priority)
 if pooled_ids:
-    os.kill(records()[pooled_ids[0]], 9)
+    kill_from_outside(records()[pooled_ids[0]])
     time.sleep(0.5)
     fine = []
     for _ in range(2):
@@ -222,7 +282,7 @@ if pooled_ids:
     pool = server.wait_ready(2)
     check(pool["ready"] == 2 and pool["replaced"] >= 1, "the dead one was replaced: %s" % pool)
 
-# Shutdown leaves nothing: no record, no sandbox process.
+# Shutdown leaves nothing: no record, no sandbox process (no container).
 pids = records()
 check(server.stop() == 0, "the server exits cleanly")
 check(records() == {}, "no record left after shutdown: %s" % records())

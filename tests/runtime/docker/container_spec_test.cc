@@ -105,6 +105,7 @@ TEST_CASE("the create body carries every hardening setting", "[unit]") {
   CHECK(host["Memory"] == 256ull << 20);
   CHECK(host["MemorySwap"] == 256ull << 20);  // = Memory: no swap
   CHECK(host["NanoCpus"] == 1'500'000'000);
+  CHECK(host["CpuShares"] == 1024);  // said, not left to the daemon: a claim raises to this
   CHECK(host["PidsLimit"] == 128);
   CHECK(host["Ulimits"] ==
         json::array({{{"Name", "core"}, {"Soft", 0}, {"Hard", 0}},
@@ -133,6 +134,16 @@ TEST_CASE("without a profile the daemon's default seccomp profile stays on", "[u
   CHECK(host["SecurityOpt"] == json::array({"no-new-privileges:true"}));
   spec->limits.cpus = 0;
   CHECK_FALSE(CreateContainerBody(*spec)["HostConfig"].contains("NanoCpus"));
+}
+
+TEST_CASE("a background sandbox gets the least CPU shares from creation on", "[unit]") {
+  sandbox::SandboxSpec background = Spec();
+  background.cpu_priority = sandbox::CpuPriority::kBackground;
+  auto spec = ContainerSpecFor(background, "img", {"h", "owner"}, "");
+  REQUIRE(spec);
+  CHECK(CreateContainerBody(*spec)["HostConfig"]["CpuShares"] == 2);
+  CHECK(CpuSharesFor(sandbox::CpuPriority::kBackground) == 2);
+  CHECK(CpuSharesFor(sandbox::CpuPriority::kNormal) == 1024);
 }
 
 TEST_CASE("specs that cannot make a safe container are refused", "[unit]") {

@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <functional>
 #include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "runtime/base/files.h"
+#include "runtime/docker/container_cgroup.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/hijacked_connection.h"
 #include "runtime/docker/owner.h"
@@ -371,4 +373,101 @@ TEST_CASE("docker: usage is read from the container and an OOM-killed child is c
       CHECK(ShellRun(sh, "echo alive") == "alive\n");
     }
   }
+}
+
+namespace {
+
+// The container's cpu.shares (v1) or cpu.weight (v2), read from its cgroup on this host.
+uint64_t CpuWeightOf(docker::DockerBackend& backend, const std::string& name) {
+  json container = Inspect(backend, name);
+  auto cgroup = docker::FindContainerCgroup(container["State"]["Pid"].get<pid_t>(),
+                                            container["Id"].get<std::string>());
+  if (!cgroup) SkipTest("the container's cgroup is not visible here: " + cgroup.error().message);
+  auto weight = docker::ReadContainerCpuWeight(*cgroup);
+  if (!weight) SkipTest("no cpu controller for containers here: " + weight.error().message);
+  return weight->value;
+}
+
+bool WaitUntil(const std::function<bool()>& done) {
+  for (int i = 0; i < 100; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+// CPU seconds each sandbox used over `window`.
+std::pair<double, double> CpuOver(Sandbox& a, Sandbox& b, std::chrono::milliseconds window) {
+  double a0 = a.Usage().cpu_seconds;
+  double b0 = b.Usage().cpu_seconds;
+  std::this_thread::sleep_for(window);
+  return {a.Usage().cpu_seconds - a0, b.Usage().cpu_seconds - b0};
+}
+
+}  // namespace
+
+TEST_CASE("docker: a background container yields the CPU from its start until raised", "[docker]") {
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent;
+  SandboxSpec normal_spec = DockerSpec(image, agent.path());
+  SandboxSpec background_spec = DockerSpec(image, agent.path());
+  background_spec.cpu_priority = CpuPriority::kBackground;
+  auto normal = backend->Start(normal_spec);
+  REQUIRE(normal);
+  auto background = backend->Start(background_spec);
+  REQUIRE(background);
+  std::string normal_name = docker::ContainerNameFor(normal_spec.session_id);
+  std::string background_name = docker::ContainerNameFor(background_spec.session_id);
+
+  // From creation on: the daemon holds the shares and the kernel has them in the cgroup.
+  CHECK(Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 2);
+  CHECK(Inspect(*backend, normal_name)["HostConfig"]["CpuShares"] == 1024);
+  bool v2 = backend->engine().info().cgroup_version == "2";
+  uint64_t normal_weight = CpuWeightOf(*backend, normal_name);
+  uint64_t background_weight = CpuWeightOf(*backend, background_name);
+  INFO("cgroup v" << (v2 ? 2 : 1) << ": normal " << normal_weight << ", background "
+                  << background_weight);
+  CHECK(background_weight == (v2 ? 1u : 2u));
+  if (!v2) CHECK(normal_weight == 1024u);
+  CHECK(normal_weight > background_weight);
+
+  // Both spin on CPU 0: the background one gets a small fraction of it.
+  const std::string spin =
+      "python3 -c 'import os\nos.sched_setaffinity(0, {0})\nwhile True: pass' & echo started";
+  REQUIRE(ShellRun((*normal)->stream(), spin) == "started\n");
+  REQUIRE(ShellRun((*background)->stream(), spin) == "started\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both spinning
+  auto [fore, back] = CpuOver(**normal, **background, std::chrono::milliseconds(800));
+  INFO("over 800 ms on one CPU: normal " << fore << " s, background " << back << " s");
+  CHECK(fore > 0.05);  // a loaded host shares CPU 0 with more than these two
+  CHECK(back * 5 < fore);
+
+  // A claim raises it: SetCpuPriority returns at once (a claim does not wait for the daemon),
+  // then the daemon updates the running container, the cgroup follows, and it weighs what a
+  // container started at normal priority weighs.
+  auto asked = Clock::now();
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
+  CHECK(Clock::now() - asked < std::chrono::milliseconds(5));
+  CHECK(WaitUntil([&] { return CpuWeightOf(*backend, background_name) == normal_weight; }));
+  CHECK(WaitUntil(
+      [&] { return Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 1024; }));
+  auto [first, raised] = CpuOver(**normal, **background, std::chrono::milliseconds(800));
+  INFO("raised: normal " << first << " s, formerly background " << raised << " s");
+  CHECK(raised * 3 > first);
+  CHECK(first * 3 > raised);
+
+  // And back down (a priority change is not one-way); the last of quick changes wins.
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground));
+  CHECK(WaitUntil(
+      [&] { return Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // nothing later undoes it
+  CHECK(CpuWeightOf(*backend, background_name) == background_weight);
+  CHECK(Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 2);
+
+  // A sandbox destroyed with an update asked for goes without one (and without an error).
+  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal));
+  background->reset();
+  CHECK_FALSE(ContainerExists(*backend, background_name));
 }

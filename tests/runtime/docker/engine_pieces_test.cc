@@ -156,6 +156,7 @@ TEST_CASE("a container's cgroup is found on v1/hybrid and v2 hosts", "[unit]") {
   CHECK(hybrid->memory == std::string("/sys/fs/cgroup/memory/docker/") + kId);
   CHECK(hybrid->pids == std::string("/sys/fs/cgroup/pids/docker/") + kId);
   CHECK(hybrid->cpu == std::string("/sys/fs/cgroup/cpu,cpuacct/docker/") + kId);
+  CHECK(hybrid->cpu_control == hybrid->cpu);  // cpu.shares beside cpuacct.usage
 
   const std::string v2_mountinfo =
       "28 22 0:25 / /sys/fs/cgroup rw,nosuid,nodev,noexec shared:4 - cgroup2 cgroup2 rw\n";
@@ -164,6 +165,19 @@ TEST_CASE("a container's cgroup is found on v1/hybrid and v2 hosts", "[unit]") {
   REQUIRE(v2);
   CHECK(v2->v2);
   CHECK(v2->memory == std::string("/sys/fs/cgroup/system.slice/docker-") + kId + ".scope");
+  CHECK(v2->cpu_control == v2->memory);
+
+  // cpu and cpuacct mounted apart (this project's CI machine): cpu.shares is in the cpu one.
+  const std::string split_mountinfo =
+      "36 30 0:32 / /sys/fs/cgroup/cpu rw,nosuid shared:16 - cgroup cgroup rw,cpu\n"
+      "37 30 0:33 / /sys/fs/cgroup/cpuacct rw,nosuid shared:17 - cgroup cgroup rw,cpuacct\n"
+      "34 30 0:30 / /sys/fs/cgroup/memory rw,nosuid shared:14 - cgroup cgroup rw,memory\n";
+  const std::string split_proc = std::string("4:memory:/docker/") + kId + "\n2:cpuacct:/docker/" +
+                                 kId + "\n1:cpu:/docker/" + kId + "\n";
+  auto split = ResolveContainerCgroup(split_proc, split_mountinfo, kId);
+  REQUIRE(split);
+  CHECK(split->cpu == std::string("/sys/fs/cgroup/cpuacct/docker/") + kId);
+  CHECK(split->cpu_control == std::string("/sys/fs/cgroup/cpu/docker/") + kId);
 
   // A pid that is no longer the container's (recycled) is not read.
   CHECK_FALSE(ResolveContainerCgroup("0::/user.slice/session-1.scope\n", v2_mountinfo, kId));
