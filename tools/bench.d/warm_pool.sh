@@ -10,70 +10,25 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${MCP_SANDBOX_BIN:-${SANDBOX_BUILD_DIR:-$root/build}/mcp-sandbox}
 [ -x "$bin" ] || { echo "n/a: $bin is not built"; exit 0; }
 "$bin" image ls 2>/dev/null | grep -q '^python ' || { echo "n/a: the python image is not in the store"; exit 0; }
-export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
+export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python WARM_POOL_LIB=$root/tools/lib
 exec python3 - "$bin" "${SANDBOX_BENCH_RUNS:-20}" <<'PY'
-import json, os, subprocess, sys, time
+import json, os, sys, time
+
+sys.path.insert(0, os.environ["WARM_POOL_LIB"])
+from warm_pool_bench import CELL, Server as BenchServer, pct, pooled_init_pids, pss_of_tree, \
+    ready_to_run as create_and_cell
 
 BIN, RUNS = sys.argv[1], int(sys.argv[2])
 BURST_ROUNDS = 3
-CELL = "import pandas as pd; df = pd.DataFrame({'a': range(1000)}); print(df.describe())"
 
 
-class Server:
-    def __init__(self, *flags):
-        self.proc = subprocess.Popen([BIN, "serve", *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.ids = iter(range(1, 10**9))
-        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "clientInfo": {"name": "warm-pool-bench", "version": "1"}})
-
-    def rpc(self, method, params):
-        request_id = next(self.ids)
-        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
-                                          "params": params}).encode() + b"\n")
-        self.proc.stdin.flush()
-        while True:
-            message = json.loads(self.proc.stdout.readline())
-            if message.get("id") == request_id:
-                return message
-
-    def tool(self, name, **arguments):
-        answer = self.rpc("tools/call", {"name": name, "arguments": arguments})
-        result = answer.get("result", {})
-        if result.get("isError"):
-            raise RuntimeError(json.dumps(answer)[:400])
-        return result.get("structuredContent", {})
-
-    def pool(self):
-        return self.tool("sandbox_list_sessions").get("pool")
-
-    def wait_ready(self, want):
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            pool = self.pool()
-            if pool is None or pool["ready"] >= want:
-                return pool
-            time.sleep(0.05)
-
-    def stop(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=120)
-
-
-def pct(samples, p):
-    samples = sorted(samples)
-    return samples[min(len(samples) - 1, int(round(p / 100 * (len(samples) - 1))))] * 1000
+def Server(*flags):
+    return BenchServer(BIN, *flags)
 
 
 def ready_to_run(server, pool):
-    create, once = [], []
-    for _ in range(RUNS):
-        if pool:
-            server.wait_ready(pool)
-        start = time.monotonic()
-        session = server.tool("sandbox_create_session")["session_id"]
-        server.tool("sandbox_run_python", session_id=session, code=CELL)
-        create.append(time.monotonic() - start)
-        server.tool("sandbox_close_session", session_id=session)
+    create = create_and_cell(server, pool, RUNS)
+    once = []
     for _ in range(RUNS):
         if pool:
             server.wait_ready(pool)
@@ -83,34 +38,12 @@ def ready_to_run(server, pool):
     return create, once
 
 
-def pss_of_tree(pid):
-    total, todo = 0, [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            with open("/proc/%d/smaps_rollup" % p) as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1]) * 1024
-            for task in os.listdir("/proc/%d/task" % p):
-                with open("/proc/%d/task/%s/children" % (p, task)) as f:
-                    todo += [int(c) for c in f.read().split()]
-        except OSError:
-            pass
-    return total
-
-
 def burst(server, count):
     """`count` creates at once; returns each one's latency from the first request, and how many
     got a session. stdio serves one request line at a time but runs tools concurrently."""
     start = time.monotonic()
-    ids = []
-    for _ in range(count):
-        request_id = next(server.ids)
-        ids.append(request_id)
-        server.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-            "params": {"name": "sandbox_create_session", "arguments": {}}}).encode() + b"\n")
-    server.proc.stdin.flush()
+    ids = [server.send("tools/call", {"name": "sandbox_create_session", "arguments": {}})
+           for _ in range(count)]
     done, created = {}, []
     while len(done) < count:
         message = json.loads(server.proc.stdout.readline())
@@ -165,18 +98,7 @@ warm.tool("sandbox_close_session", session_id=session)
 # Idle pooled sandbox PSS: the sandboxes with a record and no session.
 warm.wait_ready(2)
 time.sleep(1)
-state = os.environ.get("SANDBOX_STATE_DIR", "/var/lib/mcp-sandbox")
-sessions = {s["session_id"] for s in warm.tool("sandbox_list_sessions")["sessions"]}
-pss = []
-mine = warm.proc.pid
-for name in os.listdir(os.path.join(state, "sessions")):
-    try:
-        with open(os.path.join(state, "sessions", name)) as f:
-            record = json.load(f)
-    except (OSError, ValueError):
-        continue
-    if record.get("server_pid") == mine and name[:-5] not in sessions:
-        pss.append(pss_of_tree(record["pid"]))
+pss = [pss_of_tree(pid) for pid in pooled_init_pids(warm)]
 # Warm calls of another session while the pool refills, against the same calls while it is full.
 warm.wait_ready(2)
 calm, refilling = refill_interference(warm)
