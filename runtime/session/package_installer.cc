@@ -39,14 +39,14 @@ namespace {
 // session's egress proxy (the proxy variables are in the sandbox's environment). What pip would
 // do beyond installing is left out, for time (tools/bench.d/egress.sh): --no-warn-conflicts
 // skips the report that reads the metadata of every installed distribution (half of pip's time
-// for a small wheel in the default image; `pip check` gives it on demand), --no-compile leaves
-// byte-compiling to the first import, --no-cache-dir writes no cache to the session's tmpfs.
+// for a small wheel in the default image; `pip check` gives it on demand), --no-cache-dir writes
+// no cache to the session's tmpfs. pip still byte-compiles: sandboxes run with
+// PYTHONDONTWRITEBYTECODE, so without it every new worker would compile the package again.
 std::string PipCommand(const std::vector<std::string>& packages, bool offline,
                        const std::string& index_url, const std::string& wheelhouse) {
   std::string command =
       "python3 -m pip install --user --disable-pip-version-check --no-input "
-      "--no-warn-script-location --progress-bar off --no-warn-conflicts --no-compile "
-      "--no-cache-dir";
+      "--no-warn-script-location --progress-bar off --no-warn-conflicts --no-cache-dir";
   if (offline) {
     command += fmt::format(" --no-index --find-links {}", layout::kWheelhouseDir);
   } else {

@@ -97,7 +97,7 @@ rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "egress-bench", "version": "1"}})
 common = ("python3 -m pip install --user --disable-pip-version-check --no-input "
           "--no-warn-script-location --progress-bar off")
-pip = {"before": common, "after": common + " --no-warn-conflicts --no-compile --no-cache-dir"}
+pip = {"before": common, "after": common + " --no-warn-conflicts --no-cache-dir"}
 activate = ("import importlib as _i, site as _s\n_s.addsitedir(_s.getusersitepackages())\n"
             "_i.invalidate_caches()\ndel _i, _s\n")
 samples = {"tool": [], "before": [], "after": []}
