@@ -288,6 +288,50 @@ check(server.stop() == 0, "the server exits cleanly")
 check(records() == {}, "no record left after shutdown: %s" % records())
 check(not any(alive(pid) for pid in pids.values()), "no sandbox process left after shutdown")
 
+# --- Beyond the pool: a session of the pool's kind started cold ------------------------------
+# Two creates at once against a pool of 1: one takes the pooled sandbox, the other starts cold.
+# The cold one waits at background CPU priority (its zygote imports the preload a moment later)
+# until its first call, which does not wait for the preload; its later workers have it.
+server = Server("--pool-size", "1")
+server.wait_ready(1)
+pair = []
+for _ in range(2):
+    request_id = next(server.ids)
+    pair.append(request_id)
+    server.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+        "params": {"name": "sandbox_create_session", "arguments": {}}}).encode() + b"\n")
+server.proc.stdin.flush()
+answers = {}
+while len(answers) < 2:
+    message = json.loads(server.proc.stdout.readline())
+    if message.get("id") in pair:
+        answers[message["id"]] = message["result"]["structuredContent"]["session_id"]
+check(server.pool()["claimed"] == 1, "two creates against a pool of 1: one pooled, one cold")
+started = records()
+priorities = {sid: cpu_priority(sandbox_pid(started[sid])) for sid in answers.values()}
+cold = None
+if any(p is None for p in priorities.values()):
+    print("skip the cold session's checks: no cpu controller tells which one started cold")
+else:
+    background = [sid for sid, p in priorities.items() if p[1] <= 2]
+    check(len(background) == 1, "the cold one waits at background CPU priority: %s" % priorities)
+    cold = background[0] if len(background) == 1 else None
+if cold:
+    first = json.loads(server.python(cold, PROBE)["stdout"])
+    after = cpu_priority(sandbox_pid(records()[cold]))
+    check(after is not None and after[1] in (39, 100, 1024),
+          "raised to normal at its first call: %s" % (after,))
+    check(first["modules"] == [] and first["globals"] == [],
+          "its first cell ran at once, without waiting for the preload: %s" % first["modules"])
+    deadline, preloaded = time.time() + 90, False
+    while not preloaded and time.time() < deadline:
+        out = server.python(cold, "import sys; print('pandas' in sys.modules)", fresh=True)
+        preloaded = out.get("stdout", "").strip() == "True"
+        if not preloaded:
+            time.sleep(0.5)
+    check(preloaded, "its fresh workers get the preload once its zygote is up")
+server.stop()
+
 # --- Pool 0: as before ------------------------------------------------------------------------
 server = Server("--pool-size", "0")
 check(server.pool() is None, "no pool line with --pool-size 0")
