@@ -7,20 +7,13 @@
 # mcp-sandbox-test/python:bookworm. The namespace backend runs the same image, exported.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
-dockerd_sh=$SANDBOX_ROOT/tools/lib/dockerd.sh
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "n/a: the Docker benchmark runs as root only (the daemon's socket is root's)"
   exit 0
 fi
 command -v dockerd >/dev/null || ensure_packages docker.io
-started_here=
-if ! "$dockerd_sh" status >/dev/null 2>&1; then
-  "$dockerd_sh" start >&2 || { echo "n/a: no Docker daemon could be started"; exit 0; }
-  started_here=1
-fi
-cleanup() { [ -z "$started_here" ] || "$dockerd_sh" stop >&2; }
-trap cleanup EXIT
+bench_dockerd_up
 
 bench=$BUILD_DIR/tests/runtime/docker/docker_bench
 cmake --build "$BUILD_DIR" --target docker_bench >&2

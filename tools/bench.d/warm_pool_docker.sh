@@ -13,14 +13,8 @@ bin=${MCP_SANDBOX_BIN:-${SANDBOX_BUILD_DIR:-$root/build}/mcp-sandbox}
 [ -x "$bin" ] || { echo "n/a: $bin is not built"; exit 0; }
 [ "$(id -u)" -eq 0 ] || { echo "n/a: runs as root only (the daemon's socket is root's)"; exit 0; }
 "$bin" image ls 2>/dev/null | grep -q '^python ' || { echo "n/a: the python image is not in the store"; exit 0; }
-dockerd_sh=$root/tools/lib/dockerd.sh
-started_here=
-if ! "$dockerd_sh" status >/dev/null 2>&1; then
-  "$dockerd_sh" start >&2 || { echo "n/a: no Docker daemon could be started"; exit 0; }
-  started_here=1
-fi
-cleanup() { [ -z "$started_here" ] || "$dockerd_sh" stop >&2; }
-trap cleanup EXIT
+source "$root/tools/lib/common.sh"
+bench_dockerd_up
 export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python WARM_POOL_LIB=$root/tools/lib
 python3 - "$bin" "${SANDBOX_BENCH_RUNS:-10}" <<'PY'
 import os, sys, time

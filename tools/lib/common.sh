@@ -33,6 +33,16 @@ ensure_node() {
 
 log() { printf '%s\n' "$*" >&2; }
 
+# For a benchmark that needs a Docker daemon: the one answering already, or one
+# tools/lib/dockerd.sh starts now and stops when the script exits. Prints "n/a: ..." and exits 0
+# (the benchmark does not apply) when none can be had.
+bench_dockerd_up() {
+  local dockerd_sh=$SANDBOX_ROOT/tools/lib/dockerd.sh
+  "$dockerd_sh" status >/dev/null 2>&1 && return 0
+  "$dockerd_sh" start >&2 || { echo "n/a: no Docker daemon could be started"; exit 0; }
+  trap '"$SANDBOX_ROOT/tools/lib/dockerd.sh" stop >&2' EXIT
+}
+
 # ensure_packages PKG... : installs what is missing (as root), or prints the command and stops.
 ensure_packages() {
   local missing=() pkg
