@@ -8,7 +8,7 @@ BUILD_DIR=${SANDBOX_BUILD_DIR:-$SANDBOX_ROOT/build}
 BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   libseccomp-dev libcap-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
   libarchive-dev libsystemd-dev libboost-dev libcpp-httplib-dev libcurl4-openssl-dev libexpected-dev libssl-dev
-  libzstd-dev zlib1g-dev)
+  libzstd-dev zlib1g-dev ccache)
 IMAGE_PACKAGES=(mmdebstrap)
 # tools/package: dpkg-shlibdeps (dpkg-dev) computes the .deb's dependencies; lintian checks it;
 # groff-base checks its man page.
@@ -66,10 +66,17 @@ ensure_packages() {
 
 # build_project [BUILD_DIR] [extra cmake args...]: configure once, then build incrementally.
 # Extra args are applied to an existing build too (a re-configure takes a second or two).
+# SANDBOX_BUILD_TARGETS (space-separated) builds only those targets and what they need.
 build_project() {
   local dir=${1:-$BUILD_DIR}; shift || true
   if [ ! -f "$dir/build.ninja" ] || [ $# -gt 0 ]; then
     cmake -S "$SANDBOX_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
   fi
-  cmake --build "$dir" -j "$(nproc)" >&2
+  local targets=()
+  [ -z "${SANDBOX_BUILD_TARGETS:-}" ] || read -r -a targets <<<"--target $SANDBOX_BUILD_TARGETS"
+  cmake --build "$dir" -j "$(nproc)" "${targets[@]}" >&2
 }
+
+# What a serving server needs: the binary and the agent it puts into every sandbox (a
+# dependency of the binary). tools/run builds only these; tools/test builds the rest.
+SERVER_TARGETS="mcp-sandbox"
