@@ -7,6 +7,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
+#include "runtime/base/quoted.h"
 #include "runtime/sandbox_layout.h"
 
 namespace sandbox::mcp {
@@ -94,8 +95,8 @@ HttpResponse FileDownloads::Serve(std::string_view target) const {
       case ErrorCode::kInvalidPath:
         return text(400, "invalid path\n");
       default:
-        spdlog::warn("download {} of {}: {}", LogSafe(relative, 200), LogSafe(session_id),
-                     file.error().message);
+        spdlog::warn("download {} of {}: {}", Quoted(relative, 200), Quoted(session_id),
+                     Quoted(file.error().message, 300));
         return text(500, "the file could not be read\n");
     }
   }

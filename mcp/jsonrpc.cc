@@ -72,17 +72,6 @@ std::string ValidUtf8(std::string_view text) {
   return out;
 }
 
-std::string LogSafe(std::string_view text, size_t max_bytes) {
-  std::string out;
-  for (char c : text.substr(0, max_bytes)) {
-    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                 std::string_view("._-:/@+").find(c) != std::string_view::npos;
-    out += plain ? c : '_';
-  }
-  if (text.size() > max_bytes) out += "...";
-  return out;
-}
-
 std::string_view Utf8Prefix(std::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   size_t end = max_bytes;

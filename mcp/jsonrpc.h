@@ -59,11 +59,6 @@ std::string Serialize(const Json& message);
 // subpart, as Unicode recommends). Use it on anything that came out of a sandbox.
 std::string ValidUtf8(std::string_view text);
 
-// Client-supplied text fit for a log line: letters, digits and . _ - : / @ + kept, anything
-// else (quotes, spaces, control characters) as '_', at most `max_bytes`. Log lines stay one
-// line, and valid inside SANDBOX_LOG_FORMAT=json's string.
-std::string LogSafe(std::string_view text, size_t max_bytes = 80);
-
 // Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence.
 std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
 // The last at most `max_bytes` of `text`, starting on a UTF-8 sequence boundary.

@@ -168,7 +168,7 @@ void Connection::OnComplete(Message& message, const std::shared_ptr<Reply>& repl
 void Connection::SendResourceUpdates(Reply& reply) {
   if (!subscriptions_ || subscriptions_->empty()) return;
   for (const auto& uri : subscriptions_->Changed()) {
-    spdlog::debug("resource updated: {}", LogSafe(uri));
+    spdlog::debug("resource updated: {}", Quoted(uri));
     reply.Send(MakeNotification("notifications/resources/updated", {{"uri", uri}}));
   }
 }

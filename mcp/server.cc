@@ -117,17 +117,14 @@ void LogToolCall(const std::string& tool, const Json& arguments, const Json& res
   }
   if (session == "-") {
     if (auto it = arguments.find("session_id"); it != arguments.end() && it->is_string()) {
-      // Echo only what looks like an id: arguments are client input.
-      const std::string& id = it->get_ref<const std::string&>();
-      bool plain = id.size() <= 32 && std::all_of(id.begin(), id.end(), [](char c) {
-                     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                   });
-      session = plain ? id : "?";
+      session = it->get<std::string>();
     }
   }
   if (cancelled) outcome = "cancelled";
-  spdlog::info("tool_call tool={} session={} duration_ms={:.1f} outcome={}", tool, session,
-               duration_ms, outcome);
+  // The session id is client input (an argument, or a result that echoes one): it goes out
+  // quoted and bounded. The tool's name and the outcome are the server's own words.
+  spdlog::info("tool_call tool={} session={} duration_ms={:.1f} outcome={}", tool,
+               session == "-" ? session : Quoted(session), duration_ms, outcome);
 }
 
 }  // namespace
@@ -347,7 +344,7 @@ void Connection::HandleMessage(Json value, const std::shared_ptr<Reply>& reply, 
         return;
     }
   } catch (const std::exception& ex) {
-    spdlog::error("{} failed: {}", LogSafe(message->method), LogSafe(ex.what(), 200));
+    spdlog::error("{} failed: {}", Quoted(message->method), Quoted(ex.what(), 200));
     if (message->kind == Message::Kind::kRequest) {
       reply->Send(MakeErrorResponse(message->id, kInternalError, "Internal error"));
     }
@@ -367,7 +364,7 @@ void Connection::HandleNotification(const Message& message) {
     }
     // Unknown or finished ids are ignored (the race is allowed by the spec).
     if (flight) {
-      spdlog::debug("request {} cancelled by the client", LogSafe(params["requestId"].dump()));
+      spdlog::debug("request {} cancelled by the client", Quoted(params["requestId"].dump()));
       flight->Cancel();
     }
   }
@@ -408,7 +405,7 @@ Json Connection::Initialize(const Json& params) {
     const Json& client = params["clientInfo"];
     auto field = [&client](const char* key) {
       auto it = client.find(key);
-      return it != client.end() && it->is_string() ? LogSafe(it->get<std::string>()) : "?";
+      return it != client.end() && it->is_string() ? Quoted(it->get<std::string>()) : "?";
     };
     spdlog::info("client {} {} connected (protocol {})", field("name"), field("version"), version);
   }
@@ -600,7 +597,7 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
     try {
       response = work(flight);
     } catch (const std::exception& ex) {
-      spdlog::error("request {} failed: {}", LogSafe(id.dump()), LogSafe(ex.what(), 200));
+      spdlog::error("request {} failed: {}", Quoted(id.dump()), Quoted(ex.what(), 200));
       response = MakeErrorResponse(id, kInternalError, "Internal error");
     }
     bool send = false;
@@ -691,7 +688,7 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
           try {
             result = tool->handler(call, arguments);
           } catch (const std::exception& ex) {
-            spdlog::error("tool {} threw: {}", tool->name, LogSafe(ex.what(), 200));
+            spdlog::error("tool {} threw: {}", tool->name, Quoted(ex.what(), 200));
             result = ToolError(ErrorCode::kInternal,
                                "the server failed while handling this call; see its log");
           }

@@ -40,7 +40,7 @@ Tool MakeReadArtifactTool(const ContextPtr& context) {
   tool.annotations = Annotations("Read artifact", true, false, true);
   tool.handler = [context, limit](ToolCall& call, const Json& arguments) {
     std::string session_id = arguments["session_id"].get<std::string>();
-    Json extra = {{"session_id", session_id}};
+    Json extra = SessionIdExtra(session_id);
     auto info = StatReadableFile(*context, session_id, arguments["path"].get<std::string>());
     if (!info) return ToolError(info.error(), extra);
     ResultFile file = MakeResultFile(call, session_id, *info);
@@ -117,7 +117,7 @@ Tool MakeListArtifactsTool(const ContextPtr& context) {
   tool.annotations = Annotations("List artifacts", true, false, true);
   tool.handler = [context](ToolCall& call, const Json& arguments) {
     std::string session_id = arguments["session_id"].get<std::string>();
-    Json extra = {{"session_id", session_id}};
+    Json extra = SessionIdExtra(session_id);
     auto path = SandboxPath(arguments.value("path", std::string()));
     if (!path) return ToolError(path.error(), extra);
     auto entries =

@@ -179,7 +179,7 @@ Tool MakeReadFileTool(const ContextPtr& context) {
   tool.annotations = Annotations("Read text file", true, false, true);
   tool.handler = [context, limit](ToolCall&, const Json& arguments) {
     std::string session_id = arguments["session_id"].get<std::string>();
-    Json extra = {{"session_id", session_id}};
+    Json extra = SessionIdExtra(session_id);
     auto path = SandboxPath(arguments["path"].get<std::string>());
     if (!path) return ToolError(path.error(), extra);
     auto content = context->sessions.ReadFile(session_id, *path, limit);

@@ -6,6 +6,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/tool_support.h"
 #include "runtime/base/units.h"
+#include "runtime/egress/egress_report.h"
 #include "runtime/limits_json.h"
 
 namespace sandbox::mcp::tools {
@@ -31,30 +32,6 @@ Json UsageJson(const SandboxUsage& usage) {
           {"cpu_seconds", usage.cpu_seconds}};
 }
 
-Json EgressJson(const EgressInfo& egress) {
-  Json json = {{"enabled", egress.enabled}};
-  if (!egress.enabled) return json;
-  json["allow"] = egress.allow;
-  if (!egress.index_url.empty()) json["index_url"] = egress.index_url;
-  json["max_bytes"] = egress.max_bytes;
-  json["bytes"] = egress.usage.bytes;
-  json["connections"] = egress.usage.connections;
-  json["refused"] = egress.usage.refused;
-  json["open"] = egress.usage.open;
-  json["byte_limit_reached"] = egress.usage.byte_limit_reached;
-  return json;
-}
-
-std::string EgressText(const EgressInfo& egress) {
-  if (!egress.enabled) return "egress: none (no network)\n";
-  std::string hosts;
-  for (const auto& entry : egress.allow) hosts += (hosts.empty() ? "" : ", ") + entry;
-  return fmt::format("egress: {}; {} of {} carried, {} connection(s), {} refused{}\n", hosts,
-                     FormatBytes(egress.usage.bytes), FormatBytes(egress.max_bytes),
-                     egress.usage.connections, egress.usage.refused,
-                     egress.usage.byte_limit_reached ? " (byte limit reached)" : "");
-}
-
 Json SessionJson(const SessionInfo& info) {
   return {{"session_id", info.id},
           {"name", ValidUtf8(info.name)},
@@ -65,7 +42,7 @@ Json SessionJson(const SessionInfo& info) {
           {"idle_s", static_cast<int64_t>(SecondsSince(info.last_used))},
           {"runs", info.runs},
           {"usage", UsageJson(info.usage)},
-          {"egress", EgressJson(info.egress)}};
+          {"egress", egress::EgressJson(info.egress, /*with_usage=*/true)}};
 }
 
 std::string LimitsText(const SessionInfo& info) {
@@ -115,7 +92,8 @@ Tool MakeCreateSessionTool(const ContextPtr& context) {
       {{"name", Property("string", "A label to recognise the session by.", {{"maxLength", 200}})},
        {"image", Property("string",
                           "Image name from `mcp-sandbox image ls` (default: the "
-                          "server's SANDBOX_IMAGE).")},
+                          "server's SANDBOX_IMAGE).",
+                          {{"maxLength", 256}})},
        {"memory_limit",
         Property("string", "Memory limit, e.g. \"256m\" (or bytes); at most the server's.")},
        {"cpu_limit",
@@ -257,7 +235,8 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
         info->id, info->name.empty() ? "" : " \"" + ValidUtf8(info->name) + "\"", info->state,
         info->image, info->backend, SecondsSince(info->created), idle, expires_in, info->runs,
         FormatBytes(info->usage.memory_bytes), FormatBytes(info->usage.memory_peak_bytes),
-        info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills, EgressText(info->egress),
+        info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills,
+        "egress: " + egress::EgressLine(info->egress, /*with_usage=*/true) + "\n",
         info->enforced.cgroup_mode, LimitsText(*info)));
     result.SetStructured(std::move(structured));
     return result.Build();

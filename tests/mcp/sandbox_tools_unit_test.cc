@@ -17,6 +17,7 @@
 #include "runtime/session/session_manager.h"
 #include "tests/mcp/capture_reply.h"
 #include "tests/support/host_backend.h"
+#include "tests/support/log_capture.h"
 
 namespace sandbox::mcp {
 namespace {
@@ -463,6 +464,96 @@ TEST_CASE("resources: completion of session_id and path", "[unit]") {
   CHECK(complete("session_id", "nope", nullptr) == Json::array());
   CHECK(complete("path", "da", {{"session_id", id}}) == Json::array({"data/", "data/x.csv"}));
   CHECK(complete("path", "", nullptr) == Json::array());  // no session chosen yet
+}
+
+}  // namespace sandbox::mcp
+
+namespace sandbox::mcp {
+namespace {
+
+// A valid small value for each argument a tool may require, so that the one argument under test
+// is the only odd one.
+Json SmallValue(const std::string& name, const std::string& session_id) {
+  if (name == "session_id") return session_id;
+  if (name == "path" || name == "filename") return "bound.txt";
+  if (name == "content") return "x";
+  if (name == "content_base64") return "eA==";
+  if (name == "code") return "print(1)";
+  if (name == "command") return "true";
+  if (name == "packages") return Json::array({"six"});
+  if (name == "files") return Json::array({{{"filename", "in.txt"}, {"content_base64", "eA=="}}});
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("tools: 1 MiB arguments come back bounded, in the result and in the log", "[unit]") {
+  Fixture f;
+  const std::string id = f.NewSession();
+  // Quotes, a backslash, a newline and a byte that is not UTF-8 in the middle of 1 MiB.
+  const std::string huge = std::string(1 << 19, 'x') + "\"\\\n\xff" + std::string(1 << 19, 'y');
+  Json tools =
+      f.Request({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}})["result"]["tools"];
+  sandbox::testing::LogCapture log;
+  int calls = 0;
+  for (const auto& tool : tools) {
+    const std::string name = tool["name"].get<std::string>();
+    const Json& properties = tool["inputSchema"]["properties"];
+    const Json required = tool["inputSchema"].value("required", Json::array());
+    // Every argument in turn: a string gets the 1 MiB text, an array of strings one item of it,
+    // an array of objects one string member of its item.
+    std::vector<std::pair<std::string, Json>> cases;
+    for (const auto& [argument, schema] : properties.items()) {
+      std::string type = schema.value("type", "");
+      if (type == "string") cases.emplace_back(argument, huge);
+      if (type == "array" && schema["items"].value("type", "") == "string") {
+        cases.emplace_back(argument, Json::array({huge}));
+      }
+      if (type == "array" && schema["items"].value("type", "") == "object") {
+        for (const auto& [member, member_schema] : schema["items"]["properties"].items()) {
+          if (member_schema.value("type", "") != "string") continue;
+          Json item = SmallValue(argument, id).at(0);
+          item[member] = huge;
+          cases.emplace_back(argument + "." + member, Json::array({item}));
+        }
+      }
+    }
+    for (const auto& [label, value] : cases) {
+      Json arguments = Json::object();
+      for (const auto& argument : required) {
+        arguments[argument.get<std::string>()] = SmallValue(argument.get<std::string>(), id);
+      }
+      // Keep to the one session, so the server's session cap never answers instead.
+      if (properties.contains("session_id")) arguments["session_id"] = id;
+      arguments[label.substr(0, label.find('.'))] = value;
+      INFO(name << " with 1 MiB in " << label);
+      size_t log_before = log.Size();
+      Json response = f.CallRaw(name, arguments);
+      ++calls;
+      size_t logged = log.Size() - log_before;
+      INFO(response.dump().substr(0, 400));
+      CHECK(response.dump().size() < 16 * 1024);
+      CHECK(logged < 2048);
+      // Nothing echoed whole: the structured result holds no long client text.
+      if (response.contains("result") && response["result"].contains("structuredContent")) {
+        for (const auto& [key, member] : response["result"]["structuredContent"].items()) {
+          if (member.is_string()) CHECK(member.get<std::string>().size() < 1024);
+        }
+      }
+    }
+  }
+  CHECK(calls >= 20);
+  // A session id that is not one: never the whole argument, in the result or the log line.
+  for (const char* tool :
+       {"sandbox_read_artifact", "sandbox_list_artifacts", "sandbox_read_file"}) {
+    INFO(tool);
+    Json result = f.Call(tool, {{"session_id", huge}, {"path", "../../etc/passwd\n"}});
+    CHECK(result.value("isError", false));
+    CHECK_FALSE(result["structuredContent"].contains("session_id"));
+  }
+  std::string text = log.Text();
+  CHECK(text.find(std::string(200, 'x')) == std::string::npos);
+  CHECK(text.find("session='xxxx") != std::string::npos);  // the tool_call line, quoted and cut
 }
 
 }  // namespace sandbox::mcp
