@@ -48,7 +48,8 @@ Tool MakeInstallPackagesTool(const ContextPtr& context) {
                     {"packages", {{"type", "array"}, {"items", {{"type", "string"}}}}},
                     {"output", {{"type", "string"}}}},
                    {"session_id", "packages"});
-  tool.annotations = Annotations("Install Python packages", false, false, true);
+  tool.annotations =
+      Annotations("Install Python packages", false, false, true, RunsCodeWithNetwork(*context));
   tool.handler = [context](ToolCall& call, const Json& arguments) {
     InstallRequest request;
     for (const auto& item : arguments["packages"]) {

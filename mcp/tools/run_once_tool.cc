@@ -7,6 +7,7 @@
 #include "mcp/tools/run_output.h"
 #include "runtime/base/base64.h"
 #include "runtime/base/units.h"
+#include "runtime/egress/egress_report.h"
 
 namespace sandbox::mcp::tools {
 
@@ -39,9 +40,8 @@ Tool MakeRunOnceTool(const ContextPtr& context) {
       "Run Python code (or a shell command) once in a fresh sandbox that is destroyed "
       "afterwards: creates a session, uploads the given files to /mnt/data, runs, and returns "
       "output, figures (as images) and the files written to /mnt/data, then closes it. Nothing "
-      "persists; for follow-up work use sandbox_run_python with a session. Limited to {} s; no "
-      "network.",
-      context->settings.exec_timeout_s);
+      "persists; for follow-up work use sandbox_run_python with a session. Limited to {} s. {}",
+      context->settings.exec_timeout_s, egress::EgressSentence(context->sessions.config().egress));
   tool.input_schema = InputSchema(
       {{"code", Property("string", "Python source, or a shell command when language is \"shell\".",
                          {{"minLength", 1}})},
@@ -62,7 +62,7 @@ Tool MakeRunOnceTool(const ContextPtr& context) {
                               {{"exclusiveMinimum", 0}})}},
       {"code"});
   tool.output_schema = RunOutputSchema();
-  tool.annotations = Annotations("Run once", false, false, false);
+  tool.annotations = Annotations("Run once", false, false, false, RunsCodeWithNetwork(*context));
   tool.handler = [context](ToolCall& call, const Json& arguments) {
     RunRequest request;
     request.kind = arguments.value("language", "python") == "shell" ? RunRequest::Kind::kShell

@@ -6,6 +6,7 @@
 #include "mcp/tools/run_call.h"
 #include "mcp/tools/run_output.h"
 #include "runtime/base/units.h"
+#include "runtime/egress/egress_report.h"
 
 namespace sandbox::mcp::tools {
 
@@ -63,7 +64,7 @@ Tool MakeRunPythonTool(const ContextPtr& context) {
       "the traceback in stderr; the session "
       "stays usable. fresh=true runs in a new interpreter process.",
       context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes),
-      EgressSummary(context->sessions.config().egress));
+      egress::EgressSentence(context->sessions.config().egress));
   tool.input_schema =
       InputSchema({{"code", Property("string",
                                      "Python source to run. As in a notebook, the value of "
@@ -76,7 +77,7 @@ Tool MakeRunPythonTool(const ContextPtr& context) {
                                       "persistent one (default false).")}},
                   {"code"});
   tool.output_schema = RunOutputSchema();
-  tool.annotations = Annotations("Run Python", false, true, false);
+  tool.annotations = Annotations("Run Python", false, true, false, RunsCodeWithNetwork(*context));
   tool.handler = [context](ToolCall& call, const Json& arguments) {
     RunRequest request;
     request.kind = RunRequest::Kind::kPython;
@@ -98,7 +99,7 @@ Tool MakeRunCommandTool(const ContextPtr& context) {
       "- Limited to {} s (timeout_s); stdout and stderr are kept up to {} each. The exit code "
       "is the command's own.\n- {}",
       context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes),
-      EgressSummary(context->sessions.config().egress));
+      egress::EgressSentence(context->sessions.config().egress));
   tool.input_schema = InputSchema(
       {{"command",
         Property("string", "The command line, run with /bin/sh -c.", {{"minLength", 1}})},
@@ -107,7 +108,8 @@ Tool MakeRunCommandTool(const ContextPtr& context) {
        {"cwd", Property("string", "Working directory (default /mnt/data).", {{"minLength", 1}})}},
       {"command"});
   tool.output_schema = RunOutputSchema();
-  tool.annotations = Annotations("Run shell command", false, true, false);
+  tool.annotations =
+      Annotations("Run shell command", false, true, false, RunsCodeWithNetwork(*context));
   tool.handler = [context](ToolCall& call, const Json& arguments) {
     RunRequest request;
     request.kind = RunRequest::Kind::kShell;

@@ -6,6 +6,7 @@
 #include "mcp/tool_result.h"
 #include "mcp/tools/tool_support.h"
 #include "runtime/base/units.h"
+#include "runtime/egress/egress_report.h"
 
 namespace sandbox::mcp {
 
@@ -36,16 +37,16 @@ FileReader SandboxFileReader(SessionManager& sessions) {
   };
 }
 
-std::string SandboxInstructions(const ToolSettings& settings) {
+std::string SandboxInstructions(const ToolSettings& settings, const egress::EgressConfig& egress) {
   return fmt::format(
-      "Runs Python and shell commands in isolated sandboxes with no network. A session keeps "
+      "Runs Python and shell commands in isolated sandboxes. {} A session keeps "
       "a persistent Python interpreter (like a notebook) and a /mnt/data directory: call "
       "sandbox_run_python without session_id to start one and reuse the session_id it returns. "
       "Upload inputs with sandbox_upload_file (base64) and read them from /mnt/data; files "
       "written to /mnt/data come back as artifacts (sandbox_list_artifacts, "
       "sandbox_read_artifact); open matplotlib figures come back as images. Runs stop after "
       "{} s. Close sessions you no longer need with sandbox_close_session; idle ones expire.",
-      settings.exec_timeout_s);
+      egress::EgressSentence(egress), settings.exec_timeout_s);
 }
 
 }  // namespace sandbox::mcp

@@ -34,7 +34,8 @@ std::shared_ptr<ResourceProvider> SandboxResources(SessionManager& sessions,
 // GET /files/{session_id}/{path} (largest file served: 256 MiB).
 FileReader SandboxFileReader(SessionManager& sessions);
 
-// The `instructions` of the initialize result: how to use the tools together.
-std::string SandboxInstructions(const ToolSettings& settings);
+// The `instructions` of the initialize result: how to use the tools together, and what the
+// sandboxes may reach under `egress` (the session manager's policy: SessionManager::config()).
+std::string SandboxInstructions(const ToolSettings& settings, const egress::EgressConfig& egress);
 
 }  // namespace sandbox::mcp

@@ -36,12 +36,19 @@ Json OutputSchema(Json properties, std::vector<std::string> required_on_success)
               {"anyOf", Json::array({std::move(success), std::move(failure)})}};
 }
 
-Json Annotations(std::string_view title, bool read_only, bool destructive, bool idempotent) {
+Json Annotations(std::string_view title, bool read_only, bool destructive, bool idempotent,
+                 bool open_world) {
   Json annotations = {{"title", title}, {"readOnlyHint", read_only}};
   if (!read_only) annotations["destructiveHint"] = destructive;
   annotations["idempotentHint"] = idempotent;
-  annotations["openWorldHint"] = false;  // sandboxes have no network
+  annotations["openWorldHint"] = open_world;
   return annotations;
+}
+
+bool RunsCodeWithNetwork(const ToolContext& context) {
+  // The policy after the session manager's word on the backend: it drops the allowlist of a
+  // backend that cannot carry egress, and then nothing may say there is a network.
+  return context.sessions.config().egress.enabled();
 }
 
 Json SessionIdProperty(bool optional_creates) {

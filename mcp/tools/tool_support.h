@@ -34,7 +34,12 @@ Json InputSchema(Json properties, const std::vector<std::string>& required = {})
 // An output schema that also admits the error shape {"error", "message"} (the SDK client
 // validates structuredContent of error results too).
 Json OutputSchema(Json properties, std::vector<std::string> required_on_success);
-Json Annotations(std::string_view title, bool read_only, bool destructive, bool idempotent);
+// MCP's tool hints. `open_world`: the tool runs the session's code, which can reach the hosts the
+// egress policy allows (RunsCodeWithNetwork); tools that only move files or sessions are closed.
+Json Annotations(std::string_view title, bool read_only, bool destructive, bool idempotent,
+                 bool open_world = false);
+// Whether code a session runs can reach the network, from the egress policy in force.
+bool RunsCodeWithNetwork(const ToolContext& context);
 // The name x-mcp-header gives session_id: the header is Mcp-Param-Session-Id.
 inline constexpr char kSessionIdHeaderName[] = "Session-Id";
 // The session_id property: required, or optional with "omit to create a new session".

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/base/quoted.h"
 #include "runtime/egress/proxy_request.h"
 
 namespace sandbox::egress {
@@ -72,13 +73,6 @@ std::string StatusText(int status) {
   }
 }
 
-// A reason fit for a status line and a log: printable ASCII only.
-std::string Printable(std::string_view text) {
-  std::string out;
-  for (char c : text) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  return out;
-}
-
 // A non-blocking connect to `address`, waiting until `deadline` or `stop_fd`; errno-like code.
 int Dial(const struct sockaddr* address, socklen_t length, int stop_fd, Clock::time_point deadline,
          Fd* out) {
@@ -118,7 +112,8 @@ EgressProxy::EgressProxy(std::string session_id, Allowlist allowlist, EgressLimi
       allowlist_(std::move(allowlist)),
       limits_(limits),
       channel_(std::move(channel)),
-      stop_(std::move(stop)) {}
+      stop_(std::move(stop)),
+      log_(session_id_, limits_.log) {}
 
 void EgressProxy::Shutdown() {
   // The eventfd is never read: once written it stays readable, so every poll sees it.
@@ -158,12 +153,16 @@ void EgressProxy::ReapFinished(bool all) {
 void EgressProxy::ReadChannel() {
   for (;;) {
     struct pollfd fds[2] = {{channel_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    // Wake when a summary of counted log lines is due, even if the sandbox goes quiet.
+    std::optional<Clock::time_point> summary_due = log_.Flush();
+    int ready = ::poll(fds, 2, summary_due ? MillisUntil(*summary_due) + 1 : -1);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       spdlog::error("egress {}: poll: {}", session_id_, ErrnoName(errno));
       return;
     }
     if (fds[1].revents != 0) return;
+    if (ready == 0) continue;
     char byte = 0;
     struct iovec iov = {&byte, 1};
     alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
@@ -214,8 +213,11 @@ void EgressProxy::ReadChannel() {
 void EgressProxy::Refuse(int client, int status, const std::string& target,
                          const std::string& reason) {
   refused_.fetch_add(1);
-  std::string line = Printable(reason);
-  spdlog::warn("egress {}: {} refused ({}): {}", session_id_, Printable(target), status, line);
+  // `reason` is the proxy's own words (names it judged, never raw request bytes), so it can go in
+  // the status line as it is; `target` is the sandbox's and is quoted.
+  log_.Write(spdlog::level::warn, fmt::format("refused ({})", status),
+             fmt::format("{} refused ({}): {}", Quoted(target, 200), status, reason));
+  const std::string& line = reason;
   std::string body = line + "\n";
   // The reason goes in the status line too: Python's CONNECT code (http.client, so pip and
   // requests) reports "Tunnel connection failed: <status> <reason>" and drops the body.
@@ -393,7 +395,8 @@ void EgressProxy::Serve(Fd client) {
     return;
   }
   connections_.fetch_add(1);
-  spdlog::info("egress {}: {} -> {}", session_id_, Printable(target), dialled);
+  log_.Write(spdlog::level::info, "tunnels opened",
+             fmt::format("{} -> {}", Quoted(target, 200), dialled));
 
   // 4. Say yes (CONNECT) or forward the rewritten request, then carry bytes.
   const auto deadline = Clock::now() + limits_.idle_timeout;
@@ -481,10 +484,12 @@ void EgressProxy::Pump(int client, int upstream, const std::string& target) {
     if (failed) break;
   }
   if (ended == "byte limit reached") {
-    spdlog::warn("egress {}: {} closed: the session's {} byte egress limit is reached", session_id_,
-                 Printable(target), limits_.max_bytes);
+    log_.Write(spdlog::level::warn, "tunnels closed at the byte limit",
+               fmt::format("{} closed: the session's {} byte egress limit is reached",
+                           Quoted(target, 200), limits_.max_bytes));
   } else {
-    spdlog::debug("egress {}: {} ended: {}", session_id_, Printable(target), ended);
+    log_.Write(spdlog::level::debug, "tunnels ended",
+               fmt::format("{} ended: {}", Quoted(target, 200), ended));
   }
 }
 

@@ -22,6 +22,7 @@
 #include "runtime/base/fd.h"
 #include "runtime/base/result.h"
 #include "runtime/egress/allowlist.h"
+#include "runtime/egress/egress_log.h"
 
 namespace sandbox::egress {
 
@@ -31,6 +32,7 @@ struct EgressLimits {
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};   // a tunnel with no traffic
   std::chrono::milliseconds head_timeout{std::chrono::seconds(15)};  // to send the request head
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(15)};
+  EgressLog::Budget log;  // log lines per interval about this session's connections
 };
 
 struct EgressUsage {
@@ -84,6 +86,7 @@ class EgressProxy {
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint32_t> open_{0};
   std::atomic<bool> byte_limit_reached_{false};
+  EgressLog log_;
   std::mutex tunnels_mutex_;
   std::list<Tunnel> tunnels_;
   std::thread reader_;

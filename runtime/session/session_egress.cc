@@ -60,24 +60,14 @@ Status SessionEgress::SandboxReady() {
   return {};
 }
 
-std::string EgressSummary(const egress::EgressConfig& config) {
-  if (!config.enabled()) return "There is no network access.";
-  std::string hosts;
-  for (const std::string& entry : config.allow.Entries()) {
-    hosts += (hosts.empty() ? "" : ", ") + entry;
-  }
-  return "Network: only HTTP(S) through the proxy already set in HTTP_PROXY/HTTPS_PROXY, to " +
-         hosts + " (names without a port: 80 and 443); anything else is refused with 403, " +
-         "there is no DNS inside, and a session created with egress=false has no network.";
-}
-
 EgressInfo DescribeEgress(const egress::EgressConfig& config, const SessionEgress* egress) {
-  EgressInfo info;
-  info.max_bytes = config.limits.max_bytes;
-  if (egress == nullptr) return info;
-  info.enabled = true;
-  info.allow = config.allow.Entries();
-  info.index_url = config.index_url;
+  // A session without a proxy was sealed (egress=false) or its server has no allowlist.
+  if (egress == nullptr) {
+    EgressInfo sealed;
+    sealed.max_bytes = config.limits.max_bytes;
+    return sealed;
+  }
+  EgressInfo info = egress::DescribePolicy(config);
   info.usage = egress->Usage();
   return info;
 }

@@ -14,18 +14,13 @@
 #include "runtime/base/result.h"
 #include "runtime/egress/egress_config.h"
 #include "runtime/egress/egress_proxy.h"
+#include "runtime/egress/egress_report.h"
 #include "runtime/session/egress_socket.h"
 
 namespace sandbox {
 
-// The egress policy in force for one session, as status reports it.
-struct EgressInfo {
-  bool enabled = false;
-  std::vector<std::string> allow;  // canonical entries; empty when disabled
-  std::string index_url;           // "" = none / pip's default
-  uint64_t max_bytes = 0;
-  egress::EgressUsage usage;
-};
+// The egress policy in force for one session, as status reports it (egress_report.h).
+using EgressInfo = egress::EgressInfo;
 
 // Whether a session gets egress: on when the server has an allowlist unless the caller asks
 // for false; asking for true on a server without one is kInvalidArgument (narrow, never widen).
@@ -59,10 +54,6 @@ class SessionEgress {
   Fd sandbox_end_;       // kChannelFd, until SandboxReady
   EgressSocket socket_;  // kSocketPath, until SandboxReady
 };
-
-// One sentence for tool descriptions: which hosts sandboxes may reach, or that they have no
-// network (so a model does not retry pip against a sealed sandbox).
-std::string EgressSummary(const egress::EgressConfig& config);
 
 EgressInfo DescribeEgress(const egress::EgressConfig& config, const SessionEgress* egress);
 

@@ -45,7 +45,7 @@ NoBackendServer::NoBackendServer() {
       std::make_unique<SessionManager>(config, std::make_shared<NoSandboxBackend>(), resolver);
   mcp::ServerOptions options;
   options.worker_threads = 2;
-  options.instructions = mcp::SandboxInstructions(settings);
+  options.instructions = mcp::SandboxInstructions(settings, sessions->config().egress);
   options.resources = mcp::SandboxResources(*sessions, settings);
   server = std::make_unique<mcp::Server>(options, mcp::SandboxTools(*sessions, settings));
 }

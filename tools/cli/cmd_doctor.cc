@@ -14,6 +14,7 @@
 #include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
+#include "runtime/egress/egress_report.h"
 #include "runtime/limits.h"
 #include "runtime/limits_json.h"
 #include "runtime/ns/kernel_counters.h"
@@ -189,29 +190,14 @@ int DoctorCommand(const Argv& argv) {
   }
   // The egress policy sessions would get (issue #9): off, or the allowlist in force.
   auto egress = mcp::EgressConfigFor(config);
-  nlohmann::json egress_json = {{"enabled", egress && egress->enabled()}};
-  if (egress && egress->enabled()) {
-    egress_json["allow"] = egress->allow.Entries();
-    egress_json["index_url"] = egress->index_url;
-    egress_json["max_bytes"] = egress->limits.max_bytes;
-  }
+  egress::EgressInfo policy = egress::DescribePolicy(egress ? *egress : egress::EgressConfig{});
   if (args.Has("--json")) {
     nlohmann::json out = ReportJson(report, state_dir, config, checked.errors);
-    out["egress"] = egress_json;
+    out["egress"] = egress::EgressJson(policy, /*with_usage=*/false);
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     PrintHuman(std::cout, report, state_dir, config, checked.errors);
-    std::string hosts;
-    if (egress && egress->enabled()) {
-      for (const auto& entry : egress->allow.Entries())
-        hosts += (hosts.empty() ? "" : ", ") + entry;
-    }
-    std::cout << "egress: "
-              << (hosts.empty()
-                      ? "none (sandboxes have no network)"
-                      : hosts + " (index " +
-                            (egress->index_url.empty() ? "pip's default" : egress->index_url) + ")")
-              << "\n";
+    std::cout << "egress: " << egress::EgressLine(policy, /*with_usage=*/false) << "\n";
   }
   std::cout.flush();
   if (!checked.errors.empty()) {

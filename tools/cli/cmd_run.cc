@@ -19,6 +19,7 @@
 #include "runtime/base/files.h"
 #include "runtime/base/logging.h"
 #include "runtime/base/units.h"
+#include "runtime/egress/egress_report.h"
 #include "runtime/limits_json.h"
 #include "runtime/session/backend_factory.h"
 #include "runtime/session/session_manager.h"
@@ -216,10 +217,7 @@ int RunCommand(const Argv& argv) {
     out["duration_s"] = result->duration_s;
     out["limits"] = info ? EnforcedLimitsJson(info->enforced) : nlohmann::json(nullptr);
     if (info) {
-      out["egress"] = {{"enabled", info->egress.enabled},
-                       {"allow", info->egress.allow},
-                       {"bytes", info->egress.usage.bytes},
-                       {"refused", info->egress.usage.refused}};
+      out["egress"] = egress::EgressJson(info->egress, /*with_usage=*/true);
     }
     out["artifacts"] = nlohmann::json::array();
     for (const auto& file : result->artifacts) {

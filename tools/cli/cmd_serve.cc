@@ -189,7 +189,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   settings.max_result_bytes = config.max_result_bytes;
   mcp::ServerOptions options;
   options.version = SANDBOX_VERSION;
-  options.instructions = mcp::SandboxInstructions(settings);
+  options.instructions = mcp::SandboxInstructions(settings, sessions.config().egress);
   options.worker_threads = static_cast<size_t>(config.max_sessions) + 8;
   options.resources = mcp::SandboxResources(sessions, settings);
   if (wrap_resources) options.resources = wrap_resources(options.resources);
