@@ -13,10 +13,12 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "runtime/base/fd_ops.h"
+#include "tests/support/log_capture.h"
 
 namespace sandbox::egress {
 namespace {
@@ -241,6 +243,27 @@ TEST_CASE("egress proxy: tunnels at once are capped, and closing the proxy close
   p.proxy.reset();
   CHECK(std::chrono::steady_clock::now() - t0 < 2s);
   CHECK(ReadToEof(first.get()).empty());  // EOF: the tunnel is gone
+}
+
+TEST_CASE("egress proxy: a flood of 600 connections is held to the cap and its log stays small",
+          "[unit]") {
+  testing::LogCapture log(spdlog::level::info);
+  ProxyUnderTest p("127.0.0.1");  // the default limits: 32 tunnels at once
+  // Like a cell that opens 600 connections at once and sends nothing: 32 wait for their request
+  // head, every other one is refused with 503.
+  std::vector<Fd> clients;
+  for (int i = 0; i < 600; ++i) clients.push_back(p.Connect());
+  for (int i = 0; i < 500 && p.proxy->Usage().refused < 568; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(p.proxy->Usage().refused == 568);
+  CHECK(p.proxy->Usage().open == 32);
+  CHECK(ReadToEof(clients.back().get()).starts_with("HTTP/1.1 503 egress refused"));
+  p.proxy.reset();  // writes the summary of what it counted
+  std::string text = log.Text();
+  INFO(text);
+  // One warning line per refusal was 76-82 KB for such a flood.
+  CHECK(text.size() < 4096);
+  CHECK(text.find("refused (503)") != std::string::npos);
+  CHECK(text.find("not logged one by one") != std::string::npos);
 }
 
 TEST_CASE("egress proxy: an idle tunnel is closed", "[unit]") {
