@@ -4,8 +4,10 @@
 // in seconds without root, an image or a daemon.
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 #include "mcp/tools/sandbox_tools.h"
 #include "runtime/base/base64.h"
 #include "runtime/base/files.h"
+#include "runtime/egress/egress_report.h"
 #include "runtime/session/session_manager.h"
 #include "tests/mcp/capture_reply.h"
 #include "tests/support/host_backend.h"
@@ -554,6 +557,78 @@ TEST_CASE("tools: 1 MiB arguments come back bounded, in the result and in the lo
   std::string text = log.Text();
   CHECK(text.find(std::string(200, 'x')) == std::string::npos);
   CHECK(text.find("session='xxxx") != std::string::npos);  // the tool_call line, quoted and cut
+}
+
+}  // namespace sandbox::mcp
+
+namespace sandbox::mcp {
+namespace {
+
+// HostBackend with an egress channel: the session manager then keeps the server's policy (it
+// drops the policy of a backend that cannot carry egress). The channel is never served here.
+class EgressHostBackend : public sandbox::testing::HostBackend {
+ public:
+  EgressTransport egress_transport() const override { return EgressTransport::kChannelFd; }
+};
+
+Result<ResolvedImage> HostImage(const std::string& name) {
+  ResolvedImage image;
+  image.name = name;
+  return image;
+}
+
+}  // namespace
+
+TEST_CASE("tools: what the server says about the network follows the egress policy, both ways",
+          "[unit]") {
+  struct Case {
+    const char* label;
+    std::string allow;
+    std::shared_ptr<Backend> backend;
+    bool network;
+  };
+  std::vector<Case> cases = {
+      {"no allowlist", "", std::make_shared<EgressHostBackend>(), false},
+      {"an allowlist", "pypi.org,files.pythonhosted.org", std::make_shared<EgressHostBackend>(),
+       true},
+      // The policy is dropped with a warning: nothing may then say there is a network.
+      {"an allowlist, a backend without egress", "pypi.org",
+       std::make_shared<sandbox::testing::HostBackend>(), false},
+  };
+  const std::set<std::string> runs_code = {"sandbox_run_python", "sandbox_run_command",
+                                           "sandbox_run_once", "sandbox_install_packages"};
+  for (const Case& c : cases) {
+    INFO(c.label);
+    SessionConfig config;
+    config.default_image = "host";
+    if (!c.allow.empty()) {
+      auto allow = egress::Allowlist::Parse(c.allow);
+      REQUIRE(allow);
+      config.egress.allow = *allow;
+    }
+    SessionManager manager(config, c.backend, HostImage);
+    ToolSettings settings;
+    const std::string instructions = SandboxInstructions(settings, manager.config().egress);
+    CHECK((instructions.find("There is no network access.") == std::string::npos) == c.network);
+    CHECK((instructions.find("pypi.org") != std::string::npos) == c.network);
+    for (const Tool& tool : SandboxTools(manager, settings)) {
+      INFO(tool.name);
+      const bool open = c.network && runs_code.count(tool.name) != 0;
+      CHECK(tool.annotations["openWorldHint"] == open);
+      if (tool.name == "sandbox_install_packages" || runs_code.count(tool.name) == 0) continue;
+      CHECK((tool.description.find("There is no network access.") == std::string::npos) ==
+            c.network);
+      CHECK((tool.description.find("pypi.org, files.pythonhosted.org") != std::string::npos) ==
+            c.network);
+    }
+    // The egress object a session reports (status, create_session, run --json) says the same.
+    auto session = manager.Create(SessionOptions{});
+    REQUIRE(session);
+    Json egress = egress::EgressJson(session->egress, /*with_usage=*/true);
+    CHECK(egress["enabled"] == c.network);
+    CHECK(egress.contains("allow") == c.network);
+    manager.CloseAll();
+  }
 }
 
 }  // namespace sandbox::mcp

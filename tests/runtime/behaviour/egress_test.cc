@@ -15,15 +15,18 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "runtime/base/files.h"
 #include "runtime/session/egress_socket.h"
 #include "runtime/session/package_installer.h"
 #include "tests/runtime/behaviour/behaviour_fixture.h"
+#include "tests/support/log_capture.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox::testing {
@@ -346,6 +349,44 @@ BEHAVIOUR_TEST("egress: a sealed session and the byte cap and tunnels closed wit
 }  // namespace sandbox::testing
 
 namespace sandbox::testing {
+
+BEHAVIOUR_TEST("egress: a flood of connections is held to the cap and its log stays small",
+               "[egress]") {
+  EchoServer echo;
+  fixture.Reconfigure([&](SessionConfig& config) {
+    auto allow = egress::Allowlist::Parse("127.0.0.1:" + std::to_string(echo.port()));
+    REQUIRE(allow);
+    config.egress.allow = *allow;
+  });
+  std::string session = fixture.NewSession();
+  const uint64_t cap =
+      static_cast<uint64_t>(fixture.manager().config().egress.limits.max_connections);
+  LogCapture log(spdlog::level::info);
+  // 600 connections to the proxy at once, none sending its request: `cap` wait for their head,
+  // the proxy refuses every other one with 503. One warning line per refusal was 76-82 KB.
+  RunResult flood = fixture.Python(session,
+                                   "import socket\n"
+                                   "held = []\n"
+                                   "for i in range(600):\n"
+                                   "    held.append(socket.create_connection(('127.0.0.1', 3128), "
+                                   "timeout=20))\n"
+                                   "print(len(held))\n");
+  CHECK(flood.stdout_text == "600\n");
+  uint64_t refused = 0;
+  for (int i = 0; i < 500 && refused < 600 - cap; ++i) {
+    refused = fixture.manager().Get(session)->egress.usage.refused;
+    if (refused < 600 - cap) std::this_thread::sleep_for(20ms);
+  }
+  CHECK(refused >= 600 - cap);
+  REQUIRE(fixture.manager().Close(session, /*force=*/true));
+  std::string text = log.Text();
+  INFO(text.substr(0, 2000));
+  std::cerr << fmt::format("[{}] a flood of 600 connections: {} refused, {} bytes of log\n",
+                           fixture.backend(), refused, text.size());
+  CHECK(text.size() < 8192);
+  CHECK(text.find("refused (503)") != std::string::npos);
+  CHECK(text.find("not logged one by one") != std::string::npos);
+}
 
 BEHAVIOUR_TEST("egress: a pooled sandbox carries its session's egress", "[egress]") {
   EchoServer echo;

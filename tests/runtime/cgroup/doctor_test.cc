@@ -100,6 +100,24 @@ TEST_CASE("doctor: limits from the environment, usage errors exit 2", "[doctor]"
   CHECK(help.out.find("example") != std::string::npos);
 }
 
+TEST_CASE("doctor: the egress policy, with and without SANDBOX_EGRESS_ALLOW", "[doctor]") {
+  // The same object and line as sandbox_session_status and `run --json` (egress_report.h).
+  auto sealed = nlohmann::json::parse(Doctor("SANDBOX_CGROUP=none", "--json").out);
+  CHECK(sealed["egress"] == nlohmann::json{{"enabled", false}});
+  CHECK(Doctor("SANDBOX_CGROUP=none", "").out.find("egress: none (no network)") !=
+        std::string::npos);
+  const std::string allow = "SANDBOX_CGROUP=none SANDBOX_EGRESS_ALLOW=pypi.org,example.com:8443";
+  auto open = nlohmann::json::parse(Doctor(allow, "--json").out);
+  INFO(open["egress"].dump());
+  CHECK(open["egress"]["enabled"] == true);
+  CHECK(open["egress"]["allow"].size() >= 2);
+  CHECK(open["egress"].contains("max_bytes"));
+  CHECK_FALSE(open["egress"].contains("bytes"));  // a policy alone carried nothing
+  std::string text = Doctor(allow, "").out;
+  CHECK(text.find("egress: pypi.org") != std::string::npos);
+  CHECK(text.find("no network") == std::string::npos);
+}
+
 TEST_CASE("doctor: human table", "[doctor]") {
   Run run = Doctor("SANDBOX_CGROUP=none", "");
   INFO(run.out);
