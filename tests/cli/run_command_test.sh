@@ -30,6 +30,14 @@ check "--json exit code" 0 $?
 check "--json fields" "0|o
 |e
 |/mnt/data/a.txt" "$(python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["exit_code"], r["stdout"], r["stderr"], r["artifacts"][0]["path"], sep="|")' <<<"$json")"
+# The egress object is the one sandbox_session_status and doctor report (egress_report.h), both ways.
+egress_of() {  # egress_of [ALLOWLIST]: enabled|allow of `run --json`
+  SANDBOX_EGRESS_ALLOW=${1:-} "$bin" run --image "$image" --json - <<<'print(1)' 2>/dev/null |
+    python3 -c 'import json,sys; e=json.load(sys.stdin)["egress"]; print(e["enabled"], ",".join(e.get("allow", [])), "bytes" in e, sep="|")'
+}
+check "--json egress without an allowlist" "False||False" "$(egress_of)"
+check "--json egress with an allowlist" "True|pypi.org|True" "$(egress_of pypi.org)"
+
 
 out=$(echo 'id -u; exit 5' | "$bin" run --image "$image" --shell - 2>/dev/null)
 check "--shell exit code" 5 $?
