@@ -81,13 +81,11 @@ Tool MakeUploadFileTool(const ContextPtr& context) {
   tool.handler = [context](ToolCall& call, const Json& arguments) {
     const std::string& encoded = arguments["content_base64"].get_ref<const std::string&>();
     uint64_t limit = context->settings.max_upload_bytes;
-    // Refuse before decoding what cannot fit (base64 grows data by 4/3).
-    if (Base64DecodedSizeBound(encoded) > limit + limit / 64 + 1024) {
+    // Refuse before decoding what cannot fit (base64 grows data by 4/3); the bound may exceed
+    // the decoded size by a little, so only a clear excess is refused here.
+    if (uint64_t bound = Base64DecodedSizeBound(encoded); bound > limit + limit / 64 + 1024) {
       return ToolError(
-          ErrorCode::kUploadTooLarge,
-          fmt::format("the file is about {}; uploads are limited to {} "
-                      "(SANDBOX_MAX_UPLOAD_BYTES)",
-                      FormatBytes(Base64DecodedSizeBound(encoded)), FormatBytes(limit)));
+          CheckUploadSize(context->settings, bound, "the file", /*estimated=*/true).error());
     }
     auto path = UploadPath(arguments["filename"].get<std::string>());
     if (!path) return ToolError(path.error());
@@ -98,11 +96,8 @@ Tool MakeUploadFileTool(const ContextPtr& context) {
       return ToolError(ErrorCode::kInvalidArgument,
                        "content_base64 is not valid base64 (standard or URL-safe alphabet)");
     }
-    if (*size > limit) {
-      return ToolError(ErrorCode::kUploadTooLarge,
-                       fmt::format("the file has {} bytes; uploads are limited to {} "
-                                   "(SANDBOX_MAX_UPLOAD_BYTES)",
-                                   *size, FormatBytes(limit)));
+    if (auto fits = CheckUploadSize(context->settings, *size, "the file"); !fits) {
+      return ToolError(fits.error());
     }
     Base64Reader reader(encoded);
     return WriteToSession(
@@ -133,12 +128,8 @@ Tool MakeWriteFileTool(const ContextPtr& context) {
   tool.annotations = Annotations("Write text file", false, true, true);
   tool.handler = [context](ToolCall& call, const Json& arguments) {
     const std::string& content = arguments["content"].get_ref<const std::string&>();
-    if (content.size() > context->settings.max_upload_bytes) {
-      return ToolError(
-          ErrorCode::kUploadTooLarge,
-          fmt::format("the text has {} bytes; files are limited to {} "
-                      "(SANDBOX_MAX_UPLOAD_BYTES)",
-                      content.size(), FormatBytes(context->settings.max_upload_bytes)));
+    if (auto fits = CheckUploadSize(context->settings, content.size(), "the text"); !fits) {
+      return ToolError(fits.error());
     }
     auto path = SandboxPath(arguments["path"].get<std::string>());
     if (!path) return ToolError(path.error());

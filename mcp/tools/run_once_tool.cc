@@ -85,13 +85,15 @@ Tool MakeRunOnceTool(const ContextPtr& context) {
                          fmt::format("the content of {} is not valid base64", *path));
       }
       total += content->size();
-      if (content->size() > context->settings.max_upload_bytes ||
-          total > context->settings.max_upload_bytes * 4) {
+      if (auto fits = CheckUploadSize(context->settings, content->size(), *path); !fits) {
+        return ToolError(fits.error());
+      }
+      if (total > context->settings.max_upload_bytes * 4) {
         return ToolError(
             ErrorCode::kUploadTooLarge,
-            fmt::format("{} has {} bytes; uploads are limited to {} "
-                        "(SANDBOX_MAX_UPLOAD_BYTES)",
-                        *path, content->size(), FormatBytes(context->settings.max_upload_bytes)));
+            fmt::format("the files have {} together; run_once takes at most {} "
+                        "(4 x SANDBOX_MAX_UPLOAD_BYTES)",
+                        FormatBytes(total), FormatBytes(context->settings.max_upload_bytes * 4)));
       }
       files.emplace_back(std::move(*path), std::move(*content));
     }

@@ -8,6 +8,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "runtime/base/quoted.h"
+#include "runtime/base/units.h"
 
 namespace sandbox::mcp::tools {
 
@@ -43,6 +44,14 @@ Json Annotations(std::string_view title, bool read_only, bool destructive, bool 
   annotations["idempotentHint"] = idempotent;
   annotations["openWorldHint"] = open_world;
   return annotations;
+}
+
+Status CheckUploadSize(const ToolSettings& settings, uint64_t size, std::string_view what,
+                       bool estimated) {
+  if (size <= settings.max_upload_bytes) return {};
+  return Fail(ErrorCode::kUploadTooLarge,
+              "{} has {}{}; files are limited to {} (SANDBOX_MAX_UPLOAD_BYTES)", what,
+              estimated ? "about " : "", FormatBytes(size), FormatBytes(settings.max_upload_bytes));
 }
 
 bool RunsCodeWithNetwork(const ToolContext& context) {

@@ -74,6 +74,15 @@ Result<FileInfo> StatReadableFile(ToolContext& context, const std::string& sessi
 // text block and structuredContent within SANDBOX_MAX_RESULT_BYTES.
 uint64_t InlineReadLimit(const ToolSettings& settings);
 
+// --- Sizes -----------------------------------------------------------------------------------
+
+// kUploadTooLarge when a file of `size` bytes is more than SANDBOX_MAX_UPLOAD_BYTES allows, with
+// one wording for sandbox_upload_file, sandbox_write_file and sandbox_run_once. `what` names the
+// file ("the file", "the text", "in/data.csv"); `estimated`: `size` is a bound taken before
+// decoding (base64), so the message says "about".
+Status CheckUploadSize(const ToolSettings& settings, uint64_t size, std::string_view what,
+                       bool estimated = false);
+
 // --- Results ---------------------------------------------------------------------------------
 
 ResultFile MakeResultFile(const ToolCall& call, const std::string& session_id,

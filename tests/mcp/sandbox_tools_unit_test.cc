@@ -484,7 +484,7 @@ Json SmallValue(const std::string& name, const std::string& session_id) {
   if (name == "code") return "print(1)";
   if (name == "command") return "true";
   if (name == "packages") return Json::array({"six"});
-  if (name == "files") return Json::array({{{"filename", "in.txt"}, {"content_base64", "eA=="}}});
+  if (name == "files") return Json::array({{{"filename", "in.txt"}, {"content", "eA=="}}});
   return nullptr;
 }
 
@@ -629,6 +629,37 @@ TEST_CASE("tools: what the server says about the network follows the egress poli
     CHECK(egress.contains("allow") == c.network);
     manager.CloseAll();
   }
+}
+
+}  // namespace sandbox::mcp
+
+namespace sandbox::mcp {
+
+TEST_CASE("tools: the upload size limit is one check, worded alike in every tool that takes a file",
+          "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  const std::string over(f.settings.max_upload_bytes + 1, 'b');
+  const std::string limit_text = "files are limited to 1MiB (SANDBOX_MAX_UPLOAD_BYTES)";
+  auto refused = [&](const std::string& tool, Json arguments) {
+    Json result = f.Call(tool, std::move(arguments));
+    INFO(tool << ": " << result["structuredContent"].dump());
+    CHECK(result["structuredContent"]["error"] == "upload_too_large");
+    std::string message = result["structuredContent"]["message"].get<std::string>();
+    CHECK(message.find(limit_text) != std::string::npos);
+    return message;
+  };
+  CHECK(
+      refused("sandbox_upload_file",
+              {{"session_id", id}, {"filename", "big.bin"}, {"content_base64", Base64Encode(over)}})
+          .starts_with("the file has"));
+  CHECK(refused("sandbox_write_file", {{"session_id", id}, {"path", "big.txt"}, {"content", over}})
+            .starts_with("the text has"));
+  CHECK(refused(
+            "sandbox_run_once",
+            {{"code", "print(1)"},
+             {"files", Json::array({{{"filename", "big.bin"}, {"content", Base64Encode(over)}}})}})
+            .starts_with("/mnt/data/big.bin has"));
 }
 
 }  // namespace sandbox::mcp
