@@ -83,6 +83,8 @@ export function transportSuite(kind, start) {
         assert.equal(tool.inputSchema.additionalProperties, false, tool.name);
         assert.equal(tool.outputSchema?.type, 'object', tool.name);
         assert.ok(tool.title, tool.name);
+        // These servers have no SANDBOX_EGRESS_ALLOW: no tool reaches an open world (with one,
+        // the tools that run code say true; sandbox_tools_unit_test.cc checks both ways).
         assert.equal(tool.annotations.openWorldHint, false, tool.name);
         assert.equal(typeof tool.annotations.readOnlyHint, 'boolean', tool.name);
         assert.ok(tool.description.length > 40, tool.name);
