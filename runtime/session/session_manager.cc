@@ -23,6 +23,12 @@ constexpr std::chrono::seconds kWarmTimeout{120};
 // How long a session started cold (of the pool's kind) waits before its zygote imports the
 // preload: a burst of creates is over by then, and its first restart seldom comes sooner.
 constexpr std::chrono::milliseconds kColdPreloadDelay{1000};
+// Cold sessions' zygotes start at least this far apart, server-wide: about what one import of
+// the default preload takes, so a burst of fifty imports them roughly one at a time instead of
+// fifty at once (each at background priority; still, fifty Python processes faulting in 100 MB
+// each thrash the caches the calls run in). The delay is capped where init's parser stops.
+constexpr std::chrono::milliseconds kColdPreloadSpacing{1000};
+constexpr std::chrono::milliseconds kMaxColdPreloadDelay{600000};
 
 // Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
 // read-only; /tmp is a tmpfs) and a headless matplotlib.
@@ -344,7 +350,7 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
       // A session started cold (the pool was empty: a burst, most likely): its imports wait
       // until the other starts are done.
       spec.env.push_back(
-          fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", kColdPreloadDelay.count()));
+          fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", NextColdPreloadDelay().count()));
     }
   }
   if (!image.workdir.empty()) spec.workdir = image.workdir;
@@ -386,6 +392,14 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
     }
   }
   return started;
+}
+
+std::chrono::milliseconds SessionManager::NextColdPreloadDelay() {
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto at = std::max(now + kColdPreloadDelay, next_cold_preload_);
+  next_cold_preload_ = at + kColdPreloadSpacing;
+  return std::min(std::chrono::ceil<std::chrono::milliseconds>(at - now), kMaxColdPreloadDelay);
 }
 
 Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
