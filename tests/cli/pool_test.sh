@@ -4,7 +4,9 @@
 # share a sandbox; other limits start cold with exactly those limits; the pool refills and
 # replaces a pooled sandbox killed from outside; fresh workers come from the zygote with their own
 # random seeds; pool 0 behaves as before; shutdown, and `sessions gc` after a crash, leave no
-# record and no process. Needs root and the default image (`python`) in the shared store; runs
+# record and no process; a cold session's preload never runs at a call's CPU priority (issue #28:
+# its cgroup's cpu.shares / cpu.weight while another session's call runs, its zygote's state
+# while its own does). Needs root and the default image (`python`) in the shared store; runs
 # against a private state dir that borrows the store's images read-only.
 # With `docker`, the same on the Docker backend against the daemon on DOCKER_HOST (tools/test
 # starts one and loads the default image into it): the sandboxes are the containers labelled
