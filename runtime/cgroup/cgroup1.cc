@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -56,15 +57,21 @@ Status InheritCpuset(const std::string& dir) {
 // calls on many sessions then waits for the scheduler (50 sessions x 20 calls over HTTP: p99
 // 57-101 ms before, 28 ms with the sessions weighted). Counted from the directory, so
 // sessions of other servers under the same parent count too; best effort.
+// This server's groups at background priority (pooled sandboxes, cold sessions importing their
+// preload) do not count: the parent's weight is spent whichever child runs, so fifty importing
+// sandboxes would otherwise weigh fifty processes against the server's own threads and starve
+// the calls they serve (issue #28: stdio burst p50 1.1 s).
+std::atomic<int> background_groups{0};
+
 void WeighSessionsParent(const std::vector<Cgroup1Hierarchy>& hierarchies) {
   const Cgroup1Hierarchy* cpu = Find(hierarchies, "cpu");
   if (cpu == nullptr) return;
-  uint64_t sessions = 0;
+  int64_t sessions = -background_groups.load();
   for (const std::string& name : ListChildGroups(cpu->parent)) {
     if (name.rfind(layout::kSessionIdPrefix, 0) == 0) ++sessions;
   }
   // cpu.shares: 1024 is one process; the kernel caps it at 262144.
-  uint64_t shares = std::clamp<uint64_t>(sessions * 1024, 1024, 262144);
+  int64_t shares = std::clamp<int64_t>(sessions * 1024, 1024, 262144);
   if (auto st = WriteControl(cpu->parent + "/cpu.shares", std::to_string(shares)); !st) {
     spdlog::debug("cgroup1: weighing the sessions' parent: {}", st.error().message);
   }
@@ -89,8 +96,15 @@ class Cgroup1Group final : public SandboxCgroup {
   Status SetCpuPriority(CpuPriority priority) override {
     std::string cpu = DirFor("cpu");
     if (cpu.empty()) return {};
+    bool background = priority == CpuPriority::kBackground;
     // 2 is the least the kernel takes; 1024 is every session's default.
-    return WriteControl(cpu + "/cpu.shares", priority == CpuPriority::kBackground ? "2" : "1024");
+    SBX_TRY(WriteControl(cpu + "/cpu.shares", background ? "2" : "1024"));
+    if (background != background_) {
+      background_ = background;
+      background_groups += background ? 1 : -1;
+      WeighSessionsParent(hierarchies_);
+    }
+    return {};
   }
 
   Status KillAll() override {
@@ -146,6 +160,10 @@ class Cgroup1Group final : public SandboxCgroup {
     SBX_TRY(KillAll());
     for (const auto& dir : dirs_) SBX_TRY(RemoveCgroupDir(dir, kDrainTimeout));
     destroyed_ = true;
+    if (background_) {
+      background_ = false;
+      --background_groups;
+    }
     WeighSessionsParent(hierarchies_);
     return {};
   }
@@ -163,6 +181,7 @@ class Cgroup1Group final : public SandboxCgroup {
   std::vector<Cgroup1Hierarchy> hierarchies_;
   std::vector<std::string> dirs_;
   bool destroyed_ = false;
+  bool background_ = false;  // counted in background_groups
 };
 
 class Cgroup1Manager final : public CgroupManager {

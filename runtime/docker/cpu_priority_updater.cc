@@ -18,14 +18,19 @@ CpuPriorityUpdater::~CpuPriorityUpdater() {
     stopping_ = true;
     wanted_.reset();
   }
+  wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
-void CpuPriorityUpdater::Request(CpuPriority priority) {
+void CpuPriorityUpdater::Request(CpuPriority priority, std::chrono::milliseconds settle) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return;
   wanted_ = priority;
-  if (running_) return;  // the running thread takes it after the update under way
+  due_ = std::chrono::steady_clock::now() + settle;
+  if (running_) {
+    wake_.notify_all();  // the running thread takes it after the update under way
+    return;
+  }
   // A thread that found nothing left has ended (or is about to): reap it, start a new one.
   if (thread_.joinable()) thread_.join();
   running_ = true;
@@ -33,25 +38,29 @@ void CpuPriorityUpdater::Request(CpuPriority priority) {
 }
 
 void CpuPriorityUpdater::Run() {
+  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    CpuPriority priority;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!wanted_ || stopping_) {
-        running_ = false;
-        return;
-      }
-      priority = *wanted_;
-      wanted_.reset();
+    if (!wanted_ || stopping_) {
+      running_ = false;
+      return;
     }
-    auto updated = engine_->UpdateContainer(container_id_, {{"CpuShares", CpuSharesFor(priority)}});
-    if (!updated) {
-      spdlog::warn("session {}: set CPU priority: {}", session_id_, updated.error().message);
+    if (std::chrono::steady_clock::now() < due_) {
+      wake_.wait_until(lock, due_);
       continue;
     }
-    for (const std::string& warning : *updated) {
+    CpuPriority priority = *wanted_;
+    wanted_.reset();
+    if (applied_ == priority) continue;
+    applied_ = priority;
+    lock.unlock();
+    auto updated = engine_->UpdateContainer(container_id_, {{"CpuShares", CpuSharesFor(priority)}});
+    if (!updated)
+      spdlog::warn("session {}: set CPU priority: {}", session_id_, updated.error().message);
+    for (const std::string& warning : updated ? *updated : std::vector<std::string>{}) {
       spdlog::warn("session {}: Docker: {}", session_id_, warning);
     }
+    lock.lock();
+    if (!updated) applied_.reset();
   }
 }
 

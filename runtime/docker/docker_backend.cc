@@ -18,6 +18,10 @@ namespace {
 
 using Millis = std::chrono::duration<double, std::milli>;
 
+// How long a priority the kernel already holds must stay unchanged before the daemon is told
+// (cpu_priority_updater.h): longer than the gap between a client's calls.
+constexpr std::chrono::milliseconds kDaemonSettle{1000};
+
 uint64_t UintAt(const nlohmann::json& object, const nlohmann::json::json_pointer& pointer) {
   if (!object.contains(pointer)) return 0;
   const nlohmann::json& value = object.at(pointer);
@@ -59,10 +63,13 @@ class DockerSandbox : public Sandbox {
   // daemon writes cpu.shares (v1) or, converted, cpu.weight (v2). Asynchronous
   // (cpu_priority_updater.h): a claim does not wait the 20-50 ms of the update. On v1 the same
   // value goes into the cgroup at once too, so the session's first cell does not run at the
-  // pool's background priority meanwhile.
+  // pool's background priority meanwhile, and the daemon hears of it once it has settled.
   Status SetCpuPriority(CpuPriority priority) override {
     if (cgroup_ && !cgroup_->v2) {
-      if (auto written = WriteContainerCpuShares(*cgroup_, CpuSharesFor(priority)); !written) {
+      if (auto written = WriteContainerCpuShares(*cgroup_, CpuSharesFor(priority)); written) {
+        priority_->Request(priority, kDaemonSettle);
+        return {};
+      } else {
         spdlog::debug("session {}: cpu.shares: {}", session_id_, written.error().message);
       }
     }

@@ -23,6 +23,12 @@ constexpr std::chrono::seconds kWarmTimeout{120};
 // How long a session started cold (of the pool's kind) waits before its zygote imports the
 // preload: a burst of creates is over by then, and its first restart seldom comes sooner.
 constexpr std::chrono::milliseconds kColdPreloadDelay{1000};
+// Cold sessions' zygotes start at least this far apart, server-wide: about what one import of
+// the default preload takes, so a burst of fifty imports them roughly one at a time instead of
+// fifty at once (each at background priority; still, fifty Python processes faulting in 100 MB
+// each thrash the caches the calls run in). The delay is capped where init's parser stops.
+constexpr std::chrono::milliseconds kColdPreloadSpacing{1000};
+constexpr std::chrono::milliseconds kMaxColdPreloadDelay{600000};
 
 // Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
 // read-only; /tmp is a tmpfs) and a headless matplotlib.
@@ -73,9 +79,10 @@ struct SessionManager::Session {
   std::chrono::system_clock::time_point created;
   std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
   std::atomic<uint64_t> runs{0};
-  // Started cold at background CPU priority (its preload zygote importing) and not raised yet;
-  // read and cleared under the busy flag.
-  bool background_cpu = false;
+  // Started cold with the preload, which its worker does not have yet: at background CPU
+  // priority except during its own calls (its zygote imports only between them), until a
+  // run's result says the preload is in place. Read and cleared under the busy flag.
+  bool preloading = false;
 
   void Touch(std::chrono::system_clock::time_point now) {
     last_used_ms =
@@ -101,6 +108,15 @@ class SessionManager::BusyLease {
     if (!session_) return;
     --manager_->calls_in_flight_;
     session_->Touch(manager_->Now());
+    if (session_->preloading && !session_->closed) {
+      if (!session_->agent->preload_pending()) {
+        session_->preloading = false;  // it stays at normal priority from now on
+      } else if (auto lowered = session_->sandbox->SetCpuPriority(CpuPriority::kBackground);
+                 !lowered) {
+        spdlog::debug("session {}: back to background CPU priority: {}", session_->id,
+                      lowered.error().message);
+      }
+    }
     // An agent that stopped answering (stopped, hung) or whose stream broke serves nothing
     // more: the session is closed, not left listed as idle and failing every call.
     if (!session_->closed) {
@@ -282,11 +298,12 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
     auto cold = StartSandbox(NewSessionId(), *image, limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
-    // Started; its zygote imports the preload soon, at background CPU priority until the
-    // session's first call, so that in a burst of creates the imports yield to the starts.
+    // Started; its zygote imports the preload soon, at background CPU priority, so that the
+    // imports yield to every call and start, this session's own calls included (Acquire raises
+    // it for each of them, and init stops the zygote meanwhile).
     if (poolable && !config_.preload.empty() &&
         started->sandbox->SetCpuPriority(CpuPriority::kBackground)) {
-      session->background_cpu = true;
+      session->preloading = true;
     }
   }
   if (pooled) {
@@ -333,7 +350,7 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
       // A session started cold (the pool was empty: a burst, most likely): its imports wait
       // until the other starts are done.
       spec.env.push_back(
-          fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", kColdPreloadDelay.count()));
+          fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", NextColdPreloadDelay().count()));
     }
   }
   if (!image.workdir.empty()) spec.workdir = image.workdir;
@@ -375,6 +392,14 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
     }
   }
   return started;
+}
+
+std::chrono::milliseconds SessionManager::NextColdPreloadDelay() {
+  auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto at = std::max(now + kColdPreloadDelay, next_cold_preload_);
+  next_cold_preload_ = at + kColdPreloadSpacing;
+  return std::min(std::chrono::ceil<std::chrono::milliseconds>(at - now), kMaxColdPreloadDelay);
 }
 
 Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
@@ -423,9 +448,8 @@ Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id)
     session->busy = false;
     return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
   }
-  if (session->background_cpu) {
-    // Its first call: from now on the session does work someone waits for.
-    session->background_cpu = false;
+  if (session->preloading) {
+    // A call: work someone waits for, at normal priority until the lease ends.
     if (auto raised = session->sandbox->SetCpuPriority(CpuPriority::kNormal); !raised) {
       spdlog::warn("session {}: could not raise its CPU priority: {}", id, raised.error().message);
     }

@@ -165,6 +165,8 @@ class SessionManager {
                                    CpuPriority cpu_priority = CpuPriority::kNormal);
   // A sandbox for the pool: the default image and limits, the preload imported.
   Result<WarmSandbox> StartPooled(const PoolKey& key);
+  // How long after its hello the zygote of a session started cold now starts (spaced out).
+  std::chrono::milliseconds NextColdPreloadDelay();
   std::chrono::system_clock::time_point Now() const;
   void ReaperLoop();
 
@@ -173,7 +175,8 @@ class SessionManager {
   ImageResolver resolver_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
-  int creating_ = 0;                     // sessions being created (count against max_sessions)
+  int creating_ = 0;  // sessions being created (count against max_sessions)
+  std::chrono::steady_clock::time_point next_cold_preload_;  // the next free start (spacing)
   std::atomic<int> calls_in_flight_{0};  // busy leases held (the pool refills when none is)
 
   // Expires idle sessions, and tears down those closed with Teardown::kBackground.

@@ -4,7 +4,9 @@
 # share a sandbox; other limits start cold with exactly those limits; the pool refills and
 # replaces a pooled sandbox killed from outside; fresh workers come from the zygote with their own
 # random seeds; pool 0 behaves as before; shutdown, and `sessions gc` after a crash, leave no
-# record and no process. Needs root and the default image (`python`) in the shared store; runs
+# record and no process; a cold session's preload never runs at a call's CPU priority (issue #28:
+# its cgroup's cpu.shares / cpu.weight while another session's call runs, its zygote's state
+# while its own does). Needs root and the default image (`python`) in the shared store; runs
 # against a private state dir that borrows the store's images read-only.
 # With `docker`, the same on the Docker backend against the daemon on DOCKER_HOST (tools/test
 # starts one and loads the default image into it): the sandboxes are the containers labelled
@@ -58,18 +60,27 @@ class Server:
                                      stdout=subprocess.PIPE)
         SERVER_PIDS.add(self.proc.pid)
         self.ids = iter(range(1, 100000))
+        self.answers = {}  # answers read while waiting for another one, by id
         self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                 "clientInfo": {"name": "pool-test", "version": "1"}})
 
-    def rpc(self, method, params):
+    def send(self, method, params):
+        """Sends a request without waiting for its answer; returns its id (for answer())."""
         request_id = next(self.ids)
         line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         self.proc.stdin.write(line.encode() + b"\n")
         self.proc.stdin.flush()
-        while True:
+        return request_id
+
+    def answer(self, request_id):
+        while request_id not in self.answers:
             message = json.loads(self.proc.stdout.readline())
-            if message.get("id") == request_id:
-                return message
+            if "id" in message:
+                self.answers[message["id"]] = message
+        return self.answers.pop(request_id)
+
+    def rpc(self, method, params):
+        return self.answer(self.send(method, params))
 
     def tool(self, tool_name, **arguments):
         answer = self.rpc("tools/call", {"name": tool_name, "arguments": arguments})
@@ -168,6 +179,41 @@ def cpu_priority(pid):
                     return ("cpu.weight", int(f.read()))
             except OSError:
                 pass
+    return None
+
+
+def process_state(pid):
+    """The state letter of /proc/<pid>/stat ("T": stopped), or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(") ", 1)[1][0]
+    except (OSError, IndexError):
+        return None
+
+
+def find_zygote(init_pid, timeout):
+    """The host pid of the preload zygote in the sandbox whose init is `init_pid` (a process in
+    the same cgroups whose command line has --zygote), waiting up to `timeout` seconds for it."""
+    try:
+        with open("/proc/%d/cgroup" % init_pid) as f:
+            groups = f.read()
+    except OSError:
+        return None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % name, "rb") as f:
+                    if b"--zygote" not in f.read().split(b"\0"):
+                        continue
+                with open("/proc/%s/cgroup" % name) as f:
+                    if f.read() == groups:
+                        return int(name)
+            except OSError:
+                pass
+        time.sleep(0.01)
     return None
 
 
@@ -290,8 +336,9 @@ check(not any(alive(pid) for pid in pids.values()), "no sandbox process left aft
 
 # --- Beyond the pool: a session of the pool's kind started cold ------------------------------
 # Two creates at once against a pool of 1: one takes the pooled sandbox, the other starts cold.
-# The cold one waits at background CPU priority (its zygote imports the preload a moment later)
-# until its first call, which does not wait for the preload; its later workers have it.
+# The cold one waits at background CPU priority (its zygote imports the preload a moment later),
+# raised for each of its calls only until its worker has the preload; its first call does not
+# wait for the preload, and its zygote never imports during a call (issue #28).
 server = Server("--pool-size", "1")
 server.wait_ready(1)
 pair = []
@@ -317,12 +364,41 @@ else:
     check(len(background) == 1, "the cold one waits at background CPU priority: %s" % priorities)
     cold = background[0] if len(background) == 1 else None
 if cold:
+    cold_init = sandbox_pid(records()[cold])
     first = json.loads(server.python(cold, PROBE)["stdout"])
-    after = cpu_priority(sandbox_pid(records()[cold]))
-    check(after is not None and after[1] in (39, 100, 1024),
-          "raised to normal at its first call: %s" % (after,))
     check(first["modules"] == [] and first["globals"] == [],
           "its first cell ran at once, without waiting for the preload: %s" % first["modules"])
+    after = cpu_priority(cold_init)
+    check(after is not None and after[1] <= 2,
+          "back at background CPU priority after its first call, its preload pending: %s" % (after,))
+    # Issue #28: the preload never runs at normal CPU priority while a call runs, neither another
+    # session's nor its own. What the kernel holds is read: the cgroup's cpu.shares / cpu.weight
+    # and the zygote's process state.
+    other = [sid for sid in answers.values() if sid != cold][0]
+    busy = server.send("tools/call", {"name": "sandbox_run_python", "arguments": {
+        "session_id": other, "code": "import time; time.sleep(8)"}})
+    busy_since = time.monotonic()
+    zygote = find_zygote(cold_init, 6)
+    check(zygote is not None, "the cold session's zygote starts while another session's call runs")
+    if zygote is not None:
+        during_other = cpu_priority(cold_init)
+        zygote_state = process_state(zygote)
+        in_flight = time.monotonic() - busy_since < 7.5
+        check(in_flight and during_other[1] <= 2 and zygote_state in ("R", "S", "D"),
+              "while another session's call runs, the cold session's zygote imports at background "
+              "CPU priority: %s, state %s, that call in flight: %s" % (during_other, zygote_state, in_flight))
+        own = server.send("tools/call", {"name": "sandbox_run_python", "arguments": {
+            "session_id": cold, "code": "import time; time.sleep(1.5)"}})
+        time.sleep(0.5)
+        during_own = cpu_priority(cold_init)
+        zygote_state = process_state(zygote)
+        check(during_own[1] in (39, 100, 1024) and zygote_state == "T",
+              "during its own call the session runs at normal CPU priority and its zygote, still "
+              "importing, is stopped: %s, state %s" % (during_own, zygote_state))
+        server.answer(own)
+        after_own = cpu_priority(cold_init)
+        check(after_own[1] <= 2, "back at background priority after that call: %s" % (after_own,))
+    server.answer(busy)
     deadline, preloaded = time.time() + 90, False
     while not preloaded and time.time() < deadline:
         out = server.python(cold, "import sys; print('pandas' in sys.modules)", fresh=True)
@@ -330,6 +406,9 @@ if cold:
         if not preloaded:
             time.sleep(0.5)
     check(preloaded, "its fresh workers get the preload once its zygote is up")
+    settled = cpu_priority(cold_init)
+    check(settled is not None and settled[1] in (39, 100, 1024),
+          "at normal CPU priority for good once its preload is in place: %s" % (settled,))
 server.stop()
 
 # --- Pool 0: as before ------------------------------------------------------------------------

@@ -8,8 +8,11 @@
 // --idle K: K more connections stay open meanwhile, doing nothing or sending half a request
 // head (as slowloris does); one the server closes (its header deadline) is opened again.
 //
-// usage: http_load_bench URL [--sessions N] [--calls M] [--warmup W] [--idle K]
-//        (BENCH_DUMP=FILE: raw samples)
+// --creates 1: also a row for the first calls, each of which creates its session (a burst of N
+// creates at once). --wait-pool P: first wait until the server's warm pool has P ready.
+//
+// usage: http_load_bench URL [--sessions N] [--calls M] [--warmup W] [--idle K] [--creates 1]
+//                            [--wait-pool P]   (BENCH_DUMP=FILE: raw samples)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -101,6 +104,23 @@ class IdleCrowd {
   std::thread thread_;
 };
 
+// Waits (at most 5 minutes) until the server's warm pool has `ready` sandboxes, or it says it
+// has no pool: a burst is measured against a server in its steady state.
+void WaitPool(const Url& url, int ready) {
+  Client client(url);
+  if (!client.Initialize("http_load_bench pool")) return;
+  auto give_up = BenchClock::now() + std::chrono::minutes(5);
+  while (BenchClock::now() < give_up) {
+    json listed = client.Request(
+        "tools/call", {{"name", "sandbox_list_sessions"}, {"arguments", json::object()}});
+    const json* pool = listed.contains("/result/structuredContent/pool"_json_pointer)
+                           ? &listed["/result/structuredContent/pool"_json_pointer]
+                           : nullptr;
+    if (pool == nullptr || !pool->is_object() || pool->value("ready", 0) >= ready) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,6 +138,8 @@ int main(int argc, char** argv) {
   int warmup = 0;
   bool ping = false;  // --ping 1: time ping instead of the call (the transport's floor)
   int idle = 0;
+  bool creates_row = false;
+  int wait_pool = 0;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--sessions") sessions = std::atoi(argv[i + 1]);
@@ -125,7 +147,10 @@ int main(int argc, char** argv) {
     if (flag == "--warmup") warmup = std::atoi(argv[i + 1]);
     if (flag == "--ping") ping = std::string(argv[i + 1]) == "1";
     if (flag == "--idle") idle = std::atoi(argv[i + 1]);
+    if (flag == "--creates") creates_row = std::string(argv[i + 1]) == "1";
+    if (flag == "--wait-pool") wait_pool = std::atoi(argv[i + 1]);
   }
+  if (wait_pool > 0) WaitPool(url, wait_pool);
   IdleCrowd crowd(url, idle);
 
   // BENCH_DUMP=FILE: every call's start (ms since the first), latency and session index.
@@ -133,6 +158,7 @@ int main(int argc, char** argv) {
   const auto epoch = BenchClock::now();
   std::mutex mutex;
   std::vector<double> latencies;
+  std::vector<double> first_calls;  // create + print(1)
   std::atomic<int> errors{0};
   std::atomic<int> setup_failures{0};
   std::barrier ready(sessions + 1);
@@ -143,9 +169,11 @@ int main(int argc, char** argv) {
       Client client(url);
       bool set_up = client.Initialize("http_load_bench");
       // The first call creates the session (its sandbox start is not a warm call).
+      auto first_start = BenchClock::now();
       json first = set_up ? client.Request("tools/call", {{"name", "sandbox_run_python"},
                                                           {"arguments", {{"code", "print(1)"}}}})
                           : json();
+      double first_ms = Ms(BenchClock::now() - first_start);
       std::string session_id;
       if (set_up && CallOk(first)) {
         session_id = first["result"]["structuredContent"].value("session_id", "");
@@ -177,6 +205,7 @@ int main(int argc, char** argv) {
       {
         std::lock_guard<std::mutex> lock(mutex);
         latencies.insert(latencies.end(), mine.begin(), mine.end());
+        if (!session_id.empty()) first_calls.push_back(first_ms);
         for (size_t i = 0; dump != nullptr && i < starts.size(); ++i) {
           std::fprintf(dump, "%.3f %.3f %d\n", starts[i], mine[i], s);
         }
@@ -190,6 +219,13 @@ int main(int argc, char** argv) {
   double wall_ms = Ms(BenchClock::now() - started);
   for (auto& thread : threads) thread.join();
 
+  if (creates_row) {
+    std::printf(
+        "| HTTP, native keep-alive clients: %d creates at once (first call: create + print(1)) "
+        "| %zu | %.2f | %.2f | %.2f | %.2f | |\n",
+        sessions, first_calls.size(), Percentile(first_calls, 0.5), Percentile(first_calls, 0.9),
+        Percentile(first_calls, 0.99), Percentile(first_calls, 1.0));
+  }
   std::printf(
       "| HTTP, native keep-alive clients (a thread each): %d sessions x %d calls at once, "
       "%s%s | %zu | %.2f | %.2f | %.2f | %.2f | %s |\n",

@@ -183,6 +183,7 @@ Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallba
   result.timed_out = agent::GetBool(*answer, "timed_out");
   result.cancelled = agent::GetBool(*answer, "cancelled");
   result.state_lost = agent::GetBool(*answer, "state_lost");
+  preload_pending_ = agent::GetBool(*answer, "preload_pending");
   result.worker_killed = agent::GetBool(*answer, "worker_killed");
   result.term_signal = static_cast<int>(agent::GetInt(*answer, "term_signal"));
   result.duration_s = agent::GetDouble(*answer, "duration_s");

@@ -76,6 +76,9 @@ class AgentClient {
     std::vector<std::string> failed;
   };
   const Preload& preload() const { return preload_; }
+  // What the last run's result said (`preload_pending`): the persistent worker does not have
+  // the preload yet. True before the first run; false for an agent without a preload.
+  bool preload_pending() const { return preload_pending_; }
 
   // Asks the agent to exit. The backend kills the sandbox anyway.
   void Shutdown();
@@ -112,6 +115,7 @@ class AgentClient {
   std::string broken_;  // why the stream is unusable (empty while it is fine)
   AgentInfo info_;
   Preload preload_;
+  bool preload_pending_ = true;
   // Shared with Cancel():
   std::atomic<uint64_t> run_id_{0};  // the run in flight, 0 when none
   std::atomic<bool> cancel_requested_{false};

@@ -29,6 +29,10 @@ constexpr uint64_t kMaxOutputCap = uint64_t{32} << 20;
 constexpr uint64_t kMaxReadChunk = uint64_t{8} << 20;
 constexpr uint64_t kMaxFigureBytes = uint64_t{32} << 20;
 constexpr size_t kMaxListEntries = 20000;
+// How long after a run a paused zygote waits before it continues importing: longer than the
+// host takes to lower the session's CPU priority again once it has the result, and a client
+// calling back to back keeps it paused.
+constexpr std::chrono::milliseconds kZygoteResumeDelay{50};
 
 void Log(const std::string& message) {
   std::string line = "sandbox-init: " + message + "\n";
@@ -258,9 +262,25 @@ void Agent::OnZygoteReady() {
   AnswerWarm();
 }
 
+void Agent::PauseZygote() {
+  zygote_resume_at_.reset();
+  if (!zygote_ || zygote_->ready() || zygote_paused_) return;
+  // The whole group: the zygote is its leader, and nothing it started may go on meanwhile.
+  if (::kill(-zygote_->pid(), SIGSTOP) == 0) zygote_paused_ = true;
+}
+
+void Agent::OnRunEnded() {
+  auto resume = Clock::now() + kZygoteResumeDelay;
+  if (zygote_paused_) zygote_resume_at_ = resume;
+  // A zygote due during the run starts after it, as a paused one continues.
+  if (zygote_at_ && *zygote_at_ < resume) zygote_at_ = resume;
+}
+
 void Agent::DropZygote(const std::string& why) {
   Log("preload zygote: " + why + "; workers start without the preload");
   zygote_.reset();
+  zygote_paused_ = false;
+  zygote_resume_at_.reset();
   warm_ = true;
   AnswerWarm();
 }
@@ -397,6 +417,7 @@ void Agent::HandleRun(uint64_t id, const Json& request) {
     run.proc = run_proc_.get();
     run.code_sent = true;
     run_ = std::move(run);
+    PauseZygote();
     return;
   }
 
@@ -420,6 +441,7 @@ void Agent::HandleRun(uint64_t id, const Json& request) {
     run.proc = worker_.get();
   }
   run_ = std::move(run);
+  PauseZygote();
   if (run_->proc->ready) SendCode();
 }
 
@@ -811,8 +833,12 @@ std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
   auto consider = [&next](Clock::time_point t) {
     if (!next || t < *next) next = t;
   };
-  if (zygote_at_) consider(*zygote_at_);
-  if (!run_) return next;
+  if (!run_) {
+    // Neither a zygote's start nor a paused one's continuing happens during a run.
+    if (zygote_at_) consider(*zygote_at_);
+    if (zygote_resume_at_) consider(*zygote_resume_at_);
+    return next;
+  }
   if (!run_->interrupted) consider(run_->deadline);
   if (run_->kill_at) consider(*run_->kill_at);
   if (auto flush = run_->output->NextFlush()) consider(*flush);
@@ -821,9 +847,14 @@ std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
 
 void Agent::CheckTimers() {
   auto now = Clock::now();
-  if (zygote_at_ && now >= *zygote_at_) {
+  if (zygote_at_ && !run_ && now >= *zygote_at_) {
     zygote_at_.reset();
     StartZygote();
+  }
+  if (zygote_resume_at_ && !run_ && now >= *zygote_resume_at_) {
+    zygote_resume_at_.reset();
+    if (zygote_ && zygote_paused_) ::kill(-zygote_->pid(), SIGCONT);
+    zygote_paused_ = false;
   }
   if (!run_) return;
   if (!run_->interrupted && now >= run_->deadline) {
@@ -875,14 +906,19 @@ void Agent::FinishRun(Json result) {
                              {"mtime_ms", file.mtime_ms}});
   }
   result["artifacts"] = std::move(artifacts);
+  // The host keeps a session started cold at background CPU priority between its calls while
+  // this is true (runtime/agent/PROTOCOL.md, `result`).
+  if (!config_.preload.empty()) result["preload_pending"] = !warm_;
   run_.reset();
   Send(result);
+  OnRunEnded();
 }
 
 void Agent::FailRun(const Error& error) {
   uint64_t id = run_->id;
   run_.reset();
   SendError(id, error);
+  OnRunEnded();
 }
 
 // --- to the host -----------------------------------------------------------------------------

@@ -112,6 +112,11 @@ class Agent {
   void OnZygoteReady();
   void DropZygote(const std::string& why);
   void AnswerWarm();
+  // A zygote still importing stops (SIGSTOP) while a run is in flight and continues
+  // kZygoteResumeDelay after it: the host raises the session's CPU priority for its calls only,
+  // and the imports must not ride on that raise (SessionManager's lease).
+  void PauseZygote();
+  void OnRunEnded();
 
   void HandleControl(Proc& proc);
   void FlushControl(Proc& proc);
@@ -158,9 +163,10 @@ class Agent {
   std::unique_ptr<Zygote> zygote_;
   // `warm` requests waiting for the persistent worker to come from the zygote.
   std::vector<uint64_t> warm_waiters_;
-  bool warm_ = false;
-  std::optional<Clock::time_point> zygote_at_;  // when the delayed zygote is due  // the persistent
-                                                // worker has the preload, or it never will
+  bool warm_ = false;  // the persistent worker has the preload, or it never will
+  std::optional<Clock::time_point> zygote_at_;         // when the delayed zygote is due
+  bool zygote_paused_ = false;                         // SIGSTOPped for a run (PauseZygote)
+  std::optional<Clock::time_point> zygote_resume_at_;  // when a paused zygote continues
   bool hello_sent_ = false;
   bool state_lost_pending_ = false;  // the worker died between runs: tell the next run
   bool stopping_ = false;
