@@ -2,6 +2,7 @@
 // fields. One codec for both, so what one side encodes the other decodes by the same rules.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>

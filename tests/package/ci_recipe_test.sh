@@ -7,6 +7,7 @@
 set -uo pipefail
 readme=$1 deb=$2 archive=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
+debian_root=$here/../../tools/package.d/debian_root.sh
 root=$work/root
 fail=0
 
@@ -14,9 +15,9 @@ recipe=$(awk '/<!-- ci-recipe -->/ { on = 1; next } /<!-- \/ci-recipe -->/ { on 
               on && !/^```/ { print }' "$readme")
 if [ -z "$recipe" ]; then echo "FAIL the README has no ci-recipe block"; exit 1; fi
 
-"$here/fresh_root.sh" make "$root" || { echo "FAIL fresh root: mmdebstrap failed"; exit 1; }
+"$debian_root" make "$root" || { echo "FAIL fresh root: mmdebstrap failed"; exit 1; }
 job=$root/home/runner/job
-"$here/fresh_root.sh" enter "$root" sh -c '
+"$debian_root" enter "$root" sh -c '
   useradd --create-home --shell /bin/bash runner &&
   echo "runner ALL=(ALL) NOPASSWD:ALL" > /etc/sudoers.d/runner && chmod 440 /etc/sudoers.d/runner' ||
   { echo "FAIL could not add the runner user"; exit 1; }
@@ -27,7 +28,7 @@ printf '%s\n' "$recipe" > "$job/recipe.sh"
 run_recipe() {  # run_recipe SNIPPET: the recipe's output, as the runner user in its job dir
   printf '%s\n' "$1" > "$job/snippet.py"
   chown -R 1000:1000 "$root/home/runner"
-  "$here/fresh_root.sh" enter "$root" setpriv --reuid=runner --regid=runner --init-groups \
+  "$debian_root" enter "$root" setpriv --reuid=runner --regid=runner --init-groups \
     env -i HOME=/home/runner PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
     sh -c 'cd /home/runner/job && bash recipe.sh' 2>&1
 }

@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# The .deb on a system that never saw the source tree: a fresh minimal Debian root where apt-get
-# installs it (dependencies from the archive), then, inside: --version, the man page, bash
-# completion, the agent's place, `image import`, `mcp-sandbox run`, and `serve` driven by the
+# The .deb on a system that never saw the source tree: a fresh minimal Debian root of RELEASE
+# (default bookworm; the release the .deb was built for) where apt-get installs it (dependencies
+# from the archive), then, inside: --version, the man page, bash completion, the agent's and the
+# unit's places, `image import`, `mcp-sandbox run`, and `serve` driven by the
 # official SDK client. Prints "ok"/"FAIL" lines; exits 1 when a check failed.
-# usage: installed_test.sh DEB IMAGE_ARCHIVE WORK_DIR
+# usage: installed_test.sh DEB IMAGE_ARCHIVE WORK_DIR [RELEASE]
 set -uo pipefail
-deb=$1 archive=$2 work=$3
+deb=$1 archive=$2 work=$3 release=${4:-bookworm}
 here=$(cd "$(dirname "$0")" && pwd)
+debian_root=$here/../../tools/package.d/debian_root.sh
 root=$work/root
 fail=0
 check() {  # check NAME COMMAND...: runs COMMAND on the host side, against the root
   local name=$1; shift
   if out=$("$@" 2>&1); then echo "ok   $name"; else echo "FAIL $name: $(tail -c 1500 <<<"$out")"; fail=1; fi
 }
-inroot() { "$here/fresh_root.sh" enter "$root" "$@"; }
+inroot() { "$debian_root" enter "$root" "$@"; }
 
-"$here/fresh_root.sh" make "$root" || { echo "FAIL fresh root: mmdebstrap failed"; exit 1; }
+"$debian_root" make "$root" "$release" || { echo "FAIL fresh $release root: mmdebstrap failed"; exit 1; }
 cp "$deb" "$root/var/tmp/"
 cp "$archive" "$root/var/tmp/python-small.tar"
 debname=$(basename "$deb")
@@ -28,7 +30,11 @@ check "the man page is installed" test -s "$root/usr/share/man/man1/mcp-sandbox.
 check "the man page is valid roff (no groff warning)" sh -c "zcat '$root/usr/share/man/man1/mcp-sandbox.1.gz' | groff -man -Tutf8 -ww -z 2>&1 | (! grep .)"
 check "bash completion is installed and parses" bash -n "$root/usr/share/bash-completion/completions/mcp-sandbox"
 check "the agent is in /usr/lib/mcp-sandbox" test -x "$root/usr/lib/mcp-sandbox/sandbox-init" -a -s "$root/usr/lib/mcp-sandbox/worker.py"
-check "the systemd unit is installed" test -s "$root/lib/systemd/system/mcp-sandbox.service"
+# Where the release keeps units: Debian 13's packages ship nothing under /lib (merged /usr).
+unit_dir=usr/lib/systemd/system
+[ "$release" != bookworm ] || unit_dir=lib/systemd/system
+check "the systemd unit is installed in /$unit_dir" sh -c \
+  "dpkg-deb -c '$deb' | grep -q ' ./$unit_dir/mcp-sandbox.service\$' && test -s '$root/$unit_dir/mcp-sandbox.service'"
 # A state dir of its own: its cgroup parent is then not the host's default one, so nothing
 # here can sweep a session of another server on this machine.
 state=/var/lib/mcp-sandbox-package-test
@@ -42,7 +48,7 @@ check "mcp-sandbox run passes the snippet's exit code" inroot sh -c \
 node=$here/../e2e/node_modules/node/bin/node
 [ -x "$node" ] || node=node
 if [ -d "$here/../e2e/node_modules/@modelcontextprotocol/sdk" ]; then
-  out=$("$node" "$here/serve_client.mjs" "$here/fresh_root.sh" enter "$root" \
+  out=$("$node" "$here/serve_client.mjs" "$debian_root" enter "$root" \
     env SANDBOX_STATE_DIR=$state SANDBOX_IMAGE=python-small SANDBOX_LOG_LEVEL=warn \
     mcp-sandbox serve 2>&1)
   rc=$?

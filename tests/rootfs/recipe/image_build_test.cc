@@ -214,7 +214,7 @@ TEST_CASE("image build --variant small: a valid OCI and docker archive, imported
   {  // the store holds it, and its python runs
     auto stored = store.Find("python-small");
     REQUIRE(stored);
-    CHECK(stored->digest == record["config_digest"]);
+    CHECK(stored->digest == record["config_digest"].get<std::string>());
     std::string output;
     REQUIRE(testing::RunShell("chroot " + stored->rootfs +
                                   " /usr/bin/python3 -c 'import sys; print(sys.version_info[:2])'",
@@ -229,7 +229,7 @@ TEST_CASE("image build --variant small: a valid OCI and docker archive, imported
         std::chrono::duration<double>(std::chrono::steady_clock::now() - again).count();
     CHECK(out.find("up to date") != std::string::npos);
     CHECK(seconds < 5);
-    CHECK(store.Find("python-small").value().digest == record["config_digest"]);
+    CHECK(store.Find("python-small").value().digest == record["config_digest"].get<std::string>());
   }
 }
 

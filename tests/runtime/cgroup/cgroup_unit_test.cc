@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -24,7 +25,10 @@
 namespace sandbox {
 namespace {
 
-const EnforcedLimit& Find(const EnforcedLimits& plan, const std::string& name) {
+// A string_view, not a const std::string&: g++ 14 warns that a reference returned from a call
+// with a temporary std::string argument may dangle (-Wdangling-reference), though it points into
+// plan.
+const EnforcedLimit& Find(const EnforcedLimits& plan, std::string_view name) {
   auto it = std::find_if(plan.limits.begin(), plan.limits.end(),
                          [&](const EnforcedLimit& l) { return l.name == name; });
   REQUIRE(it != plan.limits.end());

@@ -1,0 +1,65 @@
+#!/bin/sh
+# debian_root.sh make DIR [RELEASE [PACKAGES]]
+#     A fresh minimal Debian root of RELEASE (default bookworm) with PACKAGES (comma-separated,
+#     default: what the CI recipe's runner has, sudo, jq and CA certificates) in DIR, unpacked
+#     from a tarball that mmdebstrap makes once per release and package list (cached in
+#     $DEBIAN_ROOT_CACHE, default beside DIR).
+# debian_root.sh enter DIR CMD...
+#     Runs CMD as root inside DIR as its own mount root (a mount namespace, pivot_root, a fresh
+#     /proc, the host's /sys and /dev). DEBIAN_ROOT_BINDS="SRC:DST[:ro] ..." bind-mounts host
+#     paths into it first (DST inside the root, made when missing).
+# Used by tools/package (the build root of --dist) and tests/package (the roots a package or the
+# portable tarball is tried in).
+#
+# Why not chroot or bubblewrap: a sandbox's init pivots into its image and mounts a new /proc,
+# which the kernel allows only from a real mount root and only while no part of the existing
+# /proc is covered (bubblewrap covers /proc/sys): this is a system as a package would meet it.
+set -eu
+verb=$1 dir=$2
+shift 2
+case $verb in
+  make)
+    release=${1:-bookworm}
+    packages=${2:-sudo,jq,ca-certificates}
+    cache=${DEBIAN_ROOT_CACHE:-$(dirname "$dir")}
+    mkdir -p "$cache"
+    tarball=$cache/$release-minbase-$(echo "$packages" | sha256sum | cut -c1-12).tar
+    if [ ! -s "$tarball" ]; then
+      # mmdebstrap picks the output format from the name: keep ".tar" at the end.
+      mmdebstrap --quiet --variant=minbase --include="$packages" "$release" \
+        "${tarball%.tar}.partial.tar" "${SANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+      mv "${tarball%.tar}.partial.tar" "$tarball"
+    fi
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    tar -C "$dir" -xf "$tarball"
+    cp /etc/resolv.conf "$dir/etc/resolv.conf"
+    ;;
+  enter)
+    exec unshare --mount --pid --fork --propagation private -- sh -euc '
+      r=$1; shift
+      mount --bind "$r" "$r"
+      mount -t proc proc "$r/proc"
+      mount --rbind /sys "$r/sys"
+      mount --rbind /dev "$r/dev"
+      mount -t tmpfs tmpfs "$r/run"
+      for bind in ${DEBIAN_ROOT_BINDS:-}; do
+        src=${bind%%:*} rest=${bind#*:}
+        dst=${rest%%:*} mode=${rest#"$dst"}
+        if [ -d "$src" ]; then mkdir -p "$r$dst"; else mkdir -p "$(dirname "$r$dst")"; touch "$r$dst"; fi
+        mount --bind "$src" "$r$dst"
+        [ "$mode" != ":ro" ] || mount -o remount,bind,ro "$r$dst"
+      done
+      cd "$r"
+      mkdir -p .oldroot
+      pivot_root . .oldroot
+      cd /
+      umount -l /.oldroot
+      rmdir /.oldroot
+      exec "$@"' sh "$dir" "$@"
+    ;;
+  *)
+    echo "usage: debian_root.sh make DIR [RELEASE [PACKAGES]] | enter DIR [CMD...]" >&2
+    exit 2
+    ;;
+esac
