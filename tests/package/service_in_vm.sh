@@ -49,7 +49,8 @@ grep -q '"stdout":"42\\n"' <<<"$run" && ok "Python runs in a sandbox under the h
 systemd-analyze security mcp-sandbox --no-pager 2>/dev/null | tail -1 | sed 's/^/info /'
 systemctl stop mcp-sandbox
 leftover=$(find /sys/fs/cgroup -maxdepth 3 -name 'sess_*' | head -3)
-[ -z "$leftover" ] && ok "stopping the unit leaves no session cgroup" || bad "stop" "$leftover"
+[ -z "$leftover" ] && ok "stopping the unit leaves no session cgroup" ||
+  bad "stop" "$leftover; $(journalctl -u mcp-sandbox --no-pager | tail -25)"
 echo $fail > result
 exit $fail
 GUEST
