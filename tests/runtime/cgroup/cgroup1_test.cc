@@ -108,8 +108,19 @@ TEST_CASE("cgroup1: the sessions' parent weighs as much as its sessions", "[cgro
     groups.push_back(std::move(*group));
     CHECK(shares() == 1024 * groups.size());  // each session counts as one process would
   }
-  REQUIRE((*groups.back()).Destroy());
+  // A group at background priority weighs as a process of its shares would: next to nothing
+  // (issue #28: importing sandboxes must not outweigh the server's own threads).
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kBackground));
   CHECK(shares() == 2048);
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kBackground));  // idempotent
+  CHECK(shares() == 2048);
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kNormal));
+  CHECK(shares() == 3072);
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kBackground));
+  REQUIRE(groups[0]->Destroy());  // destroyed at background: no longer subtracted either
+  CHECK(shares() == 2048);
+  REQUIRE((*groups.back()).Destroy());
+  CHECK(shares() == 1024);
   groups.clear();
   CHECK(shares() == 1024);  // never below one process's share
 }
