@@ -57,10 +57,12 @@ Status InheritCpuset(const std::string& dir) {
 // calls on many sessions then waits for the scheduler (50 sessions x 20 calls over HTTP: p99
 // 57-101 ms before, 28 ms with the sessions weighted). Counted from the directory, so
 // sessions of other servers under the same parent count too; best effort.
-// This server's groups at background priority (pooled sandboxes, cold sessions importing their
-// preload) do not count: the parent's weight is spent whichever child runs, so fifty importing
-// sandboxes would otherwise weigh fifty processes against the server's own threads and starve
-// the calls they serve (issue #28: stdio burst p50 1.1 s).
+// This server's sessions lowered to background priority between their calls (cold sessions
+// importing their preload) do not count: the parent's weight is spent whichever child runs, so
+// fifty importing sandboxes would otherwise weigh fifty processes against the server's own
+// threads and starve the calls they serve (issue #28: stdio burst p50 1.1 s). A group started at
+// background priority (the pool's, idle until claimed, refilled one at a time) still counts, as
+// every idle session does.
 std::atomic<int> background_groups{0};
 
 void WeighSessionsParent(const std::vector<Cgroup1Hierarchy>& hierarchies) {
@@ -88,6 +90,7 @@ class Cgroup1Group final : public SandboxCgroup {
 
   Status Attach(pid_t pid) override {
     for (const auto& dir : dirs_) SBX_TRY(WriteControl(dir + "/cgroup.procs", std::to_string(pid)));
+    attached_ = true;
     return {};
   }
 
@@ -99,9 +102,10 @@ class Cgroup1Group final : public SandboxCgroup {
     bool background = priority == CpuPriority::kBackground;
     // 2 is the least the kernel takes; 1024 is every session's default.
     SBX_TRY(WriteControl(cpu + "/cpu.shares", background ? "2" : "1024"));
-    if (background != background_) {
-      background_ = background;
-      background_groups += background ? 1 : -1;
+    bool uncounted = background && attached_;
+    if (uncounted != uncounted_) {
+      uncounted_ = uncounted;
+      background_groups += uncounted ? 1 : -1;
       WeighSessionsParent(hierarchies_);
     }
     return {};
@@ -160,8 +164,8 @@ class Cgroup1Group final : public SandboxCgroup {
     SBX_TRY(KillAll());
     for (const auto& dir : dirs_) SBX_TRY(RemoveCgroupDir(dir, kDrainTimeout));
     destroyed_ = true;
-    if (background_) {
-      background_ = false;
+    if (uncounted_) {
+      uncounted_ = false;
       --background_groups;
     }
     WeighSessionsParent(hierarchies_);
@@ -181,7 +185,8 @@ class Cgroup1Group final : public SandboxCgroup {
   std::vector<Cgroup1Hierarchy> hierarchies_;
   std::vector<std::string> dirs_;
   bool destroyed_ = false;
-  bool background_ = false;  // counted in background_groups
+  bool attached_ = false;   // a process has joined (SetCpuPriority before that: a pooled start)
+  bool uncounted_ = false;  // counted in background_groups
 };
 
 class Cgroup1Manager final : public CgroupManager {

@@ -1,5 +1,6 @@
 // cgroup v1 for real, on a v1/hybrid host as root (this kind of machine: memory, pids, cpu,
 // cpuacct and freezer v1 hierarchies; a cgroup2 mount without controllers).
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <memory>
@@ -108,8 +109,31 @@ TEST_CASE("cgroup1: the sessions' parent weighs as much as its sessions", "[cgro
     groups.push_back(std::move(*group));
     CHECK(shares() == 1024 * groups.size());  // each session counts as one process would
   }
-  REQUIRE((*groups.back()).Destroy());
+  // A session lowered to background priority between its calls weighs as a process of its
+  // shares would: next to nothing (issue #28: importing sandboxes must not outweigh the server's
+  // own threads). One started at background (the pool's, before any process) still counts.
+  REQUIRE(groups[1]->SetCpuPriority(CpuPriority::kBackground));
+  CHECK(shares() == 3072);
+  REQUIRE(groups[1]->SetCpuPriority(CpuPriority::kNormal));
+  pid_t child = ::fork();  // a process in the group: from then on it is a session's
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  REQUIRE(child > 0);
+  REQUIRE(groups[0]->Attach(child));
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kBackground));
   CHECK(shares() == 2048);
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kBackground));  // idempotent
+  CHECK(shares() == 2048);
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kNormal));
+  CHECK(shares() == 3072);
+  REQUIRE(groups[0]->SetCpuPriority(CpuPriority::kBackground));
+  REQUIRE(groups[0]->Destroy());  // destroyed at background (its child killed): no longer
+  ::waitpid(child, nullptr, 0);   // subtracted either
+  CHECK(shares() == 2048);
+  REQUIRE((*groups.back()).Destroy());
+  CHECK(shares() == 1024);
   groups.clear();
   CHECK(shares() == 1024);  // never below one process's share
 }
