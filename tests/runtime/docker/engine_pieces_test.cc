@@ -96,7 +96,7 @@ TEST_CASE("owner labels name a live process or a gone one", "[unit]") {
 
 TEST_CASE("a replica sweeps its own earlier runs' containers, never a live one or a sibling's",
           "[unit]") {
-  LocalIdentity local{"mid/host", "boot", "4026531836"};
+  LocalIdentity local{"mid/host", "boot", "4026531836", ""};
   local.replica = "r2";
   auto alive = [](long pid, std::string_view start) { return pid == 42 && start == "7"; };
   // A restarted swarm slot or pod: the same replica id in another pid namespace or host.
@@ -120,7 +120,7 @@ TEST_CASE("a replica sweeps its own earlier runs' containers, never a live one o
 }
 
 TEST_CASE("the sweep judges only containers of this host and pid namespace", "[unit]") {
-  const LocalIdentity local{"mid/host", "boot", "4026531836"};
+  const LocalIdentity local{"mid/host", "boot", "4026531836", ""};
   int asked = 0;
   auto dead = [&asked](long, std::string_view) {
     ++asked;
