@@ -187,7 +187,7 @@ TEST_CASE("resources: errors are JSON-RPC errors with the revision's not-found c
   CHECK(f.Request("resources/read", {{"uri", 5}})["error"]["code"] == kInvalidParams);
   CHECK(f.Request("resources/read")["error"]["code"] == kInvalidParams);
   // SEP-2164: from 2026-07-28 on, a missing resource is -32602.
-  Error not_found{ErrorCode::kNotFound, "gone"};
+  Error not_found = MakeError(ErrorCode::kNotFound, "gone");
   CHECK(ResourceErrorResponse(1, "x://", not_found, "2026-07-28")["error"]["code"] ==
         kInvalidParams);
   CHECK(ResourceErrorResponse(1, "x://", not_found, "2025-11-25")["error"]["code"] ==

@@ -27,7 +27,7 @@ sandbox::SandboxSpec Spec() {
 
 TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
   auto spec =
-      ContainerSpecFor(Spec(), "mcp-sandbox/python:latest", {"mid/host", "boot/ns/1/2"}, "{}");
+      ContainerSpecFor(Spec(), "mcp-sandbox/python:latest", {"mid/host", "boot/ns/1/2", ""}, "{}");
   REQUIRE(spec);
   CHECK(spec->name == "mcp-sandbox-sess_0123456789ab");
   CHECK(spec->image == "mcp-sandbox/python:latest");
@@ -37,6 +37,10 @@ TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
   CHECK(spec->labels.at("mcp-sandbox.owner") == "boot/ns/1/2");
   CHECK(spec->labels.at("mcp-sandbox.host") == "mid/host");
   CHECK(spec->labels.at("mcp-sandbox.image") == "python");
+  CHECK(spec->labels.count("mcp-sandbox.replica") == 0);  // a single host: no replica label
+  auto replica = ContainerSpecFor(Spec(), "img", {"mid/host", "boot/ns/1/2", "r2"}, "{}");
+  REQUIRE(replica);
+  CHECK(replica->labels.at("mcp-sandbox.replica") == "r2");
   REQUIRE(spec->binds.size() == 1);
   CHECK(spec->binds[0].source == "/opt/mcp-sandbox/agent");
   CHECK(spec->binds[0].target == "/.sandbox");
@@ -44,7 +48,7 @@ TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
 
   auto with_wheels = Spec();
   with_wheels.wheelhouse = "/srv/wheels";
-  auto spec2 = ContainerSpecFor(with_wheels, "img", {"h", "o"}, "");
+  auto spec2 = ContainerSpecFor(with_wheels, "img", {"h", "o", ""}, "");
   REQUIRE(spec2);
   REQUIRE(spec2->binds.size() == 2);
   CHECK(spec2->binds[1].target == "/mnt/wheelhouse");
@@ -54,7 +58,7 @@ TEST_CASE("the container spec names the session and runs the agent", "[unit]") {
 TEST_CASE("an egress socket is bound in and named to sandbox-init", "[unit]") {
   auto with_egress = Spec();
   with_egress.egress_socket_path = "/var/lib/mcp-sandbox/egress/sess_0123456789ab.sock";
-  auto spec = ContainerSpecFor(with_egress, "img", {"h", "o"}, "");
+  auto spec = ContainerSpecFor(with_egress, "img", {"h", "o", ""}, "");
   REQUIRE(spec);
   REQUIRE(spec->binds.size() == 2);
   CHECK(spec->binds[1].source == with_egress.egress_socket_path);
@@ -66,18 +70,18 @@ TEST_CASE("an egress socket is bound in and named to sandbox-init", "[unit]") {
   CHECK(body["HostConfig"]["NetworkMode"] == "none");
   CHECK(body["NetworkDisabled"] == true);
 
-  auto none = ContainerSpecFor(Spec(), "img", {"h", "o"}, "");
+  auto none = ContainerSpecFor(Spec(), "img", {"h", "o", ""}, "");
   REQUIRE(none);
   for (const std::string& entry : none->env) CHECK_FALSE(entry.starts_with("SANDBOX_AGENT_EGRESS"));
 
   with_egress.egress_socket_path = "egress.sock";
-  CHECK(ContainerSpecFor(with_egress, "img", {"h", "o"}, "").error().code ==
+  CHECK(ContainerSpecFor(with_egress, "img", {"h", "o", ""}, "").error().code ==
         sandbox::ErrorCode::kInvalidArgument);
 }
 
 TEST_CASE("the create body carries every hardening setting", "[unit]") {
   auto spec =
-      ContainerSpecFor(Spec(), "img", {"h", "owner"}, R"({"defaultAction":"SCMP_ACT_ERRNO"})");
+      ContainerSpecFor(Spec(), "img", {"h", "owner", ""}, R"({"defaultAction":"SCMP_ACT_ERRNO"})");
   REQUIRE(spec);
   json body = CreateContainerBody(*spec);
   CHECK(body["Image"] == "img");
@@ -128,7 +132,7 @@ TEST_CASE("the create body carries every hardening setting", "[unit]") {
 }
 
 TEST_CASE("without a profile the daemon's default seccomp profile stays on", "[unit]") {
-  auto spec = ContainerSpecFor(Spec(), "img", {"h", "owner"}, "");
+  auto spec = ContainerSpecFor(Spec(), "img", {"h", "owner", ""}, "");
   REQUIRE(spec);
   json host = CreateContainerBody(*spec)["HostConfig"];
   CHECK(host["SecurityOpt"] == json::array({"no-new-privileges:true"}));
@@ -139,7 +143,7 @@ TEST_CASE("without a profile the daemon's default seccomp profile stays on", "[u
 TEST_CASE("a background sandbox gets the least CPU shares from creation on", "[unit]") {
   sandbox::SandboxSpec background = Spec();
   background.cpu_priority = sandbox::CpuPriority::kBackground;
-  auto spec = ContainerSpecFor(background, "img", {"h", "owner"}, "");
+  auto spec = ContainerSpecFor(background, "img", {"h", "owner", ""}, "");
   REQUIRE(spec);
   CHECK(CreateContainerBody(*spec)["HostConfig"]["CpuShares"] == 2);
   CHECK(CpuSharesFor(sandbox::CpuPriority::kBackground) == 2);
@@ -149,15 +153,15 @@ TEST_CASE("a background sandbox gets the least CPU shares from creation on", "[u
 TEST_CASE("specs that cannot make a safe container are refused", "[unit]") {
   auto bad_id = Spec();
   bad_id.session_id = "../x";
-  CHECK(ContainerSpecFor(bad_id, "img", {"h", "o"}, "").error().code ==
+  CHECK(ContainerSpecFor(bad_id, "img", {"h", "o", ""}, "").error().code ==
         sandbox::ErrorCode::kInvalidArgument);
   bad_id.session_id = "";
-  CHECK_FALSE(ContainerSpecFor(bad_id, "img", {"h", "o"}, ""));
+  CHECK_FALSE(ContainerSpecFor(bad_id, "img", {"h", "o", ""}, ""));
   auto relative = Spec();
   relative.agent_dir = "agent";
-  CHECK_FALSE(ContainerSpecFor(relative, "img", {"h", "o"}, ""));
+  CHECK_FALSE(ContainerSpecFor(relative, "img", {"h", "o", ""}, ""));
   auto wheels = Spec();
   wheels.wheelhouse = "wheels";
-  CHECK_FALSE(ContainerSpecFor(wheels, "img", {"h", "o"}, ""));
-  CHECK_FALSE(ContainerSpecFor(Spec(), "", {"h", "o"}, ""));
+  CHECK_FALSE(ContainerSpecFor(wheels, "img", {"h", "o", ""}, ""));
+  CHECK_FALSE(ContainerSpecFor(Spec(), "", {"h", "o", ""}, ""));
 }

@@ -124,7 +124,7 @@ TEST_CASE("session manager: the cap counts open sessions, and a close makes room
 
 TEST_CASE("session manager: a failed start is a clear error and frees its place", "[unit]") {
   Fixture f(/*max_sessions=*/1);
-  f.backend->FailNextStart(Error{ErrorCode::kInternal, "clone: EPERM"});
+  f.backend->FailNextStart(MakeError(ErrorCode::kInternal, "clone: EPERM"));
   auto failed = f.manager->Create({});
   REQUIRE_FALSE(failed);
   CHECK(failed.error().code == ErrorCode::kSandboxUnavailable);
