@@ -1,0 +1,309 @@
+// A cluster of mcp-sandbox replicas on one machine, each "host" a network namespace the test
+// makes (a veth pair in 198.18.0.0/24, RFC 2544 benchmarking space: special-use and never
+// routed, so a leak would stand out), with the HAProxy router of tools/deploy/haproxy on
+// loopback in front. Everything it starts is a child stopped by pid; every namespace and link it
+// makes is removed by teardown(). Root only (see clusterSupport()).
+import { execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { BIN, ROOT } from './harness.mjs';
+
+export const RENDER = path.join(ROOT, 'tools/deploy/haproxy/render.sh');
+const PORT = 8080;
+
+function run(command, args, options = {}) {
+  return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options });
+}
+
+function which(command) {
+  try {
+    run('sh', ['-c', `command -v ${command}`]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// { ok, reason }: whether this process can build the cluster (root, ip, nsenter, haproxy).
+export function clusterSupport() {
+  if (process.getuid?.() !== 0) return { ok: false, reason: 'needs root (network namespaces, veth pairs)' };
+  for (const command of ['ip', 'nsenter', 'haproxy', 'iptables']) {
+    if (!which(command)) return { ok: false, reason: `${command} is not installed` };
+  }
+  if (!fs.existsSync(BIN)) return { ok: false, reason: `${BIN} is not built` };
+  return { ok: true, reason: '' };
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Polls `probe` (sync or async) every `everyMs` until it returns a truthy value; that value, or
+// throws after `timeoutMs` with `what` and the last value seen.
+export async function waitFor(what, probe, { timeoutMs = 10000, everyMs = 100 } = {}) {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    try {
+      last = await probe();
+      if (last) return last;
+    } catch (error) {
+      last = error.message;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last: ${JSON.stringify(last)})`);
+    await sleep(everyMs);
+  }
+}
+
+function captureText(stream, sink) {
+  stream?.setEncoding('utf8');
+  stream?.on('data', (chunk) => {
+    sink.text += chunk;
+    if (sink.text.length > 4 << 20) sink.text = sink.text.slice(-(2 << 20));
+  });
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// A raw HTTP/1.1 request (fetch forbids nothing we need, but keep the test independent of its
+// header normalisation): resolves { status, headers, body } with the body as text.
+export async function httpRequest(url, { method = 'GET', headers = {}, body } = {}) {
+  const response = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(30000) });
+  return { status: response.status, headers: response.headers, body: await response.text() };
+}
+
+export class Cluster {
+  // ids: replica ids; base: first address offset in 198.18.0.0/24 (pairs are /30s from there);
+  // env: environment for every replica.
+  constructor({ ids = ['r1', 'r2', 'r3'], base = 0, env = {}, tag } = {}) {
+    this.tag = tag ?? crypto.randomBytes(2).toString('hex');
+    this.token = crypto.randomBytes(24).toString('hex');
+    this.env = env;
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-scaleout-'));
+    this.replicas = new Map();
+    ids.forEach((id, index) => {
+      const offset = base + 4 * index;
+      this.replicas.set(id, {
+        id,
+        netns: `mcpso-${this.tag}-${id}`,
+        veth: `mso${this.tag}${id}`.slice(0, 15),
+        hostAddress: `198.18.0.${offset + 1}`,
+        address: `198.18.0.${offset + 2}`,
+        proc: null,
+        log: { text: '' },
+        exited: null,
+      });
+    });
+    this.router = null;
+    this.made = { netns: [], links: [] };
+  }
+
+  replica(id) {
+    const replica = this.replicas.get(id);
+    if (!replica) throw new Error(`no replica ${id}`);
+    return replica;
+  }
+
+  directUrl(id) {
+    return `http://${this.replica(id).address}:${PORT}/mcp`;
+  }
+
+  get url() {
+    return `http://127.0.0.1:${this.router.port}/mcp`;
+  }
+
+  get base() {
+    return `http://127.0.0.1:${this.router.port}`;
+  }
+
+  authHeaders() {
+    return { Authorization: `Bearer ${this.token}` };
+  }
+
+  // Point-to-point veth pairs, one end in each replica's namespace: no bridge, no forwarding.
+  setupNetwork() {
+    for (const replica of this.replicas.values()) {
+      run('ip', ['netns', 'add', replica.netns]);
+      this.made.netns.push(replica.netns);
+      run('ip', ['link', 'add', replica.veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', replica.netns]);
+      this.made.links.push(replica.veth);
+      run('ip', ['addr', 'add', `${replica.hostAddress}/30`, 'dev', replica.veth]);
+      run('ip', ['link', 'set', replica.veth, 'up']);
+      run('ip', ['-n', replica.netns, 'addr', 'add', `${replica.address}/30`, 'dev', 'eth0']);
+      run('ip', ['-n', replica.netns, 'link', 'set', 'eth0', 'up']);
+      run('ip', ['-n', replica.netns, 'link', 'set', 'lo', 'up']);
+    }
+  }
+
+  // Runs a command in a replica's network namespace only. nsenter, not `ip netns exec`: that one
+  // also mounts a fresh sysfs over /sys, which hides /sys/fs/cgroup from the server.
+  nsCommand(id, argv) {
+    return ['nsenter', [`--net=/run/netns/${this.replica(id).netns}`, ...argv]];
+  }
+
+  // Starts `serve --http` in the replica's namespace; resolves once /healthz answers.
+  async startReplica(id, extraEnv = {}) {
+    const replica = this.replica(id);
+    if (replica.proc && replica.exited === null) throw new Error(`${id} is running`);
+    const env = {
+      ...process.env,
+      SANDBOX_LOG_LEVEL: 'info',
+      SANDBOX_LOG_FILE: '',
+      SANDBOX_REPLICA_ID: id,
+      SANDBOX_HTTP_HOST: replica.address,
+      SANDBOX_HTTP_PORT: String(PORT),
+      SANDBOX_AUTH_TOKEN: this.token,
+      SANDBOX_POOL_SIZE: '0',
+      ...this.env,
+      ...extraEnv,
+    };
+    const [command, args] = this.nsCommand(id, [BIN, 'serve', '--http']);
+    replica.log.text += `\n--- start ${new Date().toISOString()}\n`;
+    const proc = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    captureText(proc.stderr, replica.log);
+    replica.proc = proc;
+    replica.exited = null;
+    replica.exit = new Promise((resolve) => proc.on('exit', (code, signal) => {
+      replica.exited = { code, signal };
+      resolve(replica.exited);
+    }));
+    await waitFor(`${id} /healthz`, async () => {
+      if (replica.exited) throw new Error(`${id} exited ${JSON.stringify(replica.exited)}:\n${replica.log.text.slice(-3000)}`);
+      const response = await httpRequest(`http://${replica.address}:${PORT}/healthz`);
+      return response.status === 200;
+    }, { timeoutMs: 30000, everyMs: 100 });
+    return proc;
+  }
+
+  signal(id, signal) {
+    const replica = this.replica(id);
+    if (replica.proc && replica.exited === null) replica.proc.kill(signal);
+  }
+
+  async stopReplica(id, signal = 'SIGKILL') {
+    const replica = this.replica(id);
+    if (!replica.proc || replica.exited) return replica.exited;
+    replica.proc.kill('SIGCONT');
+    replica.proc.kill(signal);
+    return replica.exit;
+  }
+
+  // Drops every TCP segment to the replica's port inside its namespace (a silent partition:
+  // no RST, so the router sees time-outs, as with a lost host); heal() removes the rule.
+  partition(id) {
+    const [command, args] = this.nsCommand(id, ['iptables', '-w', '-I', 'INPUT', '-p', 'tcp', '--dport', String(PORT), '-j', 'DROP']);
+    run(command, args);
+  }
+
+  heal(id) {
+    const [command, args] = this.nsCommand(id, ['iptables', '-w', '-D', 'INPUT', '-p', 'tcp', '--dport', String(PORT), '-j', 'DROP']);
+    run(command, args);
+  }
+
+  // Renders the router's configuration from the one template and starts HAProxy on loopback.
+  async startRouter() {
+    const port = await freePort();
+    const admin = path.join(this.dir, 'admin.sock');
+    const args = ['--bind', `127.0.0.1:${port}`, '--admin-socket', admin];
+    for (const replica of this.replicas.values()) args.push('--server', `${replica.id}=${replica.address}:${PORT}`);
+    const config = path.join(this.dir, 'haproxy.cfg');
+    fs.writeFileSync(config, run(RENDER, args));
+    const check = run('haproxy', ['-c', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn('haproxy', ['-db', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const log = { text: '' };
+    captureText(proc.stdout, log);
+    captureText(proc.stderr, log);
+    const exit = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+    this.router = { proc, port, admin, config, log, exit, check };
+    await waitFor('router /router-healthz', async () => {
+      if (proc.exitCode !== null) throw new Error(`haproxy exited ${proc.exitCode}:\n${log.text}`);
+      return (await httpRequest(`${this.base}/router-healthz`)).status === 200;
+    }, { timeoutMs: 10000 });
+    return this.router;
+  }
+
+  // One command on HAProxy's runtime API; its answer.
+  async adminCommand(command) {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(this.router.admin);
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.setTimeout(5000, () => socket.destroy(new Error('admin socket timed out')));
+      socket.on('data', (chunk) => { answer += chunk; });
+      socket.on('end', () => resolve(answer));
+      socket.on('error', reject);
+      socket.write(`${command}\n`);
+    });
+  }
+
+  // { r1: 'UP' | 'DOWN' | 'NOLB' | 'MAINT' | 'UP 1/2' ..., ... } from `show stat`.
+  async serverStates() {
+    const csv = await this.adminCommand('show stat');
+    const lines = csv.split('\n').filter(Boolean);
+    const header = lines[0].replace(/^# /, '').split(',');
+    const at = (name) => header.indexOf(name);
+    const states = {};
+    for (const line of lines.slice(1)) {
+      const fields = line.split(',');
+      if (fields[at('pxname')] !== 'replicas') continue;
+      const name = fields[at('svname')];
+      if (name === 'BACKEND' || name === 'FRONTEND') continue;
+      states[name] = fields[at('status')];
+    }
+    return states;
+  }
+
+  // Waits until server `id` is in `state` (a string or a predicate on it); the ms it took.
+  async waitServer(id, state, timeoutMs = 10000) {
+    const started = Date.now();
+    const matches = typeof state === 'function' ? state : (value) => value === state;
+    await waitFor(`router: ${id} ${typeof state === 'function' ? 'in the wanted state' : state}`, async () => {
+      const states = await this.serverStates();
+      return matches(states[id]) ? states : false;
+    }, { timeoutMs, everyMs: 50 });
+    return Date.now() - started;
+  }
+
+  // The router's log lines from `mark` on (a length of log.text).
+  routerLog(mark = 0) {
+    return this.router.log.text.slice(mark).split('\n').filter(Boolean);
+  }
+
+  logMark() {
+    return this.router.log.text.length;
+  }
+
+  async teardown() {
+    const errors = [];
+    for (const replica of this.replicas.values()) {
+      try {
+        await Promise.race([this.stopReplica(replica.id, 'SIGKILL'), sleep(5000)]);
+      } catch (error) {
+        errors.push(error.message);
+      }
+    }
+    if (this.router?.proc && this.router.proc.exitCode === null) {
+      this.router.proc.kill('SIGKILL');
+      await Promise.race([this.router.exit, sleep(5000)]);
+    }
+    for (const link of this.made.links) {
+      try { run('ip', ['link', 'del', link]); } catch { /* gone with its namespace */ }
+    }
+    for (const netns of this.made.netns) {
+      try { run('ip', ['netns', 'del', netns]); } catch (error) { errors.push(`ip netns del ${netns}: ${error.message}`); }
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+    if (errors.length) throw new Error(`teardown: ${errors.join('; ')}`);
+  }
+}
