@@ -10,7 +10,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
-import { BIN, ROOT } from './harness.mjs';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import { BIN, ROOT, text } from './harness.mjs';
 
 export const RENDER = path.join(ROOT, 'tools/deploy/haproxy/render.sh');
 const PORT = 8080;
@@ -306,4 +310,80 @@ export class Cluster {
     fs.rmSync(this.dir, { recursive: true, force: true });
     if (errors.length) throw new Error(`teardown: ${errors.join('; ')}`);
   }
+}
+
+// --- Clients of both eras ---------------------------------------------------------------------
+// Through the router or straight to a replica: the official SDK v1 client (2025-11-25,
+// Mcp-Session-Id transport sessions) and the SDK v2 client pinned to 2026-07-28 (stateless,
+// Mcp-Param-Session-Id). Each records the last POST it sent, so a test can replay it altered.
+
+const CALL_TIMEOUT_MS = 60000;
+
+// A fetch that remembers the last POST it sent (headers and body) for replays.
+function recordingFetch(sink) {
+  return async (url, init = {}) => {
+    if ((init.method ?? 'GET') === 'POST') {
+      sink.last = { url: String(url), headers: Object.fromEntries(new Headers(init.headers).entries()), body: init.body };
+    }
+    return fetch(url, init);
+  };
+}
+
+// era: 'legacy' | 'modern'. Resolves { era, client, transport, call, callOk, readResource, close, sent }.
+export async function connectClient(era, url, headers = {}) {
+  const sent = {};
+  let client;
+  let transport;
+  if (era === 'modern') {
+    client = new ModernClient({ name: 'mcp-sandbox-scaleout', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    transport = new ModernTransport(new URL(url), { requestInit: { headers }, fetch: recordingFetch(sent) });
+    await client.connect(transport);
+    // The client mirrors Mcp-Param-* only for tools it has listed; list them once, as a real
+    // client does before its first call.
+    await client.listTools();
+  } else {
+    client = new LegacyClient({ name: 'mcp-sandbox-scaleout', version: '1.0.0' });
+    transport = new LegacyTransport(new URL(url), { requestInit: { headers }, fetch: recordingFetch(sent) });
+    await client.connect(transport);
+  }
+  const call = (name, args = {}, options = {}) => (era === 'modern'
+    ? client.callTool({ name, arguments: args }, { timeout: CALL_TIMEOUT_MS, ...options })
+    : client.callTool({ name, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS, ...options }));
+  const callOk = async (name, args = {}, options = {}) => {
+    const result = await call(name, args, options);
+    if (result.isError) throw new Error(`${era} ${name} failed: ${text(result)}`);
+    return result.structuredContent;
+  };
+  return {
+    era,
+    client,
+    transport,
+    sent,
+    call,
+    callOk,
+    // The 2025 transport session id (mcps_<replica>_...), or undefined for a modern client.
+    get transportId() { return transport.sessionId; },
+    readResource: (uri) => client.readResource({ uri }),
+    async close() {
+      try {
+        if (era === 'legacy') await transport.terminateSession();
+      } catch {
+        // the replica that held it may be gone: that is what some tests do
+      }
+      await client.close().catch(() => {});
+    },
+  };
+}
+
+// The replica a handle names: sess_<replica>_<hex> or mcps_<replica>_<hex>.
+export function replicaOf(handle) {
+  const match = /^(?:sess|mcps)_([a-z][a-z0-9-]*)_[0-9a-f]+$/.exec(handle ?? '');
+  return match ? match[1] : null;
+}
+
+export function percentile(values, p) {
+  if (!values.length) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
