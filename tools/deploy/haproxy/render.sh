@@ -72,6 +72,8 @@ fi
 
 SERVERS=$(printf '%s\n' "${server_lines[@]}") RESOLVERS=$resolvers BIND=$bind ADMIN=$admin \
   awk '
+    NR == 1         { print "# Rendered by tools/deploy/haproxy/render.sh from mcp-router.cfg.in: edit those, not this." }
+    /^#/            { print; next }
     /^@SERVERS@$/   { print ENVIRON["SERVERS"]; next }
     /^@RESOLVERS@$/ { if (ENVIRON["RESOLVERS"] != "") print ENVIRON["RESOLVERS"]; next }
     { gsub(/@BIND@/, ENVIRON["BIND"]); gsub(/@ADMIN_SOCKET@/, ENVIRON["ADMIN"]); print }
