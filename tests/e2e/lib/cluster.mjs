@@ -87,6 +87,99 @@ export async function httpRequest(url, { method = 'GET', headers = {}, body } = 
   return { status: response.status, headers: response.headers, body: await response.text() };
 }
 
+// HAProxy on loopback with the configuration rendered from the one template
+// (tools/deploy/haproxy/render.sh) for `servers` ([{ id, address: 'host:port' }]); checked with
+// `haproxy -c` first. Files (configuration, runtime API socket) go to `dir`.
+export class Router {
+  static async start(dir, servers) {
+    const port = await freePort();
+    const admin = path.join(dir, 'admin.sock');
+    const args = ['--bind', `127.0.0.1:${port}`, '--admin-socket', admin];
+    for (const server of servers) args.push('--server', `${server.id}=${server.address}`);
+    const config = path.join(dir, 'haproxy.cfg');
+    fs.writeFileSync(config, run(RENDER, args));
+    run('haproxy', ['-c', '-q', '-f', config]);
+    const proc = spawn('haproxy', ['-db', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const log = { text: '' };
+    captureText(proc.stdout, log);
+    captureText(proc.stderr, log);
+    const router = new Router();
+    Object.assign(router, { proc, port, admin, config, log });
+    router.exit = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+    await waitFor('router /router-healthz', async () => {
+      if (proc.exitCode !== null) throw new Error(`haproxy exited ${proc.exitCode}:\n${log.text}`);
+      return (await httpRequest(`${router.base}/router-healthz`)).status === 200;
+    }, { timeoutMs: 10000 });
+    return router;
+  }
+
+  get url() {
+    return `http://127.0.0.1:${this.port}/mcp`;
+  }
+
+  get base() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async stop() {
+    if (this.proc.exitCode === null && this.proc.signalCode === null) {
+      this.proc.kill('SIGKILL');
+      await Promise.race([this.exit, sleep(5000)]);
+    }
+  }
+
+  // One command on HAProxy's runtime API; its answer.
+  async adminCommand(command) {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(this.admin);
+      let answer = '';
+      socket.setEncoding('utf8');
+      socket.setTimeout(5000, () => socket.destroy(new Error('admin socket timed out')));
+      socket.on('data', (chunk) => { answer += chunk; });
+      socket.on('end', () => resolve(answer));
+      socket.on('error', reject);
+      socket.write(`${command}\n`);
+    });
+  }
+
+  // { r1: 'UP' | 'DOWN' | 'NOLB' | 'MAINT' | 'UP 1/2' ..., ... } from `show stat`.
+  async serverStates() {
+    const csv = await this.adminCommand('show stat');
+    const lines = csv.split('\n').filter(Boolean);
+    const header = lines[0].replace(/^# /, '').split(',');
+    const at = (name) => header.indexOf(name);
+    const states = {};
+    for (const line of lines.slice(1)) {
+      const fields = line.split(',');
+      if (fields[at('pxname')] !== 'replicas') continue;
+      const name = fields[at('svname')];
+      if (name === 'BACKEND' || name === 'FRONTEND') continue;
+      states[name] = fields[at('status')];
+    }
+    return states;
+  }
+
+  // Waits until server `id` is in `state` (a string or a predicate on it); the ms it took.
+  async waitServer(id, state, timeoutMs = 10000) {
+    const started = Date.now();
+    const matches = typeof state === 'function' ? state : (value) => value === state;
+    await waitFor(`router: ${id} ${typeof state === 'function' ? 'in the wanted state' : state}`, async () => {
+      const states = await this.serverStates();
+      return matches(states[id]) ? states : false;
+    }, { timeoutMs, everyMs: 50 });
+    return Date.now() - started;
+  }
+
+  // The router's log lines from `mark` on (a length of log.text).
+  routerLog(mark = 0) {
+    return this.log.text.slice(mark).split('\n').filter(Boolean);
+  }
+
+  logMark() {
+    return this.log.text.length;
+  }
+}
+
 export class Cluster {
   // ids: replica ids; base: first address offset in 198.18.0.0/24 (pairs are /30s from there);
   // env: environment for every replica.
@@ -124,11 +217,11 @@ export class Cluster {
   }
 
   get url() {
-    return `http://127.0.0.1:${this.router.port}/mcp`;
+    return this.router.url;
   }
 
   get base() {
-    return `http://127.0.0.1:${this.router.port}`;
+    return this.router.base;
   }
 
   authHeaders() {
@@ -215,78 +308,16 @@ export class Cluster {
     run(command, args);
   }
 
-  // Renders the router's configuration from the one template and starts HAProxy on loopback.
+  // The router in front of this cluster's replicas (see Router).
   async startRouter() {
-    const port = await freePort();
-    const admin = path.join(this.dir, 'admin.sock');
-    const args = ['--bind', `127.0.0.1:${port}`, '--admin-socket', admin];
-    for (const replica of this.replicas.values()) args.push('--server', `${replica.id}=${replica.address}:${PORT}`);
-    const config = path.join(this.dir, 'haproxy.cfg');
-    fs.writeFileSync(config, run(RENDER, args));
-    const check = run('haproxy', ['-c', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const proc = spawn('haproxy', ['-db', '-f', config], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const log = { text: '' };
-    captureText(proc.stdout, log);
-    captureText(proc.stderr, log);
-    const exit = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
-    this.router = { proc, port, admin, config, log, exit, check };
-    await waitFor('router /router-healthz', async () => {
-      if (proc.exitCode !== null) throw new Error(`haproxy exited ${proc.exitCode}:\n${log.text}`);
-      return (await httpRequest(`${this.base}/router-healthz`)).status === 200;
-    }, { timeoutMs: 10000 });
+    this.router = await Router.start(this.dir, [...this.replicas.values()].map((r) => ({ id: r.id, address: `${r.address}:${PORT}` })));
     return this.router;
   }
 
-  // One command on HAProxy's runtime API; its answer.
-  async adminCommand(command) {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect(this.router.admin);
-      let answer = '';
-      socket.setEncoding('utf8');
-      socket.setTimeout(5000, () => socket.destroy(new Error('admin socket timed out')));
-      socket.on('data', (chunk) => { answer += chunk; });
-      socket.on('end', () => resolve(answer));
-      socket.on('error', reject);
-      socket.write(`${command}\n`);
-    });
-  }
-
-  // { r1: 'UP' | 'DOWN' | 'NOLB' | 'MAINT' | 'UP 1/2' ..., ... } from `show stat`.
-  async serverStates() {
-    const csv = await this.adminCommand('show stat');
-    const lines = csv.split('\n').filter(Boolean);
-    const header = lines[0].replace(/^# /, '').split(',');
-    const at = (name) => header.indexOf(name);
-    const states = {};
-    for (const line of lines.slice(1)) {
-      const fields = line.split(',');
-      if (fields[at('pxname')] !== 'replicas') continue;
-      const name = fields[at('svname')];
-      if (name === 'BACKEND' || name === 'FRONTEND') continue;
-      states[name] = fields[at('status')];
-    }
-    return states;
-  }
-
-  // Waits until server `id` is in `state` (a string or a predicate on it); the ms it took.
-  async waitServer(id, state, timeoutMs = 10000) {
-    const started = Date.now();
-    const matches = typeof state === 'function' ? state : (value) => value === state;
-    await waitFor(`router: ${id} ${typeof state === 'function' ? 'in the wanted state' : state}`, async () => {
-      const states = await this.serverStates();
-      return matches(states[id]) ? states : false;
-    }, { timeoutMs, everyMs: 50 });
-    return Date.now() - started;
-  }
-
-  // The router's log lines from `mark` on (a length of log.text).
-  routerLog(mark = 0) {
-    return this.router.log.text.slice(mark).split('\n').filter(Boolean);
-  }
-
-  logMark() {
-    return this.router.log.text.length;
-  }
+  serverStates() { return this.router.serverStates(); }
+  waitServer(id, state, timeoutMs) { return this.router.waitServer(id, state, timeoutMs); }
+  routerLog(mark) { return this.router.routerLog(mark); }
+  logMark() { return this.router.logMark(); }
 
   async teardown() {
     const errors = [];
@@ -297,10 +328,7 @@ export class Cluster {
         errors.push(error.message);
       }
     }
-    if (this.router?.proc && this.router.proc.exitCode === null) {
-      this.router.proc.kill('SIGKILL');
-      await Promise.race([this.router.exit, sleep(5000)]);
-    }
+    await this.router?.stop();
     for (const link of this.made.links) {
       try { run('ip', ['link', 'del', link]); } catch { /* gone with its namespace */ }
     }
