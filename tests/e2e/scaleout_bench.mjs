@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 
-import { Cluster, connectClient, httpRequest, percentile, replicaOf, sleep } from './lib/cluster.mjs';
+import { Cluster, connectClient, httpRequest, percentile, replicaOf, sleep, storeImage } from './lib/cluster.mjs';
 
 class NotApplicable extends Error {}
 
@@ -63,7 +63,7 @@ function row(label, through, direct) {
     `+${f(p(through, 50) - p(direct, 50))} / +${f(p(through, 99) - p(direct, 99))} |`;
 }
 
-const cluster = new Cluster({ base: 128, env: { SANDBOX_IMAGE: process.env.SANDBOX_IMAGE ?? 'python-small', SANDBOX_MAX_SESSIONS: '40' } });
+const cluster = new Cluster({ base: 128, env: { SANDBOX_IMAGE: process.env.SANDBOX_IMAGE ?? storeImage() ?? 'python', SANDBOX_MAX_SESSIONS: '40' } });
 const before = loadavg();
 const out = [];
 try {

@@ -42,6 +42,20 @@ export function clusterSupport() {
   return { ok: true, reason: '' };
 }
 
+// The image replicas should use: `preferred` when the store has it (the small variant starts
+// sessions fastest), else the default image, else null.
+export function storeImage(preferred = 'python-small') {
+  try {
+    const listed = JSON.parse(execFileSync(BIN, ['image', 'ls', '--json'], { encoding: 'utf8', timeout: 60000 }));
+    const names = (listed.images ?? []).flatMap((image) => image.names ?? []);
+    if (names.includes(preferred)) return preferred;
+    if (names.includes('python')) return 'python';
+  } catch {
+    // no store, or no binary: the caller's skip says why
+  }
+  return null;
+}
+
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Polls `probe` (sync or async) every `everyMs` until it returns a truthy value; that value, or
