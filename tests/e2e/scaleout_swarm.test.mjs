@@ -201,6 +201,11 @@ describe('scale-out on Docker Swarm: replicas as tasks of one service, the Docke
     const victims = sessions.filter((s) => s.replica === 'r2');
     const [container] = tasksOf(2);
     assert.ok(container, 'no container for slot 2');
+    // The sandboxes of r2's sessions: sibling containers, orphaned by the kill.
+    const sandboxesOfR2 = () => docker(['ps', '-aq', '--filter', 'label=mcp-sandbox.host=no-machine-id/mcp-sandbox-r2'])
+      .split('\n').filter(Boolean);
+    const orphans = sandboxesOfR2();
+    assert.ok(orphans.length >= victims.length, `r2 has ${orphans.length} sandbox containers for ${victims.length} sessions`);
     const killed = Date.now();
     docker(['kill', container]);
     const result = await waitFor('replica_unavailable for an r2 session', async () => {
@@ -213,6 +218,9 @@ describe('scale-out on Docker Swarm: replicas as tasks of one service, the Docke
     await waitFor('Swarm to restart slot 2', async () => tasksOf(2).some((id) => id !== container) && healthy('r2'), { timeoutMs: 30000, everyMs: 250 });
     await router.waitServer('r2', 'UP', 10000);
     console.log(`# S2: slot 2 back UP ${Date.now() - killed} ms after docker kill`);
+    // The new r2 sweeps what its predecessor left (its replica id on the containers' labels).
+    await waitFor('the restarted r2 to remove its predecessor\'s sandbox containers',
+      () => orphans.every((id) => !sandboxesOfR2().includes(id)), { timeoutMs: 15000, everyMs: 500 });
     const old = await modern.call('sandbox_run_python', { session_id: victims[0].id, code: 'print(1)' });
     assert.equal(old.structuredContent?.error, 'session_not_found', text(old));
     for (const victim of victims) sessions.splice(sessions.indexOf(victim), 1);
