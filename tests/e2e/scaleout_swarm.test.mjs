@@ -231,8 +231,12 @@ describe('scale-out on Docker Swarm: replicas as tasks of one service, the Docke
   });
 
   stest('S3: a rolling update drains one task at a time: its sessions answered, no placement on it', async () => {
-    // One session per replica to call while it drains.
-    for (const id of IDS) if (!sessions.some((s) => s.replica === id)) sessions.push(await newSession(modern));
+    // One session per replica kept in use (a call every second), so the drain keeps it open
+    // (a drain closes sessions idle for SANDBOX_DRAIN_IDLE_S, here 4 s).
+    const active = new Map();
+    for (const id of IDS) active.set(id, sessions.find((s) => s.replica === id) ?? await newSession(modern));
+    const lastCall = new Map();
+    for (const [id, session] of active) { await step(modern, session); lastCall.set(id, Date.now()); }
     const seen = new Set();
     const started = Date.now();
     const before = new Map(IDS.map((id) => [id, tasksOf(Number(id.slice(1)))[0]]));
@@ -241,17 +245,21 @@ describe('scale-out on Docker Swarm: replicas as tasks of one service, the Docke
       const now = tasksOf(Number(id.slice(1)));
       return now.length === 1 && now[0] !== before.get(id);
     });
+    // One loop, one call at a time: watch the router, keep the sessions in use, check each drain.
     while (Date.now() - started < 120000) {
       const states = await router.serverStates();
       for (const id of IDS) {
-        if (states[id] !== 'NOLB' || seen.has(id)) continue;
-        seen.add(id);
-        // Draining: its session still answers, through the router, with its state.
-        const session = sessions.find((s) => s.replica === id);
-        await step(modern, session);
-        const placed = await newSession(modern);
-        assert.notEqual(placed.replica, id, `a session was placed on draining ${id}`);
-        sessions.push(placed);
+        if (states[id] === 'NOLB' && !seen.has(id)) {
+          seen.add(id);
+          // Draining: its session still answers, through the router, with its state.
+          await step(modern, active.get(id));
+          const placed = await newSession(modern);
+          assert.notEqual(placed.replica, id, `a session was placed on draining ${id}`);
+          active.delete(id); // left idle now, so the drain can end
+        } else if (active.has(id) && Date.now() - lastCall.get(id) > 1000) {
+          await step(modern, active.get(id));
+          lastCall.set(id, Date.now());
+        }
       }
       if (seen.size === IDS.length && replaced() && IDS.every((id) => states[id] === 'UP')) break;
       await sleep(100);
