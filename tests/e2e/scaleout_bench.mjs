@@ -58,9 +58,10 @@ async function recordedCall(era, url, headers, sessionId) {
 
 function row(label, through, direct) {
   const f = (v) => v.toFixed(3);
+  const signed = (v) => (v < 0 ? '−' : '+') + Math.abs(v).toFixed(3);
   const p = (values, q) => percentile(values, q);
   return `| ${label} | ${f(p(direct, 50))} / ${f(p(direct, 99))} | ${f(p(through, 50))} / ${f(p(through, 99))} | ` +
-    `+${f(p(through, 50) - p(direct, 50))} / +${f(p(through, 99) - p(direct, 99))} |`;
+    `${signed(p(through, 50) - p(direct, 50))} / ${signed(p(through, 99) - p(direct, 99))} |`;
 }
 
 const cluster = new Cluster({ base: 128, env: { SANDBOX_IMAGE: process.env.SANDBOX_IMAGE ?? storeImage() ?? 'python', SANDBOX_MAX_SESSIONS: '40' } });
