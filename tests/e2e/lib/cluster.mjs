@@ -2,7 +2,9 @@
 // makes (a veth pair in 198.18.0.0/24, RFC 2544 benchmarking space: special-use and never
 // routed, so a leak would stand out), with the HAProxy router of tools/deploy/haproxy on
 // loopback in front. Everything it starts is a child stopped by pid; every namespace and link it
-// makes is removed by teardown(). Root only (see clusterSupport()).
+// makes is removed by teardown(). Root only (see clusterSupport()). Also: Router (HAProxy from
+// the template, for replicas anywhere, e.g. Swarm tasks) and connectClient (the official SDK
+// clients of both eras, recording what they send).
 import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
