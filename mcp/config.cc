@@ -11,9 +11,11 @@
 
 #include <fmt/format.h>
 
+#include "mcp/public_url.h"
 #include "rootfs/image_name.h"
 #include "runtime/base/units.h"
 #include "runtime/egress/egress_config.h"
+#include "runtime/session/session_id.h"
 
 namespace sandbox::mcp {
 
@@ -72,9 +74,37 @@ bool HasControlOrSpace(const std::string& value) {
   return false;
 }
 
-// The first line of a token file, without its line end. A token is short: a file larger than
-// 4 KiB is the wrong file, and is refused before it is read whole.
-Result<std::string> ReadTokenFile(const std::string& path) {
+// A list of accepted tokens: several, so that a new one can be rolled out to clients while the
+// old one still works (rotation without a coordinated restart). Tokens are separated by `sep`
+// (',' in the variable, a line end in a file) and never contain spaces or control characters.
+Result<std::vector<std::string>> TokenList(std::string_view text, char sep) {
+  std::vector<std::string> tokens;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(sep, start);
+    std::string token(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (sep == '\n' && !token.empty() && token.back() == '\r') token.pop_back();
+    if (sep == ',') {  // "a, b" reads as two tokens, as the other comma lists do
+      auto first = token.find_first_not_of(' ');
+      auto last = token.find_last_not_of(' ');
+      token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+    }
+    if (!token.empty()) {
+      if (HasControlOrSpace(token)) {
+        return Fail(ErrorCode::kInvalidArgument,
+                    "a token must not contain spaces or control characters");
+      }
+      tokens.push_back(std::move(token));
+    }
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return tokens;
+}
+
+// The tokens of a token file, one per line (blank lines skipped). Tokens are short: a file
+// larger than 4 KiB is the wrong file, and is refused before it is read whole.
+Result<std::vector<std::string>> ReadTokenFile(const std::string& path) {
   constexpr size_t kMaxTokenFile = 4096;
   std::ifstream file(path, std::ios::binary);
   if (!file) {
@@ -87,14 +117,9 @@ Result<std::string> ReadTokenFile(const std::string& path) {
     return Fail(ErrorCode::kInvalidArgument, "larger than {} bytes: not a token file",
                 kMaxTokenFile);
   }
-  std::string token = content.substr(0, content.find('\n'));
-  if (!token.empty() && token.back() == '\r') token.pop_back();
-  if (token.empty()) return Fail(ErrorCode::kInvalidArgument, "its first line is empty");
-  if (HasControlOrSpace(token)) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "the token must not contain spaces or control characters");
-  }
-  return token;
+  SBX_ASSIGN_OR_RETURN(auto tokens, TokenList(content, '\n'));
+  if (tokens.empty()) return Fail(ErrorCode::kInvalidArgument, "it holds no token");
+  return tokens;
 }
 
 // "http://host[:port]" or "https://...", or "*".
@@ -224,23 +249,22 @@ const std::vector<ConfigVariable> kVariables = {
        return {};
      }},
     {"SANDBOX_AUTH_TOKEN", "--auth-token", "",
-     "Bearer token HTTP clients must send (`Authorization: Bearer ...`); prefer the variable "
-     "to the flag, which other users can see in `ps`",
+     "Bearer token HTTP clients must send (`Authorization: Bearer ...`); several, "
+     "comma-separated, are each accepted (rotation: add the new one, move clients, drop the old "
+     "one); prefer the variable to the flag, which other users can see in `ps`",
      [](ServeConfig& config, const std::string& value) -> Status {
-       if (HasControlOrSpace(value))
-         return Invalid("must not contain spaces or control characters");
-       config.auth_token = value;
+       SBX_ASSIGN_OR_RETURN(config.auth_tokens, TokenList(value, ','));
        return {};
      }},
     {"SANDBOX_AUTH_TOKEN_FILE", "--auth-token-file", "",
-     "File holding the bearer token (its first line), e.g. a systemd credential "
-     "(`LoadCredential=`); keeps the token out of the environment and `ps`",
+     "File holding the bearer token, or several, one per line (each accepted), e.g. a systemd "
+     "credential (`LoadCredential=`); keeps tokens out of the environment and `ps`. Not "
+     "together with SANDBOX_AUTH_TOKEN",
      [](ServeConfig& config, const std::string& value) -> Status {
-       if (!config.auth_token.empty()) {
+       if (!config.auth_tokens.empty()) {
          return Invalid("set one of SANDBOX_AUTH_TOKEN and SANDBOX_AUTH_TOKEN_FILE, not both");
        }
-       SBX_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(value));
-       config.auth_token = std::move(token);
+       SBX_ASSIGN_OR_RETURN(config.auth_tokens, ReadTokenFile(value));
        return {};
      }},
     {"SANDBOX_ALLOWED_ORIGINS", "--allowed-origins", "",
@@ -337,6 +361,80 @@ const std::vector<ConfigVariable> kVariables = {
          if (!host) return Invalid(host.error().message);
        }
        config.index_url = value;
+       return {};
+     }},
+    {"SANDBOX_REPLICA_ID", "--replica-id", "",
+     "This server's name among replicas behind one proxy (`r2`, a StatefulSet pod's ordinal): "
+     "a DNS label of at most 16 characters. Session ids become sess_<replica>_<32 hex> and "
+     "transport ids mcps_<replica>_<32 hex>, so the proxy routes each call by its prefix",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (!IsValidReplicaId(value)) {
+         return Invalid(
+             "must be 1 to 16 of a-z, 0-9 and '-', starting with a letter and not ending with "
+             "'-' (no '_': it separates the replica in session ids)");
+       }
+       config.replica_id = value;
+       return {};
+     }},
+    {"SANDBOX_DRAIN_TIMEOUT_S", "--drain-timeout-s", "0",
+     "Drain on the first SIGTERM/SIGINT for at most this many seconds: /readyz says 404, no new "
+     "sessions (server_draining), open ones go on until idle; a second signal stops at once. "
+     "0: stop at once (sessions closed)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(drain_timeout_s, Number(value, 0, 7 * 86400));
+       return {};
+     }},
+    {"SANDBOX_DRAIN_IDLE_S", "--drain-idle-s", "60",
+     "While draining, seconds of idleness after which a session is closed (instead of "
+     "SANDBOX_SESSION_TTL_M)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(drain_idle_s, Number(value, 0, 7 * 86400));
+       return {};
+     }},
+    {"SANDBOX_PUBLIC_URL", "--public-url", "",
+     "The address clients reach this server at (`https://sandbox.example.com/mcp-1`: scheme, "
+     "host, optional path prefix), for download links; default http:// and the request's Host",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_OR_RETURN(config.public_url, ParsePublicUrl(value));
+       return {};
+     }},
+    {"SANDBOX_HTTP_MAX_CONNECTIONS", "--http-max-connections", "8192",
+     "Open HTTP connections in all (lowered to fit the descriptor limit); more get 503",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(http_max_connections, Integer(value, 1, 1 << 20));
+       return {};
+     }},
+    {"SANDBOX_HTTP_MAX_CONNECTIONS_PER_PEER", "--http-max-connections-per-peer", "1024",
+     "Open HTTP connections per client address; behind a proxy every client has the proxy's "
+     "address, so raise it to SANDBOX_HTTP_MAX_CONNECTIONS and cap clients in the proxy",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(http_max_connections_per_peer, Integer(value, 1, 1 << 20));
+       return {};
+     }},
+    {"SANDBOX_HTTP_MAX_TRANSPORT_SESSIONS", "--http-max-transport-sessions", "1000",
+     "2025-era transport sessions (Mcp-Session-Id) kept at once; the least recently used idle "
+     "one is forgotten for a new one",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(http_max_transport_sessions, Integer(value, 1, 1 << 20));
+       return {};
+     }},
+    {"SANDBOX_HTTP_HEADER_TIMEOUT_S", "--http-header-timeout-s", "10",
+     "Seconds from a connection (or a request's first byte) to the end of its headers",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(http_header_timeout_s, Number(value, 0.1, 3600));
+       return {};
+     }},
+    {"SANDBOX_HTTP_IDLE_TIMEOUT_S", "--http-idle-timeout-s", "30",
+     "Seconds a kept-alive connection may wait for its next request (keep the proxy's own "
+     "keep-alive timeout below it)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(http_idle_timeout_s, Number(value, 0.1, 86400));
+       return {};
+     }},
+    {"SANDBOX_HTTP_BODY_TIMEOUT_S", "--http-body-timeout-s", "30",
+     "Seconds a request body may take to arrive, plus 1 s per MiB declared",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(http_body_timeout_s, Number(value, 0.1, 3600));
        return {};
      }},
 };

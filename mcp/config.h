@@ -34,7 +34,7 @@ struct ServeConfig {
   uint64_t max_result_bytes = 0;
   std::string http_host;
   int http_port = 0;
-  std::string auth_token;                    // "" = no authentication
+  std::vector<std::string> auth_tokens;      // empty = no authentication; any one admits
   std::vector<std::string> allowed_origins;  // empty = loopback origins on the bound port
   std::string log_level;
   std::string log_file;  // "" = stderr
@@ -45,6 +45,18 @@ struct ServeConfig {
   std::string egress_allow;       // SANDBOX_EGRESS_ALLOW as given ("" = no network)
   uint64_t egress_max_bytes = 0;  // SANDBOX_EGRESS_MAX_BYTES
   std::string index_url;          // SANDBOX_INDEX_URL ("" = PyPI when allowed)
+  // Running as one of several replicas behind a proxy (README "Replicas").
+  std::string replica_id;      // SANDBOX_REPLICA_ID ("" = a single host)
+  double drain_timeout_s = 0;  // SANDBOX_DRAIN_TIMEOUT_S (0 = the first signal stops at once)
+  double drain_idle_s = 0;     // SANDBOX_DRAIN_IDLE_S
+  std::string public_url;      // SANDBOX_PUBLIC_URL ("" = http:// + the request's Host)
+  // SANDBOX_HTTP_*: the HTTP transport's limits (mcp/http_transport.h HttpOptions).
+  int http_max_connections = 0;
+  int http_max_connections_per_peer = 0;
+  int http_max_transport_sessions = 0;
+  double http_header_timeout_s = 0;
+  double http_idle_timeout_s = 0;
+  double http_body_timeout_s = 0;
 };
 
 struct ConfigVariable {

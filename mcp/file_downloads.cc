@@ -8,6 +8,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "runtime/sandbox_layout.h"
+#include "runtime/session/session_id.h"
 
 namespace sandbox::mcp {
 
@@ -59,6 +60,14 @@ HttpResponse FileDownloads::Serve(std::string_view target) const {
   if (!decoded_session || !decoded_relative) return text(400, "invalid path\n");
   std::string session_id = *decoded_session;
   std::string relative = *decoded_relative;
+  // Another replica's session (the proxy found that replica down and sent the link here): its
+  // files are not here, and its token was made under that replica's key.
+  if (auto parsed = ParseSessionId(session_id);
+      parsed && !parsed->replica.empty() && parsed->replica != replica_) {
+    return text(404, fmt::format("not found: the session lives on replica {}, which is not "
+                                 "reachable\n",
+                                 parsed->replica));
+  }
   std::string token = QueryParam(query, "token");
   if (token.empty() || !SecretEquals(token, Token(session_id))) {
     return text(403, "a valid token is required (use the download_url of a tool result)\n");

@@ -14,9 +14,12 @@ namespace sandbox::mcp {
 
 class FileDownloads {
  public:
-  // No `read_file`: nothing is downloadable (links are "", requests get 404).
-  FileDownloads(std::string token_key, FileReader read_file)
-      : token_key_(std::move(token_key)), read_file_(std::move(read_file)) {}
+  // No `read_file`: nothing is downloadable (links are "", requests get 404). `replica`: this
+  // server's SANDBOX_REPLICA_ID; a link of another replica's session is 404.
+  FileDownloads(std::string token_key, FileReader read_file, std::string replica = "")
+      : token_key_(std::move(token_key)),
+        read_file_(std::move(read_file)),
+        replica_(std::move(replica)) {}
 
   // The download URL of `path` (absolute, inside the session's sandbox) under `base_url`
   // ("http://host:port"), or "" when it is not downloadable (not below /mnt/data).
@@ -30,6 +33,7 @@ class FileDownloads {
  private:
   std::string token_key_;
   FileReader read_file_;
+  std::string replica_;
 };
 
 }  // namespace sandbox::mcp

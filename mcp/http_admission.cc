@@ -128,6 +128,8 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
     route = HttpRoute::kMcp;
   } else if (path == "/healthz") {
     route = HttpRoute::kHealth;
+  } else if (path == "/readyz") {
+    route = HttpRoute::kReady;
   } else if (path.rfind("/files/", 0) == 0) {
     route = HttpRoute::kFile;
   }
@@ -167,12 +169,18 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
       return Refuse(route, std::move(response));
     };
-    if (!policy_.auth_token.empty() && method != "OPTIONS") {
+    if (!policy_.auth_tokens.empty() && method != "OPTIONS") {
       std::string_view authorization = head.Get("Authorization");
       constexpr std::string_view kBearer = "bearer ";
-      bool ok = authorization.size() > kBearer.size() &&
-                AsciiLower(authorization.substr(0, kBearer.size())) == kBearer &&
-                SecretEquals(authorization.substr(kBearer.size()), policy_.auth_token);
+      bool ok = false;
+      if (authorization.size() > kBearer.size() &&
+          AsciiLower(authorization.substr(0, kBearer.size())) == kBearer) {
+        // Every token is compared (no early exit), so the time taken does not say which one
+        // came close.
+        for (const auto& token : policy_.auth_tokens) {
+          ok = SecretEquals(authorization.substr(kBearer.size()), token) || ok;
+        }
+      }
       if (!ok) {
         HttpResponse response =
             JsonErrorResponse(401, -32000, "Unauthorized: a valid bearer token is required");

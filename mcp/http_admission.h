@@ -38,13 +38,13 @@ struct HttpResponse {
   std::string body;
 };
 
-enum class HttpRoute { kMcp, kHealth, kFile, kNone };
+enum class HttpRoute { kMcp, kHealth, kReady, kFile, kNone };
 
 struct HttpAdmissionPolicy {
-  std::string auth_token;            // "" = no authentication
-  std::vector<std::string> origins;  // lower-case full origins, or "*"
-  std::vector<std::string> hosts;    // host names allowed besides loopback (lower-case)
-  bool any_host = false;             // the Host check cannot hold (wildcard listen, "*")
+  std::vector<std::string> auth_tokens;  // empty = no authentication; any one admits
+  std::vector<std::string> origins;      // lower-case full origins, or "*"
+  std::vector<std::string> hosts;        // host names allowed besides loopback (lower-case)
+  bool any_host = false;                 // the Host check cannot hold (wildcard listen, "*")
   size_t max_body_bytes = 80u << 20;
   size_t max_other_body_bytes = 64u << 10;  // GET/DELETE/OPTIONS: nothing to upload
 };

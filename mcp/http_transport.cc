@@ -27,7 +27,9 @@
 #include "mcp/http_request_headers.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/protocol_era.h"
+#include "mcp/public_url.h"
 #include "mcp/tool_result.h"
+#include "mcp/transport_session_id.h"
 #include "mcp/worker_pool.h"
 #include "runtime/base/ascii.h"
 #include "runtime/base/quoted.h"
@@ -217,6 +219,11 @@ struct HttpTransport::Impl : HttpConnHost {
   HttpResponse HandleDelete(const HttpRequestHead& head);
   std::shared_ptr<Connection> FindSession(const std::string& id);
   Result<std::string> NewSession(std::shared_ptr<Connection> connection);
+  // Takes on another replica's transport session `id` (mcp/transport_session_id.h).
+  Result<std::shared_ptr<Connection>> AdoptSession(const std::string& id,
+                                                   std::string_view version_header);
+  // Keeps `connection` under `id`, forgetting the least recently used idle session when full.
+  Status Remember(const std::string& id, std::shared_ptr<Connection> connection);
   void ExpireSessions();
   std::string BaseUrl(const HttpRequestHead& head) const;
 };
@@ -301,7 +308,8 @@ int HttpTransport::port() const { return impl_->port; }
 Status HttpTransport::Bind() {
   Impl& impl = *impl_;
   HttpOptions& options = impl.options;
-  impl.downloads = std::make_unique<FileDownloads>(RandomHex(32), options.read_file);
+  impl.downloads =
+      std::make_unique<FileDownloads>(RandomHex(32), options.read_file, options.replica_id);
   // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room
   // for the sandboxes' pipes and files.
   struct rlimit files {};
@@ -339,7 +347,7 @@ Status HttpTransport::Bind() {
 
   // Who may call: origins as configured, else the loopback names on the bound port.
   HttpAdmissionPolicy policy;
-  policy.auth_token = options.auth_token;
+  policy.auth_tokens = options.auth_tokens;
   policy.max_body_bytes = options.max_body_bytes;
   for (const auto& origin : options.allowed_origins) {
     if (origin == "*") {
@@ -364,6 +372,10 @@ Status HttpTransport::Bind() {
           "SANDBOX_AUTH_TOKEN and SANDBOX_ALLOWED_ORIGINS",
           options.host);
     }
+  }
+  // Behind a proxy the client's Host is the public one, which the operator named.
+  if (std::string public_host = PublicUrlHost(options.public_url); !public_host.empty()) {
+    policy.hosts.push_back(HostName(public_host));
   }
   if (!IsWildcardAddress(options.host)) {
     policy.hosts.push_back(
@@ -466,9 +478,29 @@ void HttpTransport::Impl::ExpireSessions() {
 }
 
 Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> connection) {
+  std::string id = NewTransportSessionId(options.replica_id);
+  SBX_TRY(Remember(id, std::move(connection)));
+  return id;
+}
+
+Result<std::shared_ptr<Connection>> HttpTransport::Impl::AdoptSession(
+    const std::string& id, std::string_view version_header) {
+  auto connection = server.NewConnection();
+  connection->set_run_inline(true);
+  // The initialize went to the issuer; the client's version header says what it negotiated.
+  std::string version(version_header.empty() ? kDefaultHeaderVersion : version_header);
+  connection->Adopt(IsSupportedProtocolVersion(version) ? version : kDefaultHeaderVersion);
+  SBX_TRY(Remember(id, connection));
+  spdlog::info("adopted {} (issued by replica {}, which did not get this request)", id,
+               TransportIdReplica(id));
+  return connection;
+}
+
+Status HttpTransport::Impl::Remember(const std::string& id,
+                                     std::shared_ptr<Connection> connection) {
   ExpireSessions();
-  std::string id = RandomHex(16);
   std::lock_guard<std::mutex> lock(sessions_mutex);
+  if (sessions.count(id) != 0) return {};  // two first requests of an adopted id at once
   if (sessions.size() >= options.max_mcp_sessions) {
     // Make room by forgetting the least recently used idle session.
     auto oldest = sessions.end();
@@ -482,16 +514,14 @@ Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> 
     sessions.erase(oldest);
   }
   sessions[id] = McpSession{std::move(connection), std::chrono::steady_clock::now()};
-  return id;
+  return {};
 }
 
 std::string HttpTransport::Impl::BaseUrl(const HttpRequestHead& head) const {
-  std::string host(head.Get("Host"));
-  if (host.empty()) {
-    host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
-    host += ":" + std::to_string(port);
-  }
-  return "http://" + host;
+  std::string listening =
+      options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+  listening += ":" + std::to_string(port);
+  return DownloadBaseUrl(options.public_url, head.Get("Host"), listening);
 }
 
 void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
@@ -504,6 +534,15 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
       response.content_type = "application/json";
       response.body = R"({"status":"ok"})";
       break;
+    case HttpRoute::kReady: {
+      Readiness readiness =
+          JudgeReadiness(options.readiness ? options.readiness() : ReadinessFacts{});
+      response.status = readiness.http_status;
+      response.content_type = "application/json";
+      response.headers.push_back({"Cache-Control", "no-store"});
+      response.body = std::move(readiness.body);
+      break;
+    }
     case HttpRoute::kFile:
       response = downloads->Serve(head.target);
       break;
@@ -576,6 +615,12 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   }
   if (!session_id.empty()) {
     connection = FindSession(session_id);
+    if (!connection &&
+        JudgeUnknownTransportId(session_id, options.replica_id) == UnknownTransportId::kAdopt) {
+      auto adopted = AdoptSession(session_id, head.Get(kVersionHeader));
+      if (!adopted) return send(JsonErrorResponse(503, -32000, adopted.error().message));
+      connection = std::move(*adopted);
+    }
     if (!connection) {
       return send(JsonErrorResponse(
           404, -32001, "Session not found: it ended or expired; initialize a new one"));

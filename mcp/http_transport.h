@@ -1,8 +1,8 @@
 // The Streamable HTTP transport (MCP basic/transports, 2025-03-26 to 2025-11-25) on
 // Boost.Beast/Asio: POST /mcp answers with one JSON body, or with an SSE stream when
 // notifications (progress, log messages) must go out before the response; GET /mcp is 405
-// (this server sends nothing unprompted); DELETE /mcp ends a session. Also GET /healthz and
-// artifact downloads at GET /files/{session_id}/{path}?token=... .
+// (this server sends nothing unprompted); DELETE /mcp ends a session. Also GET /healthz, GET
+// /readyz (mcp/readiness.h) and artifact downloads at GET /files/{session_id}/{path}?token=... .
 // Guards, all judged from the head before any body is read (mcp/http_admission.h): Host and
 // Origin against DNS rebinding (403), bearer token (401), Accept (406), Content-Type (415),
 // body size (413); then Mcp-Session-Id (400/404), MCP-Protocol-Version (400).
@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mcp/readiness.h"
 #include "mcp/server.h"
 #include "runtime/base/result.h"
 
@@ -39,7 +40,7 @@ using FileReader =
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                           // 0: any free port (see HttpTransport::port())
-  std::string auth_token;                    // "" = no authentication
+  std::vector<std::string> auth_tokens;      // empty = no authentication; any one admits
   std::vector<std::string> allowed_origins;  // empty: localhost/127.0.0.1/[::1] on the port
   size_t max_body_bytes = 80u << 20;
   size_t threads = 64;                  // requests worked on at once (idle connections hold none)
@@ -55,6 +56,12 @@ struct HttpOptions {
   std::chrono::seconds session_idle_ttl{30 * 60};  // forget MCP sessions idle this long
   size_t max_mcp_sessions = 1000;
   FileReader read_file;  // empty: no /files downloads
+  // SANDBOX_REPLICA_ID: named in transport ids; other replicas' ids are adopted
+  // (mcp/transport_session_id.h). "" = a single host.
+  std::string replica_id;
+  std::string public_url;  // SANDBOX_PUBLIC_URL, normalized (mcp/public_url.h); "" = Host
+  // What GET /readyz judges from; empty: always ready.
+  std::function<ReadinessFacts()> readiness;
 };
 
 class HttpTransport {

@@ -391,6 +391,11 @@ Json Connection::Capabilities(bool modern) const {
   return capabilities;
 }
 
+void Connection::Adopt(const std::string& protocol_version) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  protocol_version_ = protocol_version;
+}
+
 Json Connection::Initialize(const Json& params) {
   std::string requested;
   if (params.is_object()) {

@@ -108,6 +108,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // The negotiated revision, or "" before initialize.
   std::string protocol_version() const;
+  // The revision of a transport session adopted from another replica, whose initialize this
+  // server never saw (mcp/transport_session_id.h): what the client's MCP-Protocol-Version says.
+  void Adopt(const std::string& protocol_version);
   // Makes download URLs for results (set by the HTTP transport; unset = no downloads).
   using DownloadLinker =
       std::function<std::string(const std::string& session_id, const std::string& path)>;

@@ -4,8 +4,10 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace sandbox::mcp {
@@ -63,6 +65,19 @@ std::string ShutdownSignals::Wait() {
     struct pollfd p = {read_end_.get(), POLLIN, 0};
     int ready = poll(&p, 1, -1);
     if (ready < 0 && errno == EINTR) continue;
+    return Take();
+  }
+}
+
+std::optional<std::string> ShutdownSignals::WaitFor(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    struct pollfd p = {read_end_.get(), POLLIN, 0};
+    int ready = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;
     return Take();
   }
 }

@@ -5,6 +5,8 @@
 
 #include <signal.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
 
 #include "runtime/base/fd.h"
@@ -27,6 +29,8 @@ class ShutdownSignals {
   std::string Take();
   // Waits until a signal arrives or Wake() is called; returns Take()'s text ("" for Wake()).
   std::string Wait();
+  // The same, for at most `timeout`: nullopt when nothing came.
+  std::optional<std::string> WaitFor(std::chrono::milliseconds timeout);
   // Makes Wait() return (from another thread), as if a signal came.
   void Wake();
 

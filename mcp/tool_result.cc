@@ -316,7 +316,10 @@ Json ToolError(ErrorCode code, std::string_view message, const Json& extra) {
 }
 
 Json ToolError(const Error& error, const Json& extra) {
-  return ToolError(error.code, error.message, extra);
+  if (error.details.empty()) return ToolError(error.code, error.message, extra);
+  Json merged = extra.is_object() ? extra : Json::object();
+  for (const auto& [key, value] : error.details) merged[key] = ValidUtf8(value);
+  return ToolError(error.code, error.message, merged);
 }
 
 }  // namespace sandbox::mcp

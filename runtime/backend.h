@@ -53,7 +53,7 @@ enum class CpuPriority { kNormal, kBackground };
 
 // Everything a backend needs to start one sandbox. Plain data.
 struct SandboxSpec {
-  std::string session_id;        // "sess_" + 12 hex; names cgroups, containers, labels
+  std::string session_id;        // runtime/session/session_id.h; names cgroups, containers, labels
   std::string image_name;        // the store name or digest it came from (labels, Docker image)
   std::string rootfs;            // host path of the unpacked image rootfs (namespace backend)
   std::vector<std::string> env;  // KEY=VALUE from the image config, plus ours

@@ -25,10 +25,13 @@ inline constexpr uid_t kSandboxUid = 1000;
 inline constexpr gid_t kSandboxGid = 1000;
 inline constexpr char kSandboxUser[] = "1000:1000";  // as Docker's User field spells it
 
-// Session ids: kSessionIdPrefix followed by kSessionIdHexDigits lowercase hex digits
-// (runtime/session/session_id.h makes and checks them). The prefix also marks the cgroups and
-// containers that belong to sessions, for the sweeps.
+// Session ids: kSessionIdPrefix, a replica id and '_' when the server has one, then
+// kSessionIdHexDigits lowercase hex digits (128 bits; runtime/session/session_id.h makes and
+// checks them). The prefix also marks the cgroups and containers that belong to sessions, for
+// the sweeps.
 inline constexpr char kSessionIdPrefix[] = "sess_";
-inline constexpr size_t kSessionIdHexDigits = 12;
+inline constexpr size_t kSessionIdHexDigits = 32;
+// Ids minted before 128-bit ids had 12 (48 bits): still recognized, never made.
+inline constexpr size_t kEarlierSessionIdHexDigits = 12;
 
 }  // namespace sandbox::layout

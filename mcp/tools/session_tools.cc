@@ -56,17 +56,23 @@ std::string EgressText(const EgressInfo& egress) {
 }
 
 Json SessionJson(const SessionInfo& info) {
-  return {{"session_id", info.id},
-          {"name", ValidUtf8(info.name)},
-          {"state", info.state},
-          {"image", info.image},
-          {"backend", info.backend},
-          {"age_s", static_cast<int64_t>(SecondsSince(info.created))},
-          {"idle_s", static_cast<int64_t>(SecondsSince(info.last_used))},
-          {"runs", info.runs},
-          {"usage", UsageJson(info.usage)},
-          {"egress", EgressJson(info.egress)}};
+  Json json = {{"session_id", info.id},
+               {"name", ValidUtf8(info.name)},
+               {"state", info.state},
+               {"image", info.image},
+               {"backend", info.backend},
+               {"age_s", static_cast<int64_t>(SecondsSince(info.created))},
+               {"idle_s", static_cast<int64_t>(SecondsSince(info.last_used))},
+               {"runs", info.runs},
+               {"usage", UsageJson(info.usage)},
+               {"egress", EgressJson(info.egress)}};
+  if (!info.replica.empty()) json["replica"] = info.replica;
+  return json;
 }
+
+// The replica a result names (SANDBOX_REPLICA_ID; absent on a single host).
+const Json kReplicaProperty = {{"type", "string"},
+                               {"description", "The replica (server) holding the session"}};
 
 std::string LimitsText(const SessionInfo& info) {
   std::string text;
@@ -132,6 +138,7 @@ Tool MakeCreateSessionTool(const ContextPtr& context) {
                                      {"name", {{"type", "string"}}},
                                      {"image", {{"type", "string"}}},
                                      {"backend", {{"type", "string"}}},
+                                     {"replica", kReplicaProperty},
                                      {"limits", {{"type", "object"}}},
                                      {"enforced", {{"type", "object"}}}},
                                     {"session_id", "image", "backend"});
@@ -157,12 +164,14 @@ Tool MakeCreateSessionTool(const ContextPtr& context) {
                     "session_id to the other tools.\nLimits in force:\n{}",
                     info->id, info->name.empty() ? "" : " \"" + ValidUtf8(info->name) + "\"",
                     info->image, info->backend, LimitsText(*info)));
-    result.SetStructured({{"session_id", info->id},
-                          {"name", ValidUtf8(info->name)},
-                          {"image", info->image},
-                          {"backend", info->backend},
-                          {"limits", LimitsJson(info->limits)},
-                          {"enforced", EnforcedLimitsJson(info->enforced)}});
+    Json structured = {{"session_id", info->id},
+                       {"name", ValidUtf8(info->name)},
+                       {"image", info->image},
+                       {"backend", info->backend},
+                       {"limits", LimitsJson(info->limits)},
+                       {"enforced", EnforcedLimitsJson(info->enforced)}};
+    if (!info->replica.empty()) structured["replica"] = info->replica;
+    result.SetStructured(std::move(structured));
     return result.Build();
   };
   return tool;
@@ -174,11 +183,13 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
   tool.title = "List sessions";
   tool.description =
       "List the open sandbox sessions with their state (idle or busy), age, idle time, runs and "
-      "resource usage. Idle sessions close by themselves after the server's TTL.";
+      "resource usage. Idle sessions close by themselves after the server's TTL. Behind a "
+      "proxy with several replicas, it lists the sessions of the replica that answers.";
   tool.input_schema = InputSchema(Json::object());
   tool.output_schema =
       OutputSchema({{"sessions", {{"type", "array"}, {"items", {{"type", "object"}}}}},
                     {"max_sessions", {{"type", "integer"}}},
+                    {"replica", kReplicaProperty},
                     {"pool", {{"type", "object"}}}},
                    {"sessions"});
   tool.annotations = Annotations("List sessions", true, false, true);
@@ -197,6 +208,11 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
       list.push_back(SessionJson(info));
     }
     Json structured{{"sessions", std::move(list)}, {"max_sessions", max_sessions}};
+    const std::string& replica = context->sessions.config().replica_id;
+    if (!replica.empty()) {
+      structured["replica"] = replica;
+      text += fmt::format("(on replica {})\n", replica);
+    }
     // Pooled sandboxes are no sessions (they count towards no cap), but they use memory.
     if (auto pool = context->sessions.PoolStatus()) {
       text += fmt::format("pool: {} of {} ready, {} starting, memory {}, {} taken so far\n",
@@ -235,7 +251,8 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
                                      {"limits", {{"type", "object"}}},
                                      {"enforced", {{"type", "object"}}},
                                      {"usage", {{"type", "object"}}},
-                                     {"egress", {{"type", "object"}}}},
+                                     {"egress", {{"type", "object"}}},
+                                     {"replica", kReplicaProperty}},
                                     {"session_id", "state"});
   tool.annotations = Annotations("Session status", true, false, true);
   tool.handler = [context](ToolCall&, const Json& arguments) {

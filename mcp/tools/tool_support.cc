@@ -50,9 +50,9 @@ Json SessionIdProperty(bool optional_creates) {
   // session without reading the body. Other clients ignore the unknown keyword.
   return Property("string",
                   optional_creates
-                      ? "Session to use (sess_ + 12 hex digits, from an earlier result). Omit it "
+                      ? "Session to use (the session_id of an earlier result, as given). Omit it "
                         "to start a new session; the result tells you its id."
-                      : "The session (sess_ + 12 hex digits, from an earlier result).",
+                      : "The session (the session_id of an earlier result, as given).",
                   {{"x-mcp-header", kSessionIdHeaderName}});
 }
 
@@ -60,9 +60,8 @@ Result<SessionChoice> ResolveSession(ToolContext& context, ToolCall& call, const
   if (auto it = arguments.find("session_id"); it != arguments.end() && it->is_string()) {
     std::string id = it->get<std::string>();
     if (!IsValidSessionId(id)) {
-      return Fail(ErrorCode::kInvalidSessionId,
-                  "{} is not a session id (expected sess_ followed by 12 hex digits)",
-                  ValidUtf8(Quoted(id)));
+      return Fail(ErrorCode::kInvalidSessionId, "{} is not a session id (expected {})",
+                  ValidUtf8(Quoted(id)), kSessionIdShape);
     }
     return SessionChoice{std::move(id), false};
   }

@@ -36,10 +36,20 @@ Status InitLogging(const LogOptions& options) {
       return Fail(ErrorCode::kInvalidArgument, "log file '{}': {}", options.file, again.what());
     }
   }
+  for (char c : options.replica) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return Fail(ErrorCode::kInvalidArgument, "replica id '{}' cannot go into a log line",
+                  options.replica);
+    }
+  }
   if (options.format == "json") {
-    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","pid":%P,"msg":"%v"})");
+    std::string replica =
+        options.replica.empty() ? "" : R"("replica":")" + options.replica + R"(",)";
+    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","pid":%P,)" + replica +
+                        R"("msg":"%v"})");
   } else {
-    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+    std::string replica = options.replica.empty() ? "" : "[" + options.replica + "] ";
+    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ " + replica + "%v");
   }
   logger->set_level(level);
   logger->flush_on(spdlog::level::info);

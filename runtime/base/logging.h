@@ -12,6 +12,9 @@ struct LogOptions {
   std::string level = "info";      // trace|debug|info|warn|error|critical|off
   std::string file;                // empty: stderr
   std::string format = "console";  // console|json
+  // SANDBOX_REPLICA_ID: every line names it ("[r2]" / "replica":"r2"), so the logs of several
+  // replicas can be merged. A valid replica id holds no character a pattern or JSON would mind.
+  std::string replica;
 };
 
 // Validates the options and installs the default spdlog logger. Safe to call again.

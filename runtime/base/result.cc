@@ -40,6 +40,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "sandbox_unavailable";
     case ErrorCode::kInstallFailed:
       return "install_failed";
+    case ErrorCode::kServerDraining:
+      return "server_draining";
   }
   return "internal";
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <tl/expected.hpp>
@@ -34,6 +35,7 @@ enum class ErrorCode {
   kCancelled,
   kSandboxUnavailable,
   kInstallFailed,
+  kServerDraining,
 };
 
 // The DESIGN.md spelling of a code ("session_busy", ...).
@@ -43,6 +45,9 @@ struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
   int sys_errno = 0;  // errno at the failing call; 0 when the failure was not a system call
+  // Machine-readable details beyond the code, for a client to act on (a tool error's
+  // structuredContent carries them): {"reason", "replica_unavailable"}, {"replica", "r1"}.
+  std::vector<std::pair<std::string, std::string>> details;
 
   // Prefixes context: Error{"open(x): ENOENT"}.Context("load image") -> "load image: open(x):
   // ENOENT".
@@ -68,7 +73,7 @@ Error SysError(std::string_view call, std::string_view arg = {}, int err = errno
 
 template <typename... Args>
 Error MakeError(ErrorCode code, fmt::format_string<Args...> format, Args&&... args) {
-  return Error{code, fmt::format(format, std::forward<Args>(args)...), 0};
+  return Error{code, fmt::format(format, std::forward<Args>(args)...), 0, {}};
 }
 
 inline tl::unexpected<Error> Fail(Error error) { return tl::unexpected<Error>(std::move(error)); }

@@ -91,6 +91,7 @@ Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::strin
                       {kOwnerLabel, owner.process},
                       {kHostLabel, owner.host},
                       {kImageLabel, spec.image_name.empty() ? image : spec.image_name}};
+  if (!owner.replica.empty()) container.labels[kReplicaLabel] = owner.replica;
   container.binds.push_back({spec.agent_dir, kAgentMountPoint, true});
   if (!spec.wheelhouse.empty()) {
     container.binds.push_back({spec.wheelhouse, kWheelhouseMountPoint, true});

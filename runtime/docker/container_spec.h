@@ -23,6 +23,7 @@ namespace sandbox::docker {
 inline constexpr const char* kSessionLabel = "mcp-sandbox.session";
 inline constexpr const char* kOwnerLabel = "mcp-sandbox.owner";
 inline constexpr const char* kHostLabel = "mcp-sandbox.host";
+inline constexpr const char* kReplicaLabel = "mcp-sandbox.replica";  // only with a replica id
 inline constexpr const char* kImageLabel = "mcp-sandbox.image";
 
 // Where the host's agent dir is seen inside the sandbox, and the agent's entry point.
@@ -38,6 +39,7 @@ inline constexpr const char* kEgressSocketMountPoint = "/run/sandbox-egress.sock
 struct ContainerOwner {
   std::string host;     // mcp-sandbox.host
   std::string process;  // mcp-sandbox.owner
+  std::string replica;  // mcp-sandbox.replica ("" = not set)
 };
 
 struct BindMount {

@@ -157,6 +157,8 @@ DockerBackend::DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackend
       usage_from_engine_api_(options.usage_from_engine_api) {
   owner_.process = options.owner.empty() ? CurrentOwner() : options.owner;
   owner_.host = options.host.empty() ? local_.host : options.host;
+  owner_.replica = options.replica;
+  local_.replica = options.replica;
 }
 
 DockerBackend::~DockerBackend() {
@@ -282,8 +284,9 @@ Result<int> DockerBackend::SweepOrphans() {
   std::lock_guard<std::mutex> lock(sweep_mutex_);
   int swept = 0;
   for (const ContainerSummary& container : containers) {
-    OwnerJudgement judged = JudgeOwner(local_, label(container, kHostLabel),
-                                       label(container, kOwnerLabel), ProcessRuns);
+    OwnerJudgement judged =
+        JudgeOwner(local_, label(container, kHostLabel), label(container, kOwnerLabel), ProcessRuns,
+                   label(container, kReplicaLabel));
     if (judged.verdict == OwnerVerdict::kAlive) continue;
     if (judged.verdict == OwnerVerdict::kNotJudged) {
       if (left_alone_.insert(container.id).second) {

@@ -30,6 +30,9 @@ struct DockerBackendOptions {
   // Read usage through the Engine API (stats, oom events) even when the container's cgroup is
   // visible on this host. Slower (about 1 s per Usage call); for tests and remote daemons.
   bool usage_from_engine_api = false;
+  // SANDBOX_REPLICA_ID: labelled on every container; the sweep takes this replica's earlier
+  // runs' containers (owner.h).
+  std::string replica;
 };
 
 class DockerBackend : public Backend {

@@ -102,9 +102,12 @@ std::string CurrentOwner() {
 
 bool ProcessRuns(long pid, std::string_view start) { return StartTimeOf(pid) == start; }
 
-OwnerJudgement JudgeOwner(const LocalIdentity& local, std::string_view host_label,
-                          std::string_view owner_label,
-                          const std::function<bool(long pid, std::string_view start)>& running) {
+namespace {
+
+// What the labels of host and process say, before the replica is considered.
+OwnerJudgement JudgeProcess(const LocalIdentity& local, std::string_view host_label,
+                            std::string_view owner_label,
+                            const std::function<bool(long pid, std::string_view start)>& running) {
   if (host_label.empty()) {
     return {OwnerVerdict::kNotJudged, "it has no host label (made by an older mcp-sandbox)"};
   }
@@ -128,6 +131,21 @@ OwnerJudgement JudgeOwner(const LocalIdentity& local, std::string_view host_labe
   }
   if (running(pid, parts[3])) return {OwnerVerdict::kAlive, "its owner runs"};
   return {OwnerVerdict::kGone, "its owner is gone"};
+}
+
+}  // namespace
+
+OwnerJudgement JudgeOwner(const LocalIdentity& local, std::string_view host_label,
+                          std::string_view owner_label,
+                          const std::function<bool(long pid, std::string_view start)>& running,
+                          std::string_view replica_label) {
+  OwnerJudgement judged = JudgeProcess(local, host_label, owner_label, running);
+  if (judged.verdict == OwnerVerdict::kNotJudged && !local.replica.empty() &&
+      replica_label == local.replica) {
+    return {OwnerVerdict::kGone, fmt::format("it belongs to an earlier run of replica {} ({})",
+                                             local.replica, judged.why)};
+  }
+  return judged;
 }
 
 }  // namespace sandbox::docker

@@ -61,7 +61,9 @@ Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
     return SelectedBackend{std::move(backend), choice.reason};
   }
   if (choice.backend == "docker") {
-    auto backend = docker::DockerBackend::Connect();
+    docker::DockerBackendOptions docker_options;
+    docker_options.replica = options.replica;
+    auto backend = docker::DockerBackend::Connect(std::move(docker_options));
     if (!backend) return Fail(std::move(backend.error()).Context("Docker backend"));
     spdlog::info("backend: docker ({})", choice.reason);
     return SelectedBackend{std::shared_ptr<Backend>(std::move(*backend)), choice.reason};

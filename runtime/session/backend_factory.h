@@ -29,6 +29,7 @@ struct BackendOptions {
   // SANDBOX_MAX_SESSIONS: an unprivileged namespace server shares the user's kernel counters
   // among this many sandboxes.
   int max_sessions = 10;
+  std::string replica;  // SANDBOX_REPLICA_ID (the Docker backend labels and sweeps by it)
 };
 
 // Fails with kSandboxUnavailable, naming every reason, when no backend can be used.

@@ -181,7 +181,10 @@ SessionManager::~SessionManager() {
 void SessionManager::ReaperLoop() {
   std::unique_lock<std::mutex> lock(reaper_mutex_);
   while (!stopping_) {
-    if (teardown_.empty()) reaper_wake_.wait_for(lock, kReaperInterval);
+    // While draining, idleness is measured in seconds: look every second.
+    if (teardown_.empty()) {
+      reaper_wake_.wait_for(lock, draining_ ? std::chrono::seconds(1) : kReaperInterval);
+    }
     if (stopping_) break;
     std::vector<std::shared_ptr<Session>> closed;
     closed.swap(teardown_);
@@ -239,6 +242,12 @@ Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) co
 }
 
 Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
+  if (draining_) {
+    return Fail(ErrorCode::kServerDraining,
+                "this server{} is shutting down and takes no new sessions; call again to be "
+                "placed on another replica (sessions already open here keep working)",
+                config_.replica_id.empty() ? "" : " (replica " + config_.replica_id + ")");
+  }
   SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(options));
   SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
   std::string image_name = options.image.empty() ? config_.default_image : options.image;
@@ -279,7 +288,8 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
       SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
     }
     // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
-    auto cold = StartSandbox(NewSessionId(), *image, limits, poolable, wants_egress);
+    auto cold =
+        StartSandbox(NewSessionId(config_.replica_id), *image, limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
     // Started; its zygote imports the preload soon, at background CPU priority until the
@@ -379,8 +389,9 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
 
 Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
   SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(key.image));
-  SBX_ASSIGN_OR_RETURN(WarmSandbox warm, StartSandbox(NewSessionId(), image, key.limits, true,
-                                                      key.egress, CpuPriority::kBackground));
+  SBX_ASSIGN_OR_RETURN(WarmSandbox warm,
+                       StartSandbox(NewSessionId(config_.replica_id), image, key.limits, true,
+                                    key.egress, CpuPriority::kBackground));
   if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
     return Fail(std::move(warmed.error()).Context("preload"));
   }
@@ -399,17 +410,32 @@ std::optional<PoolStats> SessionManager::PoolStatus() {
 }
 
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const std::string& id) {
-  if (!IsValidSessionId(id)) {
-    return Fail(ErrorCode::kInvalidSessionId,
-                "{} is not a session id (expected sess_ followed by 12 hex digits)", Quoted(id));
+  auto parsed = ParseSessionId(id);
+  if (!parsed) {
+    return Fail(ErrorCode::kInvalidSessionId, "{} is not a session id (expected {})", Quoted(id),
+                kSessionIdShape);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
-    return Fail(ErrorCode::kSessionNotFound,
-                "session {} does not exist (it was closed or expired); create a new one", id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end()) return it->second;
   }
-  return it->second;
+  if (!parsed->replica.empty() && parsed->replica != config_.replica_id) {
+    // The proxy sends a call to the replica its handle names unless that one is down (then it
+    // places the call anywhere): say so, worded for a model to recover by starting afresh.
+    Error error = MakeError(
+        ErrorCode::kSessionNotFound,
+        "session {} lived on replica {}, which is not reachable (stopped, restarted or cut off); "
+        "its state is not available here. Create a new session (sandbox_create_session, or omit "
+        "session_id) and redo its setup",
+        id, parsed->replica);
+    error.details = {{"reason", "replica_unavailable"}, {"replica", std::string(parsed->replica)}};
+    return Fail(std::move(error));
+  }
+  return Fail(ErrorCode::kSessionNotFound,
+              "session {} does not exist: it was closed, expired, or lost when this {} restarted; "
+              "create a new one",
+              id, config_.replica_id.empty() ? "server" : "replica");
 }
 
 Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id) {
@@ -440,6 +466,7 @@ SessionInfo SessionManager::Describe(const Session& session) const {
   info.state = session.busy ? "busy" : "idle";
   info.image = session.image;
   info.backend = session.sandbox->backend_name();
+  info.replica = config_.replica_id;
   info.created = session.created;
   info.last_used = session.LastUsed();
   info.runs = session.runs;
@@ -534,11 +561,16 @@ std::chrono::system_clock::time_point SessionManager::Now() const {
 
 int SessionManager::ExpireIdle() {
   auto now = Now();
+  std::chrono::system_clock::duration ttl = config_.ttl;
+  if (draining_) {
+    ttl = std::min(
+        ttl, std::chrono::system_clock::duration(std::chrono::milliseconds(drain_idle_ms_.load())));
+  }
   std::vector<std::string> expired;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [id, session] : sessions_) {
-      if (!session->busy && now - session->LastUsed() > config_.ttl) expired.push_back(id);
+      if (!session->busy && now - session->LastUsed() > ttl) expired.push_back(id);
     }
   }
   int closed = 0;
@@ -546,6 +578,18 @@ int SessionManager::ExpireIdle() {
     if (Close(id, /*force=*/false)) ++closed;
   }
   return closed;
+}
+
+void SessionManager::StartDrain(std::chrono::milliseconds idle_ttl) {
+  drain_idle_ms_ = idle_ttl.count();
+  draining_ = true;
+  std::lock_guard<std::mutex> lock(reaper_mutex_);
+  reaper_wake_.notify_all();
+}
+
+size_t SessionManager::SessionCount() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sessions_.size();
 }
 
 Status SessionManager::CheckRunRequest(const RunRequest& request) const {

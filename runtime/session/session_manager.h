@@ -46,6 +46,9 @@ struct SessionConfig {
   int pool_size = 0;
   std::string preload;
   egress::EgressConfig egress;  // SANDBOX_EGRESS_*, SANDBOX_INDEX_URL (off: no network)
+  // SANDBOX_REPLICA_ID: named in the ids this server makes ("" = a single host); a handle
+  // naming another replica is answered as such (runtime/session/session_id.h).
+  std::string replica_id;
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -63,11 +66,12 @@ struct SessionOptions {
 };
 
 struct SessionInfo {
-  std::string id;  // "sess_" + 12 lowercase hex
+  std::string id;  // runtime/session/session_id.h
   std::string name;
   std::string state;  // "idle" | "busy"
   std::string image;
   std::string backend;  // "namespace" | "docker"
+  std::string replica;  // SessionConfig::replica_id ("" on a single host)
   std::chrono::system_clock::time_point created;
   std::chrono::system_clock::time_point last_used;
   uint64_t runs = 0;
@@ -139,8 +143,16 @@ class SessionManager {
   Result<std::vector<FileInfo>> ListFiles(const std::string& id, const std::string& path,
                                           bool recursive);
 
-  // Closes sessions idle longer than the TTL; returns how many. Called periodically.
+  // Closes sessions idle longer than the TTL (while draining, the drain's); returns how many.
+  // Called periodically.
   int ExpireIdle();
+
+  // Drain (a replica about to stop): from now on Create fails with kServerDraining, and
+  // sessions idle longer than `idle_ttl` are closed (checked every second). Open sessions go on.
+  void StartDrain(std::chrono::milliseconds idle_ttl);
+  bool draining() const { return draining_; }
+  // Sessions open now (not counting the warm pool's sandboxes).
+  size_t SessionCount();
 
   // The warm pool's figures; nullopt without a pool.
   std::optional<PoolStats> PoolStatus();
@@ -175,6 +187,8 @@ class SessionManager {
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
   int creating_ = 0;                     // sessions being created (count against max_sessions)
   std::atomic<int> calls_in_flight_{0};  // busy leases held (the pool refills when none is)
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> drain_idle_ms_{0};
 
   // Expires idle sessions, and tears down those closed with Teardown::kBackground.
   std::mutex reaper_mutex_;

@@ -64,7 +64,7 @@ for (const kind of ['stdio', 'http']) {
         const upload = await callOk(server.client, 'sandbox_upload_file',
           { filename: 'weather.csv', content_base64: b64(csv) });
         session = upload.structuredContent.session_id;
-        assert.match(session, /^sess_[0-9a-f]{12}$/);
+        assert.match(session, /^sess_[0-9a-f]{32}$/);
         const stats = await callOk(server.client, 'sandbox_run_python', {
           session_id: session,
           code: "import pandas as pd\ndf = pd.read_csv('/mnt/data/weather.csv')\nprint(df['temp'].mean())",

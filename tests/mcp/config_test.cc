@@ -38,7 +38,7 @@ TEST_CASE("defaults are those of DESIGN.md", "[unit]") {
   CHECK(config->log_level == "info");
   CHECK(config->log_format == "console");
   CHECK(config->backend == "auto");
-  CHECK(config->auth_token.empty());
+  CHECK(config->auth_tokens.empty());
   CHECK(config->allowed_origins.empty());
   CHECK(config->wheelhouse.empty());
 }
@@ -193,10 +193,10 @@ TEST_CASE("the token can come from a file (a systemd credential), never from bot
   REQUIRE(sandbox::WriteFile(path, "s3cret-token\n", 0600));
   auto config = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", path}}), {});
   REQUIRE(config);
-  CHECK(config->auth_token == "s3cret-token");
+  CHECK(config->auth_tokens == std::vector<std::string>{"s3cret-token"});
   auto from_flag = LoadServeConfig(Env({}), {{"--auth-token-file", path}});
   REQUIRE(from_flag);
-  CHECK(from_flag->auth_token == "s3cret-token");
+  CHECK(from_flag->auth_tokens == std::vector<std::string>{"s3cret-token"});
 
   auto both = LoadServeConfig(
       Env({{"SANDBOX_AUTH_TOKEN", "other"}, {"SANDBOX_AUTH_TOKEN_FILE", path}}), {});
@@ -215,4 +215,61 @@ TEST_CASE("the token can come from a file (a systemd credential), never from bot
   auto big = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("big")}}), {});
   REQUIRE_FALSE(big);
   CHECK(big.error().message.find("not a token file") != std::string::npos);
+}
+
+TEST_CASE("several bearer tokens: a comma list, or one per line of the token file", "[unit]") {
+  auto listed = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN", "new-token, old-token"}}), {});
+  REQUIRE(listed);
+  CHECK(listed->auth_tokens == std::vector<std::string>{"new-token", "old-token"});
+  CHECK(LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN", "one"}}), {})->auth_tokens ==
+        std::vector<std::string>{"one"});
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN", "a b"}}), {}));
+
+  sandbox::testing::TempDir dir;
+  const std::string path = dir.Join("tokens");
+  REQUIRE(sandbox::WriteFile(path, "new-token\r\n\nold-token\n", 0600));
+  auto from_file = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", path}}), {});
+  REQUIRE(from_file);
+  CHECK(from_file->auth_tokens == std::vector<std::string>{"new-token", "old-token"});
+}
+
+TEST_CASE("replica settings: the id, drain, public URL and HTTP limits", "[unit]") {
+  auto defaults = *LoadServeConfig(Env({}), {});
+  CHECK(defaults.replica_id.empty());
+  CHECK(defaults.drain_timeout_s == 0);  // a single host stops at once, as it always did
+  CHECK(defaults.drain_idle_s == 60);
+  CHECK(defaults.public_url.empty());
+  CHECK(defaults.http_max_connections == 8192);
+  CHECK(defaults.http_max_connections_per_peer == 1024);
+  CHECK(defaults.http_max_transport_sessions == 1000);
+  CHECK(defaults.http_header_timeout_s == 10);
+  CHECK(defaults.http_idle_timeout_s == 30);
+  CHECK(defaults.http_body_timeout_s == 30);
+
+  auto set = LoadServeConfig(Env({{"SANDBOX_REPLICA_ID", "r2"},
+                                  {"SANDBOX_DRAIN_TIMEOUT_S", "1800"},
+                                  {"SANDBOX_DRAIN_IDLE_S", "5"},
+                                  {"SANDBOX_PUBLIC_URL", "HTTPS://Sandbox.Example.com/mcp/"},
+                                  {"SANDBOX_HTTP_MAX_CONNECTIONS_PER_PEER", "8192"}}),
+                             {{"--replica-id", "mcp-sandbox-3"}});
+  REQUIRE(set);
+  CHECK(set->replica_id == "mcp-sandbox-3");
+  CHECK(set->drain_timeout_s == 1800);
+  CHECK(set->drain_idle_s == 5);
+  CHECK(set->public_url == "https://sandbox.example.com/mcp");
+  CHECK(set->http_max_connections_per_peer == 8192);
+
+  for (const char* bad : {"R2", "r_2", "2r", "r2-", "", "abcdefghijklmnopq"}) {
+    INFO(bad);
+    auto refused = LoadServeConfig(Env({}), {{"--replica-id", bad}});
+    if (std::string(bad).empty()) {
+      CHECK(refused);  // unset
+      continue;
+    }
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("--replica-id") != std::string::npos);
+  }
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_PUBLIC_URL", "sandbox.example.com"}}), {}));
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_DRAIN_TIMEOUT_S", "-1"}}), {}));
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_HTTP_MAX_CONNECTIONS", "0"}}), {}));
 }

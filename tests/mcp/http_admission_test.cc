@@ -12,7 +12,7 @@ namespace {
 
 HttpAdmission Policy(std::string token = "") {
   HttpAdmissionPolicy policy;
-  policy.auth_token = std::move(token);
+  if (!token.empty()) policy.auth_tokens = {std::move(token)};
   policy.origins = {"http://127.0.0.1:8080", "http://localhost:8080"};
   policy.max_body_bytes = 1000;
   return HttpAdmission(policy);
@@ -66,6 +66,15 @@ TEST_CASE("http admission: the token is judged before the body, OPTIONS needs no
   CHECK(Policy("tok").Judge(huge).response.status == 401);
   CHECK(Policy("tok").Judge(Post({{"Authorization", "Bearer nope"}})).response.status == 401);
   CHECK(Policy("tok").Judge(Post({{"authorization", "bearer tok"}})).admit);
+  // Several tokens (rotation): each admits, nothing else does.
+  HttpAdmissionPolicy rotating;
+  rotating.auth_tokens = {"new-token", "old-token"};
+  rotating.origins = {"http://127.0.0.1:8080"};
+  HttpAdmission two(rotating);
+  CHECK(two.Judge(Post({{"Authorization", "Bearer new-token"}})).admit);
+  CHECK(two.Judge(Post({{"Authorization", "Bearer old-token"}})).admit);
+  CHECK(two.Judge(Post({{"Authorization", "Bearer new-tokenold-token"}})).response.status == 401);
+  CHECK(two.Judge(Post({{"Authorization", "Bearer "}})).response.status == 401);
   HttpRequestHead options;
   options.method = "OPTIONS";
   options.target = "/mcp";
@@ -98,6 +107,13 @@ TEST_CASE("http admission: routes and methods", "[unit]") {
   CHECK(Policy().Judge(head).response.status == 404);
   head.target = "/healthz";
   CHECK(Policy().Judge(head).route == HttpRoute::kHealth);
+  // Readiness, for a proxy's health check: no token needed (it tells counts only).
+  head.target = "/readyz";
+  CHECK(Policy("tok").Judge(head).route == HttpRoute::kReady);
+  CHECK(Policy("tok").Judge(head).admit);
+  head.method = "POST";
+  CHECK(Policy().Judge(head).response.status == 405);
+  head.method = "GET";
   head.target = "/files/s/a.png?token=x";
   CHECK(Policy().Judge(head).route == HttpRoute::kFile);
   head.method = "POST";

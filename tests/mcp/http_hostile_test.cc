@@ -155,7 +155,7 @@ TEST_CASE("http hostile: one endless header is cut, and the server does not grow
 
 TEST_CASE("http hostile: a body without the token is refused before it is read", "[unit]") {
   HttpOptions options;
-  options.auth_token = "s3cret-token-value";
+  options.auth_tokens = {"s3cret-token-value"};
   options.max_body_bytes = 100u << 20;
   Served s(options);
   Raw raw(s.port());
@@ -236,7 +236,7 @@ TEST_CASE("http hostile: 500 idle and half-sent connections do not starve a clie
   }
   if (files.rlim_cur < 1400) sandbox::testing::SkipTest("RLIMIT_NOFILE below 1400 here");
   HttpOptions options;
-  options.auth_token = "tok";
+  options.auth_tokens = {"tok"};
   Served s(options);
   std::vector<std::unique_ptr<Raw>> idle;
   for (int i = 0; i < 500; ++i) {

@@ -256,7 +256,7 @@ TEST_CASE("http: configured origins replace the loopback defaults", "[unit]") {
 
 TEST_CASE("http: a bearer token is required when configured", "[unit]") {
   HttpOptions options;
-  options.auth_token = "s3cret-token-value";
+  options.auth_tokens = {"s3cret-token-value"};
   HttpFixture f(options);
   auto missing = f.Post(kInit, f.Headers());
   CHECK(missing->status == 401);

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "mcp/config.h"
+#include "mcp/drain.h"
 #include "mcp/http_transport.h"
 #include "mcp/server.h"
 #include "mcp/shutdown_signals.h"
@@ -97,6 +98,43 @@ Argv NormalizeHttpFlag(const Argv& args) {
   return out;
 }
 
+// After the first shutdown signal, with SANDBOX_DRAIN_TIMEOUT_S set: no new sessions, the
+// open ones go on until they go idle (SANDBOX_DRAIN_IDLE_S); returns when none is left, at the
+// time-out, on a second signal, or when the HTTP server stops. The caller then stops as usual
+// (closing what is left), so a drain leaves nothing behind either.
+void Drain(const std::string& why, const mcp::ServeConfig& config, SessionManager& sessions,
+           mcp::ShutdownSignals& signals) {
+  auto seconds = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  mcp::DrainPlan plan(seconds(config.drain_timeout_s));
+  if (plan.OnSignal(std::chrono::steady_clock::now()) != mcp::DrainPlan::Step::kDrain) return;
+  sessions.StartDrain(seconds(config.drain_idle_s));
+  size_t left = sessions.SessionCount();
+  spdlog::info(
+      "drain: {}; /readyz says draining, new sessions are refused, {} open session(s) go on "
+      "until idle for {} s; stopping when none is left or in {} s (a second signal stops now)",
+      why, left, config.drain_idle_s, config.drain_timeout_s);
+  size_t logged = left;
+  auto logged_at = std::chrono::steady_clock::now();
+  for (;;) {
+    if (auto again = signals.WaitFor(std::chrono::milliseconds(250))) {
+      spdlog::info("drain: {}; stopping now", again->empty() ? "the HTTP server stopped" : *again);
+      return;
+    }
+    auto now = std::chrono::steady_clock::now();
+    left = sessions.SessionCount();
+    if (auto reason = plan.StopReason(left, now)) {
+      spdlog::info("drain: {}", *reason);
+      return;
+    }
+    if (left != logged || now - logged_at >= std::chrono::seconds(10)) {
+      auto remaining = std::chrono::duration_cast<std::chrono::seconds>(plan.deadline() - now);
+      spdlog::info("drain: {} session(s) left, {} s to the time-out", left, remaining.count());
+      logged = left;
+      logged_at = now;
+    }
+  }
+}
+
 }  // namespace
 
 int ServeCommand(const Argv& raw_args) { return ServeCommand(raw_args, {}); }
@@ -129,7 +167,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
           fmt::format("--http '{}': {}", *args.Get("--http"), applied.error().message));
     }
   }
-  if (auto logging = InitLogging({config.log_level, config.log_file, config.log_format});
+  if (auto logging =
+          InitLogging({config.log_level, config.log_file, config.log_format, config.replica_id});
       !logging) {
     return args.UsageError(
         fmt::format("SANDBOX_LOG_FILE / SANDBOX_LOG_LEVEL: {}", logging.error().message));
@@ -155,6 +194,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   session_config.max_upload_bytes = config.max_upload_bytes;
   session_config.pool_size = config.pool_size;
   session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
+  session_config.replica_id = config.replica_id;
   auto egress = mcp::EgressConfigFor(config);
   if (!egress) return args.UsageError(egress.error().message);
   session_config.egress = std::move(*egress);
@@ -169,6 +209,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   backend_options.agent_dir = session_config.agent_dir;
   // Pooled sandboxes exist next to the sessions: the backend shares its budgets among both.
   backend_options.max_sessions = config.max_sessions + config.pool_size;
+  backend_options.replica = config.replica_id;
   std::shared_ptr<Backend> backend;
   if (auto selected = MakeBackend(backend_options); selected) {  // logs its choice
     backend = selected->backend;
@@ -222,13 +263,37 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   mcp::HttpOptions http_options;
   http_options.host = config.http_host;
   http_options.port = config.http_port;
-  http_options.auth_token = config.auth_token;
+  http_options.auth_tokens = config.auth_tokens;
   http_options.allowed_origins = config.allowed_origins;
   http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
   // Threads for requests being worked on (idle connections hold none): several per session.
   http_options.threads = std::max<size_t>(64, static_cast<size_t>(config.max_sessions) * 4 + 32);
   http_options.session_idle_ttl = std::chrono::minutes(config.session_ttl_m);
   http_options.read_file = mcp::SandboxFileReader(sessions);
+  http_options.replica_id = config.replica_id;
+  http_options.public_url = config.public_url;
+  http_options.max_connections = static_cast<size_t>(config.http_max_connections);
+  http_options.max_connections_per_peer = static_cast<size_t>(config.http_max_connections_per_peer);
+  http_options.max_mcp_sessions = static_cast<size_t>(config.http_max_transport_sessions);
+  auto millis = [](double seconds) {
+    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  };
+  http_options.header_timeout = millis(config.http_header_timeout_s);
+  http_options.keep_alive_timeout = millis(config.http_idle_timeout_s);
+  http_options.body_timeout = millis(config.http_body_timeout_s);
+  http_options.readiness = [&sessions, &config] {
+    mcp::ReadinessFacts facts;
+    facts.draining = sessions.draining();
+    facts.sessions = sessions.SessionCount();
+    facts.max_sessions = static_cast<size_t>(config.max_sessions);
+    facts.replica = config.replica_id;
+    // Starting until the warm pool has had its first sandbox (or its first start failed):
+    // a proxy should place sessions where they start warm.
+    if (auto pool = sessions.PoolStatus()) {
+      facts.starting = pool->ready == 0 && pool->claimed == 0 && pool->failed == 0;
+    }
+    return facts;
+  };
   mcp::HttpTransport transport(server, http_options);
   if (auto bound = transport.Bind(); !bound) {
     spdlog::error("{}", bound.error().message);
@@ -243,7 +308,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   std::string host = config.http_host.find(':') != std::string::npos ? "[" + config.http_host + "]"
                                                                      : config.http_host;
   spdlog::info("listening on http://{}:{}/mcp{}", host, transport.port(),
-               config.auth_token.empty()
+               config.auth_tokens.empty()
                    ? " (no SANDBOX_AUTH_TOKEN: anyone who can connect may use it)"
                    : "");
   Status served;
@@ -252,6 +317,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
     signals.Wake();
   });
   std::string why = signals.Wait();
+  if (!why.empty()) Drain(why, config, sessions, signals);
   spdlog::info("{}; shutting down", why.empty() ? "the HTTP server stopped" : why);
   transport.Stop();
   serving.join();

@@ -174,7 +174,7 @@ export function transportSuite(kind, start) {
       const { structured } = await callOk(server.client, 'sandbox_upload_file',
         { filename: 'weather.csv', content_base64: b64(csv) });
       session = structured.session_id;
-      assert.match(session, /^sess_[0-9a-f]{12}$/);
+      assert.match(session, /^sess_[0-9a-f]{32}$/);
       assert.equal(structured.path, '/mnt/data/weather.csv');
       assert.equal(structured.size, csv.length);
     });

@@ -94,6 +94,31 @@ TEST_CASE("owner labels name a live process or a gone one", "[unit]") {
   CHECK(StartTimeFromStat("garbage") == "");
 }
 
+TEST_CASE("a replica sweeps its own earlier runs' containers, never a live one or a sibling's",
+          "[unit]") {
+  LocalIdentity local{"mid/host", "boot", "4026531836"};
+  local.replica = "r2";
+  auto alive = [](long pid, std::string_view start) { return pid == 42 && start == "7"; };
+  // A restarted swarm slot or pod: the same replica id in another pid namespace or host.
+  auto earlier = JudgeOwner(local, "mid/host", "boot/4026532000/42/7", alive, "r2");
+  CHECK(earlier.verdict == OwnerVerdict::kGone);
+  CHECK_THAT(earlier.why, Catch::Contains("earlier run of replica r2"));
+  CHECK(JudgeOwner(local, "mid2/other", "boot/4026531836/42/7", alive, "r2").verdict ==
+        OwnerVerdict::kGone);
+  // A sibling replica sharing the daemon: left alone, live or not.
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026532000/42/7", alive, "r1").verdict ==
+        OwnerVerdict::kNotJudged);
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026531836/42/7", alive, "r1").verdict ==
+        OwnerVerdict::kAlive);
+  // Its own live process in this pid namespace: kept.
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026531836/42/7", alive, "r2").verdict ==
+        OwnerVerdict::kAlive);
+  // A server without a replica id takes nothing by label.
+  local.replica.clear();
+  CHECK(JudgeOwner(local, "mid/host", "boot/4026532000/42/7", alive, "").verdict ==
+        OwnerVerdict::kNotJudged);
+}
+
 TEST_CASE("the sweep judges only containers of this host and pid namespace", "[unit]") {
   const LocalIdentity local{"mid/host", "boot", "4026531836"};
   int asked = 0;

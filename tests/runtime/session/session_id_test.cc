@@ -6,24 +6,64 @@
 
 #include "runtime/session/session_manager.h"
 
-TEST_CASE("session ids are sess_ and 12 lowercase hex digits, and differ", "[unit]") {
+TEST_CASE("session ids are sess_ and 32 lowercase hex digits (128 bits), and differ", "[unit]") {
   std::set<std::string> seen;
   for (int i = 0; i < 1000; ++i) {
     std::string id = sandbox::NewSessionId();
+    REQUIRE(id.size() == 5 + 32);
     REQUIRE(sandbox::IsValidSessionId(id));
+    REQUIRE(sandbox::ParseSessionId(id)->replica.empty());
     seen.insert(id);
   }
   CHECK(seen.size() == 1000);
 }
 
+TEST_CASE("a replica's session ids name it: sess_<replica>_<32 hex>", "[unit]") {
+  std::string id = sandbox::NewSessionId("r2");
+  CHECK(id.rfind("sess_r2_", 0) == 0);
+  CHECK(id.size() == 8 + 32);
+  auto parsed = sandbox::ParseSessionId(id);
+  REQUIRE(parsed);
+  CHECK(parsed->replica == "r2");
+  std::string pod = sandbox::NewSessionId("mcp-sandbox-12");
+  CHECK(sandbox::ParseSessionId(pod)->replica == "mcp-sandbox-12");
+  const std::string hex32(32, 'a');
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_R2_" + hex32));   // upper case
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_2r_" + hex32));   // not a letter first
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_r2-_" + hex32));  // trailing '-'
+  CHECK_FALSE(sandbox::IsValidSessionId("sess__" + hex32));     // empty replica
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_a_b_" + hex32));  // two separators
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_" + std::string(17, 'a') + "_" + hex32));
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_r2_0123456789ab"));  // the earlier form: no replica
+  CHECK(sandbox::IsValidSessionId("sess_" + std::string(16, 'a') + "_" + hex32));
+}
+
+TEST_CASE("replica ids are short DNS labels without '_'", "[unit]") {
+  CHECK(sandbox::IsValidReplicaId("r2"));
+  CHECK(sandbox::IsValidReplicaId("mcp-sandbox-0"));
+  CHECK(sandbox::IsValidReplicaId("a"));
+  CHECK_FALSE(sandbox::IsValidReplicaId(""));
+  CHECK_FALSE(sandbox::IsValidReplicaId("r_2"));
+  CHECK_FALSE(sandbox::IsValidReplicaId("R2"));
+  CHECK_FALSE(sandbox::IsValidReplicaId("-r2"));
+  CHECK_FALSE(sandbox::IsValidReplicaId("r2-"));
+  CHECK_FALSE(sandbox::IsValidReplicaId("r.2"));
+  CHECK_FALSE(sandbox::IsValidReplicaId(std::string(17, 'a')));
+}
+
 TEST_CASE("malformed session ids are refused", "[unit]") {
+  const std::string hex32 = "0123456789abcdef0123456789abcdef";
   CHECK_FALSE(sandbox::IsValidSessionId(""));
   CHECK_FALSE(sandbox::IsValidSessionId("sess_"));
-  CHECK_FALSE(sandbox::IsValidSessionId("sess_0123456789AB"));   // upper case
-  CHECK_FALSE(sandbox::IsValidSessionId("sess_0123456789a"));    // too short
-  CHECK_FALSE(sandbox::IsValidSessionId("sess_0123456789abc"));  // too long
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_0123456789ABCDEF0123456789ABCDEF"));  // upper case
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_" + hex32.substr(1)));                // too short
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_" + hex32 + "0"));                    // too long
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_0123456789a"));
   CHECK_FALSE(sandbox::IsValidSessionId("sess_../../etc/pas"));
-  CHECK_FALSE(sandbox::IsValidSessionId("ses_0123456789abcd"));
+  CHECK_FALSE(sandbox::IsValidSessionId("ses_" + hex32));
+  CHECK(sandbox::IsValidSessionId("sess_" + hex32));
+  // Ids of the earlier 12-digit form are recognized (a client holding one hears that its
+  // session is gone), never made.
   CHECK(sandbox::IsValidSessionId("sess_0123456789ab"));
 }
 
