@@ -14,13 +14,22 @@ namespace sandbox::mcp {
 
 using Json = nlohmann::json;
 
-// The standard JSON-RPC error codes (MCP schema.ts).
+// Every JSON-RPC error code the server answers with, named in one place.
 enum RpcError : int {
+  // JSON-RPC 2.0's own (MCP schema.ts).
   kParseError = -32700,
   kInvalidRequest = -32600,
   kMethodNotFound = -32601,
   kInvalidParams = -32602,
   kInternalError = -32603,
+  // The Streamable HTTP transport's, as the MCP SDKs answer them: a request the transport
+  // refuses (bad headers, too many connections) and an Mcp-Session-Id it does not know.
+  kTransportError = -32000,
+  kTransportSessionNotFound = -32001,
+  // The ones 2026-07-28 defines (-32020..-32099 is the spec's own range).
+  kHeaderMismatch = -32020,
+  kMissingRequiredClientCapability = -32021,
+  kUnsupportedProtocolVersion = -32022,
 };
 
 // One client message, classified. Requests carry an id (string or integer, never null);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 
+#include "mcp/jsonrpc.h"  // RpcError: the codes 2026-07-28 defines
 #include "mcp/tool.h"
 
 namespace sandbox::mcp {
@@ -31,13 +32,6 @@ inline constexpr char kMetaClientCapabilities[] = "io.modelcontextprotocol/clien
 inline constexpr char kMetaClientInfo[] = "io.modelcontextprotocol/clientInfo";
 inline constexpr char kMetaLogLevel[] = "io.modelcontextprotocol/logLevel";
 inline constexpr char kMetaServerInfo[] = "io.modelcontextprotocol/serverInfo";
-
-// The error codes 2026-07-28 defines (-32020..-32099 is the spec's own range).
-enum ModernRpcError : int {
-  kHeaderMismatch = -32020,
-  kMissingRequiredClientCapability = -32021,
-  kUnsupportedProtocolVersion = -32022,
-};
 
 // What a modern request says about itself in params._meta.
 struct ModernRequestMeta {

@@ -18,6 +18,14 @@ Status MakePipe(Fd& read_end, Fd& write_end) {
   return {};
 }
 
+Status MakeSocketPair(int type, Fd& one, Fd& other, std::string_view what) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, fds) != 0) return FailSys("socketpair", what);
+  one.Reset(fds[0]);
+  other.Reset(fds[1]);
+  return {};
+}
+
 Status SetNonBlocking(int fd) {
   int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return FailSys("fcntl(O_NONBLOCK)");

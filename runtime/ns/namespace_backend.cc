@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/agent/host/fd_byte_stream.h"
+#include "runtime/base/fd_ops.h"
 #include "runtime/ns/child_setup.h"
 #include "runtime/ns/kernel_counters.h"
 #include "runtime/ns/mounts.h"
@@ -282,31 +283,17 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
     SBX_TRY(sandbox->cgroup_->SetCpuPriority(spec.cpu_priority));  // before the first process
   }
 
-  int sync_pair[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync_pair) != 0) {
-    return FailSys("socketpair", "sync");
-  }
-  Fd sync_parent(sync_pair[0]);
-  int stream_pair[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, stream_pair) != 0) {
-    ::close(sync_pair[1]);
-    return FailSys("socketpair", "agent stream");
-  }
-  Fd stream_parent(stream_pair[0]);
-  int log_pipe[2];
-  if (::pipe2(log_pipe, O_CLOEXEC) != 0) {
-    ::close(sync_pair[1]);
-    ::close(stream_pair[1]);
-    return FailSys("pipe2", "log");
-  }
-  Fd log_read(log_pipe[0]);
+  Fd sync_parent, sync_child, stream_parent, stream_child, log_read, log_write;
+  SBX_TRY(MakeSocketPair(SOCK_SEQPACKET, sync_parent, sync_child, "sync"));
+  SBX_TRY(MakeSocketPair(SOCK_STREAM, stream_parent, stream_child, "agent stream"));
+  SBX_TRY(MakePipe(log_read, log_write));
+  plan.sync_fd = sync_child.get();
+  plan.stream_fd = stream_child.get();
+  plan.log_fd = log_write.get();
   std::vector<Fd> child_fds;
-  child_fds.emplace_back(sync_pair[1]);
-  child_fds.emplace_back(stream_pair[1]);
-  child_fds.emplace_back(log_pipe[1]);
-  plan.sync_fd = sync_pair[1];
-  plan.stream_fd = stream_pair[1];
-  plan.log_fd = log_pipe[1];
+  child_fds.push_back(std::move(sync_child));
+  child_fds.push_back(std::move(stream_child));
+  child_fds.push_back(std::move(log_write));
   if (spec.egress_channel_fd >= 0) {
     // The sandbox's end of the egress channel becomes init's fd 3 (egress_relay.h).
     int channel = ::fcntl(spec.egress_channel_fd, F_DUPFD_CLOEXEC, 3);

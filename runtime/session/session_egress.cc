@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include "runtime/base/fd_ops.h"
+
 namespace sandbox {
 namespace {
 constexpr std::chrono::milliseconds kEgressConnectWait{2000};
@@ -27,13 +29,11 @@ Result<std::unique_ptr<SessionEgress>> SessionEgress::Start(const egress::Egress
   egress->limits_ = config.limits;
   switch (transport) {
     case EgressTransport::kChannelFd: {
-      int pair[2];
-      if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-        return FailSys("socketpair", "egress channel");
-      }
-      egress->sandbox_end_ = Fd(pair[1]);
-      SBX_ASSIGN_OR_RETURN(egress->proxy_, egress::EgressProxy::Start(session_id, config.allow,
-                                                                      config.limits, Fd(pair[0])));
+      Fd server_end;
+      SBX_TRY(MakeSocketPair(SOCK_SEQPACKET, server_end, egress->sandbox_end_, "egress channel"));
+      SBX_ASSIGN_OR_RETURN(egress->proxy_,
+                           egress::EgressProxy::Start(session_id, config.allow, config.limits,
+                                                      std::move(server_end)));
       spec.egress_channel_fd = egress->sandbox_end_.get();
       break;
     }

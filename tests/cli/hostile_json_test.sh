@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # `mcp-sandbox serve` over stdio, as a hostile client drives it (issue #12): requests nested
 # 100 000 deep get a parse error and the server goes on answering; a 1 MiB method name or
-# session id comes back cut in an error of a few hundred bytes. No sandbox is started.
+# session id comes back cut in an error of a few hundred bytes, and the server's log (json format)
+# stays small and one valid JSON object a line. No sandbox is started.
 # Usage: hostile_json_test.sh /path/to/mcp-sandbox
 set -u
 bin=$1
 state=$(mktemp -d)
 trap 'rm -rf "$state"' EXIT
-export SANDBOX_CGROUP=none SANDBOX_STATE_DIR=$state/state
-exec python3 - "$bin" <<'PY'
+export SANDBOX_CGROUP=none SANDBOX_STATE_DIR=$state/state SANDBOX_LOG_FORMAT=json
+python3 - "$bin" "$state/server.log" <<'PY'
 import json, subprocess, sys
 
+log = open(sys.argv[2], "wb")
 server = subprocess.Popen([sys.argv[1], "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL)
+                          stderr=log)
 fail = 0
 
 def check(name, ok, detail=""):
@@ -63,7 +65,30 @@ check("a 1 MiB session_id: a tool error under 1 KiB",
       reply is not None and reply["result"].get("isError") is True and len(line) < 1024,
       "%d bytes: %r" % (len(line), line[:300]))
 
+# Quotes, a backslash and a newline in what the log line echoes: SANDBOX_LOG_FORMAT=json writes
+# messages unescaped, so the one quoting helper must keep them out.
+for tool in ("sandbox_read_artifact", "sandbox_list_artifacts", "sandbox_read_file",
+             "sandbox_session_status"):
+    send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                     "params": {"name": tool, "arguments": {"session_id": huge + '"\\\n',
+                                                            "path": "a.txt"}}}))
+    line, reply = answer()
+    check("%s with a 1 MiB session_id: under 1 KiB, no session_id echoed" % tool,
+          reply is not None and len(line) < 1024 and
+          "session_id" not in reply["result"].get("structuredContent", {}), line[:300])
+
 server.stdin.close()
 check("serve ends at the end of its input", server.wait(timeout=60) == 0)
+log.close()
+lines = open(sys.argv[2], "rb").read().splitlines()
+size = sum(len(l) + 1 for l in lines)
+check("the log of these calls is small (%d bytes)" % size, size < 16384, size)
+def is_object(line):
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+bad = [l[:200] for l in lines if not is_object(l)]
+check("every log line is one JSON object", not bad, repr(bad[:2]))
 sys.exit(fail)
 PY
