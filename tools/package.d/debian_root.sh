@@ -33,7 +33,10 @@ case $verb in
     rm -rf "$dir"
     mkdir -p "$dir"
     tar -C "$dir" -xf "$tarball"
+    # The host's name service files, as an installed system has its own (mmdebstrap writes
+    # neither; without /etc/hosts, Debian 13's glibc resolves localhost to ::1 first).
     cp /etc/resolv.conf "$dir/etc/resolv.conf"
+    cp /etc/hosts "$dir/etc/hosts"
     ;;
   enter)
     exec unshare --mount --pid --fork --propagation private -- sh -euc '
