@@ -19,7 +19,9 @@ root=$(cd "$here/../.." && pwd)
 source "$root/tools/lib/common.sh"
 work=$BUILD_DIR/package-test
 mkdir -p "$work" "$results"
-export DEBIAN_ROOT_CACHE=$work  # one mmdebstrap run per release, shared by the tests below and later runs
+# One mmdebstrap run per release and package list, shared by the tests below and later runs
+# (also of other checkouts on this machine).
+export DEBIAN_ROOT_CACHE=$SANDBOX_CACHE_DIR/roots
 case_file=$root/tools/lib/junit_case.py
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || read -r -a stages <<<"${SANDBOX_TEST_PACKAGE_STAGES:-deb trixie portable}"

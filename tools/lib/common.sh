@@ -80,6 +80,11 @@ build_project() {
   cmake --build "$dir" -j "$(nproc)" "${targets[@]}" >&2
 }
 
+# Caches that outlive a checkout: the Debian root tarballs mmdebstrap makes (the package stage's
+# fresh roots and tools/package --dist's build roots) and each build root's own ccache. CI builds
+# a fresh clone on the same machine every time; kept under build/ they would be made anew each run.
+SANDBOX_CACHE_DIR=${SANDBOX_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-sandbox}
+
 # What a serving server needs: the binary and the agent it puts into every sandbox (a
 # dependency of the binary). tools/run builds only these; tools/test builds the rest.
 SERVER_TARGETS="mcp-sandbox"
