@@ -167,7 +167,7 @@ TEST_CASE("replica http: every configured bearer token is accepted, others are n
   CHECK(none->status == 401);
 }
 
-TEST_CASE("replica http: transport ids name the replica; another replica's is adopted", "[unit]") {
+TEST_CASE("replica http: transport ids name the replica, another replica's is adopted", "[unit]") {
   Replica r;
   std::string own = r.Initialize();
   CHECK(own.rfind("mcps_r2_", 0) == 0);
@@ -213,8 +213,8 @@ TEST_CASE("replica http: a single host adopts nothing and keeps its 32-digit tra
 }
 
 TEST_CASE(
-    "replica http: another replica's handle says replica_unavailable; own unknown says "
-    "restarted; /files of another replica is 404",
+    "replica http: another replica's handle says replica_unavailable, own unknown says "
+    "restarted, /files of another replica is 404",
     "[unit]") {
   Replica r;
   std::string transport = r.Initialize();

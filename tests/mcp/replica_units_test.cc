@@ -51,7 +51,7 @@ TEST_CASE("a replica adopts another replica's well-formed transport id, nothing 
   CHECK(JudgeUnknownTransportId("mcps_r1_" + hex32, "") == UnknownTransportId::kNotFound);
 }
 
-TEST_CASE("/readyz: 200 ready, 404 draining or full, 503 starting; counts only", "[unit]") {
+TEST_CASE("/readyz: 200 ready, 404 draining or full, 503 starting, counts only", "[unit]") {
   ReadinessFacts facts;
   facts.sessions = 3;
   facts.max_sessions = 10;
