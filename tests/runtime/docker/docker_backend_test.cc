@@ -166,7 +166,7 @@ TEST_CASE("docker: the demuxer splits real attach frames at every chunk size", "
       "i=0; while [ $i -lt 50 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done\n"
       "printf 'no newline'\n");
   SandboxSpec spec = DockerSpec(image, agent.path());
-  auto container = docker::ContainerSpecFor(spec, image, {backend->host(), "test/1/1/1"}, "");
+  auto container = docker::ContainerSpecFor(spec, image, {backend->host(), "test/1/1/1", ""}, "");
   REQUIRE(container);
   const auto& engine = backend->engine();
   auto created = engine.CreateContainer(container->name, docker::CreateContainerBody(*container));
@@ -314,15 +314,15 @@ TEST_CASE("docker: the orphan sweep removes containers of gone servers of this h
   // A server of this host that "crashed": its containers carry an owner that no longer runs.
   const std::string dead_here = local.boot_id + "/" + local.pid_ns + "/2147483646/1";
   std::vector<std::string> orphans;
-  for (bool running : {true, false}) orphans.push_back(create({local.host, dead_here}, running));
+  for (bool running : {true, false}) orphans.push_back(create({local.host, dead_here, ""}, running));
   // Another host sharing this daemon, whose owner names a pid that is dead *here* (and so
   // looks gone to a sweep that judges it on this host): its sessions must survive.
   const std::string other_host = "another-machine-id/another-host";
   std::vector<std::string> foreign = {
-      create({other_host, local.boot_id + "/" + local.pid_ns + "/2147483646/1"}, true),
-      create({other_host, "another-boot/4026531836/1/1"}, false),
+      create({other_host, local.boot_id + "/" + local.pid_ns + "/2147483646/1", ""}, true),
+      create({other_host, "another-boot/4026531836/1/1", ""}, false),
       // A server in another pid namespace of this host (another container on this kernel).
-      create({local.host, local.boot_id + "/1/2147483646/1"}, true),
+      create({local.host, local.boot_id + "/1/2147483646/1", ""}, true),
   };
   // A live sandbox of this server, which must survive.
   auto live = backend->Start(DockerSpec(image, agent.path()));

@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i <= runs; ++i) {
       auto t0 = Clock::now();
       std::string id =
-          exec.Create(spec_for(2000 + i), image, {(*backend)->host(), (*backend)->owner()});
+          exec.Create(spec_for(2000 + i), image, {(*backend)->host(), (*backend)->owner(), ""});
       exec.Exec(id, "print(1)");
       if (i > 0) exec_row.cold.push_back(Ms(Clock::now() - t0));
       if (i == runs) {
