@@ -33,13 +33,9 @@ std::vector<std::string> Strings(const Json& message, const char* key) {
 
 Result<std::unique_ptr<Zygote>> Zygote::Start(const ChildSpec& worker_spec,
                                               const std::string& modules) {
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-    return FailSys("socketpair");
-  }
   std::unique_ptr<Zygote> zygote(new Zygote());
-  zygote->socket_.Reset(pair[0]);
-  Fd theirs(pair[1]);
+  Fd theirs;
+  SBX_TRY(MakeSocketPair(SOCK_SEQPACKET, zygote->socket_, theirs, "zygote"));
   ChildSpec spec = worker_spec;
   spec.control_channel = false;
   spec.fd3 = theirs.get();
