@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <tl/expected.hpp>
 
+// ValidUtf8 and the UTF-8 cuts: whoever builds a message repairs the text it puts in.
+#include "runtime/base/utf8.h"
+
 namespace sandbox::mcp {
 
 using Json = nlohmann::json;
@@ -63,14 +66,5 @@ Json MakeNotification(std::string_view method, Json params);
 // Serializes a message as one line (no newline inside, none appended). Strings that are not
 // valid UTF-8 are repaired with U+FFFD rather than throwing.
 std::string Serialize(const Json& message);
-
-// Returns `text` with every invalid UTF-8 sequence replaced by U+FFFD (one per maximal invalid
-// subpart, as Unicode recommends). Use it on anything that came out of a sandbox.
-std::string ValidUtf8(std::string_view text);
-
-// Cuts `text` to at most `max_bytes` without splitting a UTF-8 sequence.
-std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
-// The last at most `max_bytes` of `text`, starting on a UTF-8 sequence boundary.
-std::string_view Utf8Suffix(std::string_view text, size_t max_bytes);
 
 }  // namespace sandbox::mcp

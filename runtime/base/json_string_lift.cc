@@ -2,38 +2,13 @@
 
 #include <cstdint>
 
+#include "runtime/base/utf8.h"
+
 namespace sandbox {
 
 namespace {
 
 bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not one.
-size_t Utf8SequenceLength(std::string_view text, size_t i) {
-  auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  size_t length = 0;
-  uint32_t min = 0;
-  uint32_t code = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, min = 0x80, code = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, min = 0x800, code = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, min = 0x10000, code = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8.
-  if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return length;
-}
 
 void AppendUtf8(std::string& out, uint32_t code) {
   if (code < 0x80) {
@@ -118,9 +93,9 @@ Result<std::string> DecodeJsonString(std::string_view raw) {
         ++run;
         continue;
       }
-      size_t length = Utf8SequenceLength(raw, run);
-      if (length == 0) return invalid(run, "invalid UTF-8");
-      run += length;
+      int length = Utf8SequenceAt(raw, run);
+      if (length < 0) return invalid(run, "invalid UTF-8");
+      run += static_cast<size_t>(length);
     }
     out.append(raw.substr(i, run - i));
     i = run;

@@ -1,4 +1,4 @@
-// JSON-RPC message handling, UTF-8 repair, base64 and argument checks: pure functions.
+// JSON-RPC message handling, base64 and argument checks: pure functions.
 #include "mcp/jsonrpc.h"
 
 #include <catch2/catch.hpp>
@@ -7,24 +7,6 @@
 
 using namespace sandbox::mcp;
 
-TEST_CASE("invalid UTF-8 is replaced with U+FFFD per maximal subpart", "[unit]") {
-  CHECK(ValidUtf8("plain ascii") == "plain ascii");
-  CHECK(ValidUtf8("h\xC3\xA9llo") == "h\xC3\xA9llo");          // valid 2-byte
-  CHECK(ValidUtf8("\xF0\x9F\x98\x80") == "\xF0\x9F\x98\x80");  // valid 4-byte
-  CHECK(ValidUtf8("a\xFF"
-                  "b") ==
-        "a\xEF\xBF\xBD"
-        "b");                                    // never-valid byte
-  CHECK(ValidUtf8("a\xC3") == "a\xEF\xBF\xBD");  // truncated at the end
-  CHECK(ValidUtf8("\xE2\x82"
-                  "x") ==
-        "\xEF\xBF\xBD"
-        "x");  // one U+FFFD for the subpart
-  CHECK(ValidUtf8("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
-  CHECK(ValidUtf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong
-  CHECK(ValidUtf8(std::string("nul\0ok", 6)) == std::string("nul\0ok", 6));
-}
-
 TEST_CASE("serializing never throws on invalid UTF-8 and never emits a newline", "[unit]") {
   Json message = MakeNotification("notifications/message", {{"data", "bad \xFF\n line"}});
   std::string line;
@@ -32,17 +14,6 @@ TEST_CASE("serializing never throws on invalid UTF-8 and never emits a newline",
   CHECK(line.find('\n') == std::string::npos);
   CHECK(line.find("\xEF\xBF\xBD") != std::string::npos);
   CHECK(ParseJson(line).has_value());
-}
-
-TEST_CASE("UTF-8 prefixes and suffixes never split a character", "[unit]") {
-  std::string text = "ab\xC3\xA9\xE2\x82\xAC";  // a b é €
-  CHECK(Utf8Prefix(text, 3) == "ab");
-  CHECK(Utf8Prefix(text, 4) == "ab\xC3\xA9");
-  CHECK(Utf8Prefix(text, 100) == text);
-  CHECK(Utf8Suffix(text, 2) == "");
-  CHECK(Utf8Suffix(text, 3) == "\xE2\x82\xAC");
-  CHECK(Utf8Suffix(text, 4) == "\xE2\x82\xAC");
-  CHECK(Utf8Suffix(text, 5) == "\xC3\xA9\xE2\x82\xAC");
 }
 
 TEST_CASE("messages are classified as requests, notifications and responses", "[unit]") {

@@ -59,7 +59,7 @@ TEST_CASE("text beyond the budget is cut with a note", "[unit]") {
   CHECK(line.size() <= 10000);
   CHECK(result["content"][1]["text"].get<std::string>().find("cut: the result limit") !=
         std::string::npos);
-  CHECK(ValidUtf8(result["content"][1]["text"].get<std::string>()) ==
+  CHECK(sandbox::ValidUtf8(result["content"][1]["text"].get<std::string>()) ==
         result["content"][1]["text"].get<std::string>());
 }
 
