@@ -30,6 +30,10 @@ class HostSandbox : public Sandbox {
     usage.oom_kills = control_->oom_kills;
     return usage;
   }
+  Status SetCpuPriority(CpuPriority priority) override {
+    control_->cpu_priority = priority;
+    return {};
+  }
   const EnforcedLimits& enforced_limits() const override { return enforced_; }
   std::string backend_name() const override { return "host"; }
 
@@ -58,6 +62,7 @@ Result<std::unique_ptr<Sandbox>> HostBackend::Start(const SandboxSpec& spec) {
   auto dir = std::make_unique<TempDir>();
   auto control = std::make_shared<HostSandboxControl>();
   control->spec = spec;
+  control->cpu_priority = spec.cpu_priority;
   control->data_dir = dir->Join("data");
   SBX_TRY(MakeDirs(control->data_dir, 0755));
   SBX_TRY(MakeDirs(dir->Join("tmp"), 0755));
@@ -66,6 +71,11 @@ Result<std::unique_ptr<Sandbox>> HostBackend::Start(const SandboxSpec& spec) {
   options.tmp_dir = dir->Join("tmp");
   options.grace_ms = 200;        // interrupts turn into kills quickly: tests wait less
   options.sandbox_paths = true;  // the tools use /mnt/data and /tmp, as in a real sandbox
+  // What the manager tells init through the environment (the preload, say); the image's own
+  // variables stay out: there is no image.
+  for (const auto& entry : spec.env) {
+    if (entry.starts_with("SANDBOX_AGENT_")) options.env.push_back(entry);
+  }
   SBX_ASSIGN_OR_RETURN(auto agent, LocalAgent::Spawn(options));
   control->init_pid = agent->pid();
   {

@@ -25,7 +25,9 @@ struct HostSandboxControl {
   std::string data_dir;                // what the sandbox sees as /mnt/data
   std::atomic<uint64_t> oom_kills{0};  // reported by OomKills()/Usage(): "the limit killed it"
   std::atomic<bool> destroyed{false};  // the manager destroyed the sandbox
-  void KillAgent() const;              // SIGKILL to init: the agent stops answering for good
+  // The CPU priority it was started with, then as the manager last set it.
+  std::atomic<CpuPriority> cpu_priority{CpuPriority::kNormal};
+  void KillAgent() const;  // SIGKILL to init: the agent stops answering for good
 };
 
 class HostBackend : public Backend {

@@ -72,6 +72,7 @@ Result<std::unique_ptr<LocalAgent>> LocalAgent::Spawn(const LocalAgentOptions& o
       "SANDBOX_AGENT_PYTHON=" + options.python,
       "SANDBOX_AGENT_GRACE_MS=" + std::to_string(options.grace_ms),
   };
+  env_strings.insert(env_strings.end(), options.env.begin(), options.env.end());
   std::vector<char*> envp;
   for (auto& entry : env_strings) envp.push_back(entry.data());
   envp.push_back(nullptr);

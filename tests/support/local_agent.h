@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/agent/host/agent_client.h"
 #include "runtime/agent/host/fd_byte_stream.h"
@@ -26,6 +27,9 @@ struct LocalAgentOptions {
   // can use the sandbox's own paths: a user and a mount namespace of init's own (unprivileged
   // user namespaces; no root). The rest of the host stays visible.
   bool sandbox_paths = false;
+  // More of init's environment, KEY=VALUE: what a backend passes from the sandbox's spec
+  // (SANDBOX_AGENT_PRELOAD, say).
+  std::vector<std::string> env;
 };
 
 class LocalAgent {
