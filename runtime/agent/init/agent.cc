@@ -25,10 +25,7 @@ constexpr int kMaxDrainReads = 256;
 constexpr size_t kStderrTailBytes = 4096;
 // Both streams of a result, base64-encoded (4/3), stay well inside one frame (kMaxFrameBytes).
 constexpr uint64_t kMaxOutputCap = uint64_t{32} << 20;
-// The largest chunk one read_file answer carries (the host asks for less).
-constexpr uint64_t kMaxReadChunk = uint64_t{8} << 20;
 constexpr uint64_t kMaxFigureBytes = uint64_t{32} << 20;
-constexpr size_t kMaxListEntries = 20000;
 // How long after a run a paused zygote waits before it continues importing: longer than the
 // host takes to lower the session's CPU priority again once it has the result, and a client
 // calling back to back keeps it paused.
@@ -42,14 +39,6 @@ void Log(const std::string& message) {
 
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
-}
-
-Json FileEntryJson(const FileEntry& entry) {
-  return Json{{"path", entry.path},
-              {"size", entry.size},
-              {"mime", entry.is_dir ? std::string() : std::string(MimeTypeForPath(entry.path))},
-              {"mtime_ms", entry.mtime_ms},
-              {"is_dir", entry.is_dir}};
 }
 
 // Reads what is available on a non-blocking fd. Returns false at EOF or on a hard error.
@@ -96,7 +85,7 @@ Agent::Agent(AgentConfig config, int in_fd, int out_fd)
     : config_(std::move(config)),
       in_fd_(in_fd),
       out_fd_(out_fd),
-      files_(config_.data_dir, config_.tmp_dir) {}
+      file_service_(config_.data_dir, config_.tmp_dir) {}
 
 Agent::~Agent() {
   // Whatever is still running goes with init (as it would with pid 1 of a pid namespace).
@@ -339,20 +328,8 @@ void Agent::HandleRequest(const Json& request) {
     HandleRun(id, request);
   } else if (type == "cancel") {
     HandleCancel(id);
-  } else if (type == "write_open") {
-    HandleWriteOpen(id, request);
-  } else if (type == "write_chunk") {
-    HandleWriteChunk(id, request);
-  } else if (type == "write_commit") {
-    HandleWriteCommit(id, request);
-  } else if (type == "write_abort") {
-    HandleWriteAbort(id, request);
-  } else if (type == "read_file") {
-    HandleReadFile(id, request);
-  } else if (type == "stat") {
-    HandleStat(id, request);
-  } else if (type == "list") {
-    HandleList(id, request);
+  } else if (FileService::Handles(type)) {
+    Send(file_service_.Handle(id, type, request));
   } else if (type == "warm") {
     HandleWarm(id);
   } else if (type == "shutdown") {
@@ -392,7 +369,7 @@ void Agent::HandleRun(uint64_t id, const Json& request) {
   run.before = DataSnapshot::Take(config_.data_dir);
 
   if (run.shell) {
-    auto cwd = files_.Normalize(GetString(request, "cwd", config_.data_dir));
+    auto cwd = file_service_.files().Normalize(GetString(request, "cwd", config_.data_dir));
     struct stat st {};
     if (cwd && (::stat(cwd->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
       cwd = Fail(ErrorCode::kInvalidPath, "cwd {} is not a directory", *cwd);
@@ -453,101 +430,6 @@ void Agent::HandleCancel(uint64_t id) {
   } else if (!run_->killed) {
     KillRun();  // a second cancel does not wait for the grace period
   }
-}
-
-void Agent::HandleWriteOpen(uint64_t id, const Json& request) {
-  write_.reset();  // a write the host abandoned: its file goes
-  auto mode = static_cast<uint32_t>(GetUint(request, "mode", 0644));
-  auto write =
-      files_.BeginWrite(GetString(request, "path"), GetBool(request, "overwrite", true), mode);
-  if (!write) {
-    SendError(id, write.error());
-    return;
-  }
-  write_.emplace(std::move(*write));
-  write_id_ = id;
-  Send(Json{{"type", "ok"}, {"id", id}});
-}
-
-PendingWrite* Agent::FindWrite(uint64_t id, const Json& request) {
-  uint64_t write_id = GetUint(request, "write");
-  if (!write_ || write_id != write_id_) {
-    SendError(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress", write_id));
-    return nullptr;
-  }
-  return &*write_;
-}
-
-void Agent::HandleWriteChunk(uint64_t id, const Json& request) {
-  PendingWrite* write = FindWrite(id, request);
-  if (write == nullptr) return;
-  auto content = GetBytes(request, "content");
-  Status appended = content ? write->Append(*content) : Status(tl::unexpected(content.error()));
-  if (!appended) {
-    write_.reset();
-    SendError(id, appended.error());
-    return;
-  }
-  Send(Json{{"type", "ok"}, {"id", id}});
-}
-
-void Agent::HandleWriteCommit(uint64_t id, const Json& request) {
-  PendingWrite* write = FindWrite(id, request);
-  if (write == nullptr) return;
-  Status committed = write->Commit();
-  uint64_t size = write->written();
-  write_.reset();
-  if (!committed) {
-    SendError(id, committed.error());
-    return;
-  }
-  Send(Json{{"type", "ok"}, {"id", id}, {"size", size}});
-}
-
-void Agent::HandleWriteAbort(uint64_t id, const Json& request) {
-  if (write_ && GetUint(request, "write") == write_id_) write_.reset();
-  Send(Json{{"type", "ok"}, {"id", id}});
-}
-
-void Agent::HandleReadFile(uint64_t id, const Json& request) {
-  auto chunk = files_.ReadChunk(
-      GetString(request, "path"), GetUint(request, "offset"),
-      static_cast<size_t>(std::min(GetUint(request, "length", kMaxReadChunk), kMaxReadChunk)),
-      GetUint(request, "max_bytes", uint64_t{50} << 20));
-  if (!chunk) {
-    SendError(id, chunk.error());
-    return;
-  }
-  Json answer{{"type", "file"},       {"id", id},
-              {"size", chunk->size},  {"eof", chunk->eof},
-              {"dev", chunk->device}, {"ino", chunk->inode}};
-  answer["content"] = Base64Encode(chunk->content);
-  chunk->content = std::string();
-  Send(answer);
-}
-
-void Agent::HandleStat(uint64_t id, const Json& request) {
-  auto entry = files_.Stat(GetString(request, "path"));
-  if (!entry) {
-    SendError(id, entry.error());
-    return;
-  }
-  Send(Json{{"type", "info"}, {"id", id}, {"entry", FileEntryJson(*entry)}});
-}
-
-void Agent::HandleList(uint64_t id, const Json& request) {
-  auto listing =
-      files_.List(GetString(request, "path"), GetBool(request, "recursive"), kMaxListEntries);
-  if (!listing) {
-    SendError(id, listing.error());
-    return;
-  }
-  Json entries = Json::array();
-  for (const auto& entry : listing->entries) entries.push_back(FileEntryJson(entry));
-  Send(Json{{"type", "entries"},
-            {"id", id},
-            {"entries", std::move(entries)},
-            {"truncated", listing->truncated}});
 }
 
 // --- children --------------------------------------------------------------------------------
@@ -723,7 +605,7 @@ Json Agent::FiguresFromDone(const Json& done) {
       continue;
     }
     seen.push_back(path);
-    auto png = files_.Read(path, std::min(kMaxFigureBytes, budget));
+    auto png = file_service_.files().Read(path, std::min(kMaxFigureBytes, budget));
     if (!png) {
       Log("figure " + path.substr(0, 256) + ": " + png.error().message);
       continue;
@@ -939,12 +821,7 @@ void Agent::Send(const Json& message) {
   }
 }
 
-void Agent::SendError(uint64_t id, const Error& error) {
-  Send(Json{{"type", "error"},
-            {"id", id},
-            {"code", std::string(ErrorCodeName(error.code))},
-            {"message", error.message}});
-}
+void Agent::SendError(uint64_t id, const Error& error) { Send(ErrorAnswer(id, error)); }
 
 void Agent::SendHello() {
   hello_sent_ = true;

@@ -14,7 +14,7 @@
 
 #include "runtime/agent/init/child_process.h"
 #include "runtime/agent/init/data_snapshot.h"
-#include "runtime/agent/init/file_ops.h"
+#include "runtime/agent/init/file_service.h"
 #include "runtime/agent/init/output_capture.h"
 #include "runtime/agent/init/zygote.h"
 #include "runtime/agent/wire.h"
@@ -95,15 +95,6 @@ class Agent {
   void HandleRequest(const Json& request);
   void HandleRun(uint64_t id, const Json& request);
   void HandleCancel(uint64_t id);
-  void HandleWriteOpen(uint64_t id, const Json& request);
-  void HandleWriteChunk(uint64_t id, const Json& request);
-  void HandleWriteCommit(uint64_t id, const Json& request);
-  void HandleWriteAbort(uint64_t id, const Json& request);
-  // The write a write_chunk/commit/abort names, or nullptr after answering the error.
-  PendingWrite* FindWrite(uint64_t id, const Json& request);
-  void HandleReadFile(uint64_t id, const Json& request);
-  void HandleStat(uint64_t id, const Json& request);
-  void HandleList(uint64_t id, const Json& request);
   void HandleWarm(uint64_t id);
 
   // The preload zygote: started next to the first worker; once it has imported the preload,
@@ -150,16 +141,12 @@ class Agent {
   AgentConfig config_;
   int in_fd_;
   int out_fd_;
-  FileOps files_;
+  FileService file_service_;  // write_*, read_file, stat, list
   FrameDecoder input_;
   Fd signal_fd_;
   std::unique_ptr<Proc> worker_;    // the persistent Python worker
   std::unique_ptr<Proc> run_proc_;  // the fresh worker or shell of the run in flight
   std::optional<ActiveRun> run_;
-  // The upload in progress (at most one: the host sends one request at a time), named by the
-  // id of its write_open. Dropping it removes its file, also when init exits.
-  uint64_t write_id_ = 0;
-  std::optional<PendingWrite> write_;
   std::unique_ptr<Zygote> zygote_;
   // `warm` requests waiting for the persistent worker to come from the zygote.
   std::vector<uint64_t> warm_waiters_;

@@ -1,0 +1,137 @@
+#include "runtime/agent/init/file_service.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "runtime/agent/mime.h"
+#include "runtime/base/base64.h"
+
+namespace sandbox::agent {
+
+namespace {
+
+// The largest chunk one read_file answer carries (the host asks for less).
+constexpr uint64_t kMaxReadChunk = uint64_t{8} << 20;
+constexpr size_t kMaxListEntries = 20000;
+
+Json FileEntryJson(const FileEntry& entry) {
+  return Json{{"path", entry.path},
+              {"size", entry.size},
+              {"mime", entry.is_dir ? std::string() : std::string(MimeTypeForPath(entry.path))},
+              {"mtime_ms", entry.mtime_ms},
+              {"is_dir", entry.is_dir}};
+}
+
+Json Ok(uint64_t id) { return Json{{"type", "ok"}, {"id", id}}; }
+
+}  // namespace
+
+Json ErrorAnswer(uint64_t id, const Error& error) {
+  return Json{{"type", "error"},
+              {"id", id},
+              {"code", std::string(ErrorCodeName(error.code))},
+              {"message", error.message}};
+}
+
+FileService::FileService(std::string data_dir, std::string tmp_dir)
+    : files_(std::move(data_dir), std::move(tmp_dir)) {}
+
+bool FileService::Handles(std::string_view type) {
+  static constexpr std::array<std::string_view, 7> kTypes = {
+      "write_open", "write_chunk", "write_commit", "write_abort", "read_file", "stat", "list"};
+  return std::find(kTypes.begin(), kTypes.end(), type) != kTypes.end();
+}
+
+Json FileService::Handle(uint64_t id, std::string_view type, const Json& request) {
+  if (type == "write_open") return WriteOpen(id, request);
+  if (type == "write_chunk") return WriteChunk(id, request);
+  if (type == "write_commit") return WriteCommit(id, request);
+  if (type == "write_abort") return WriteAbort(id, request);
+  if (type == "read_file") return ReadFile(id, request);
+  if (type == "stat") return Stat(id, request);
+  if (type == "list") return List(id, request);
+  return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "not a file request"));
+}
+
+Json FileService::WriteOpen(uint64_t id, const Json& request) {
+  write_.reset();  // a write the host abandoned: its file goes
+  auto mode = static_cast<uint32_t>(GetUint(request, "mode", 0644));
+  auto write =
+      files_.BeginWrite(GetString(request, "path"), GetBool(request, "overwrite", true), mode);
+  if (!write) return ErrorAnswer(id, write.error());
+  write_.emplace(std::move(*write));
+  write_id_ = id;
+  return Ok(id);
+}
+
+PendingWrite* FileService::FindWrite(const Json& request) {
+  if (!write_ || GetUint(request, "write") != write_id_) return nullptr;
+  return &*write_;
+}
+
+Json FileService::WriteChunk(uint64_t id, const Json& request) {
+  PendingWrite* write = FindWrite(request);
+  if (write == nullptr) {
+    return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress",
+                                     GetUint(request, "write")));
+  }
+  auto content = GetBytes(request, "content");
+  Status appended = content ? write->Append(*content) : Status(tl::unexpected(content.error()));
+  if (!appended) {
+    write_.reset();
+    return ErrorAnswer(id, appended.error());
+  }
+  return Ok(id);
+}
+
+Json FileService::WriteCommit(uint64_t id, const Json& request) {
+  PendingWrite* write = FindWrite(request);
+  if (write == nullptr) {
+    return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress",
+                                     GetUint(request, "write")));
+  }
+  Status committed = write->Commit();
+  uint64_t size = write->written();
+  write_.reset();
+  if (!committed) return ErrorAnswer(id, committed.error());
+  return Json{{"type", "ok"}, {"id", id}, {"size", size}};
+}
+
+Json FileService::WriteAbort(uint64_t id, const Json& request) {
+  if (FindWrite(request) != nullptr) write_.reset();
+  return Ok(id);
+}
+
+Json FileService::ReadFile(uint64_t id, const Json& request) {
+  auto chunk = files_.ReadChunk(
+      GetString(request, "path"), GetUint(request, "offset"),
+      static_cast<size_t>(std::min(GetUint(request, "length", kMaxReadChunk), kMaxReadChunk)),
+      GetUint(request, "max_bytes", uint64_t{50} << 20));
+  if (!chunk) return ErrorAnswer(id, chunk.error());
+  Json answer{{"type", "file"},       {"id", id},
+              {"size", chunk->size},  {"eof", chunk->eof},
+              {"dev", chunk->device}, {"ino", chunk->inode}};
+  answer["content"] = Base64Encode(chunk->content);
+  return answer;
+}
+
+Json FileService::Stat(uint64_t id, const Json& request) {
+  auto entry = files_.Stat(GetString(request, "path"));
+  if (!entry) return ErrorAnswer(id, entry.error());
+  return Json{{"type", "info"}, {"id", id}, {"entry", FileEntryJson(*entry)}};
+}
+
+Json FileService::List(uint64_t id, const Json& request) {
+  auto listing =
+      files_.List(GetString(request, "path"), GetBool(request, "recursive"), kMaxListEntries);
+  if (!listing) return ErrorAnswer(id, listing.error());
+  Json entries = Json::array();
+  for (const auto& entry : listing->entries) entries.push_back(FileEntryJson(entry));
+  return Json{{"type", "entries"},
+              {"id", id},
+              {"entries", std::move(entries)},
+              {"truncated", listing->truncated}};
+}
+
+}  // namespace sandbox::agent
