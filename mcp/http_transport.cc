@@ -383,6 +383,14 @@ Status HttpTransport::Bind() {
                        ? "[" + options.host + "]"
                        : options.host));
   }
+  // Our resource identifier (RFC 8707) unless configured: the public URL's, else the bound one.
+  std::string default_resource =
+      options.public_url.empty()
+          ? fmt::format("http://{}:{}/mcp",
+                        IsWildcardAddress(options.host) ? "127.0.0.1" : options.host, impl.port)
+          : options.public_url + "/mcp";
+  policy.resource_server = auth::MakeResourceServer(options.auth_tokens, options.auth_token_names,
+                                                    options.oauth, default_resource);
   impl.admission = std::make_unique<HttpAdmission>(std::move(policy));
   return {};
 }
@@ -545,6 +553,12 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
     }
     case HttpRoute::kFile:
       response = downloads->Serve(head.target);
+      break;
+    case HttpRoute::kResourceMetadata:
+      // Public by design (RFC 9728 §3): a browser-based client on any origin may read it.
+      response.content_type = "application/json";
+      response.headers.push_back({"Access-Control-Allow-Origin", "*"});
+      response.body = admission->policy().resource_server->ProtectedResourceMetadata().dump();
       break;
     case HttpRoute::kMcp:
       if (head.method == "POST") {

@@ -3,26 +3,16 @@
 #include <algorithm>
 
 #include <fmt/format.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+
+#include "mcp/auth/jwks_cache.h"
+#include "mcp/http_admission.h"  // SecretEquals
 
 namespace sandbox::mcp::auth {
 
 namespace {
 
 constexpr std::string_view kMetadataPath = "/.well-known/oauth-protected-resource";
-
-// Compares secrets in time independent of where they differ: hashes first, so the length
-// does not leak either.
-bool SecretMatches(std::string_view given, std::string_view expected) {
-  unsigned char a[EVP_MAX_MD_SIZE];
-  unsigned char b[EVP_MAX_MD_SIZE];
-  unsigned int a_len = 0;
-  unsigned int b_len = 0;
-  EVP_Digest(given.data(), given.size(), a, &a_len, EVP_sha256(), nullptr);
-  EVP_Digest(expected.data(), expected.size(), b, &b_len, EVP_sha256(), nullptr);
-  return a_len == b_len && CRYPTO_memcmp(a, b, a_len) == 0;
-}
 
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
@@ -110,7 +100,7 @@ AuthDecision ResourceServer::Authenticate(std::string_view authorization,
   // came close.
   const StaticToken* matched = nullptr;
   for (const auto& candidate : policy_.static_tokens) {
-    if (SecretMatches(token, candidate.secret) && matched == nullptr) matched = &candidate;
+    if (SecretEquals(token, candidate.secret) && matched == nullptr) matched = &candidate;
   }
   if (matched != nullptr) {
     AuthDecision decision;
@@ -145,6 +135,34 @@ AuthDecision ResourceServer::Authenticate(std::string_view authorization,
   decision.subject = "oauth:" + verified->subject;
   decision.claims = std::move(verified->claims);
   return decision;
+}
+
+std::shared_ptr<const ResourceServer> MakeResourceServer(const std::vector<std::string>& secrets,
+                                                         const std::vector<std::string>& names,
+                                                         OAuthSettings oauth,
+                                                         const std::string& default_resource) {
+  ResourceServerPolicy policy;
+  for (size_t i = 0; i < secrets.size(); ++i) {
+    policy.static_tokens.push_back({i < names.size() ? names[i] : "", secrets[i]});
+  }
+  KeyLookup keys;
+  if (!oauth.issuer.empty()) {
+    policy.issuer = oauth.issuer;
+    policy.resource = oauth.resource.empty() ? default_resource : oauth.resource;
+    policy.scopes = oauth.scopes;
+    JwksOptions options;
+    options.issuer = oauth.issuer;
+    options.min_refresh = oauth.jwks_min_refresh;
+    auto cache = std::make_shared<JwksCache>(options);
+    if (auto fetched = cache->Refresh(); !fetched) {
+      spdlog::warn("OAuth: cannot fetch the signing keys of {} yet: {}", oauth.issuer,
+                   fetched.error().message);
+    }
+    keys = [cache](const std::string& kid) { return cache->Key(kid); };
+    spdlog::info("OAuth: accepting access tokens from {} for {} (scopes: {})", policy.issuer,
+                 policy.resource, policy.scopes.empty() ? "none required" : Join(policy.scopes));
+  }
+  return std::make_shared<ResourceServer>(std::move(policy), std::move(keys));
 }
 
 }  // namespace sandbox::mcp::auth

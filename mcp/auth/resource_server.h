@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,23 @@ class ResourceServer {
   ResourceServerPolicy policy_;
   KeyLookup keys_;
 };
+
+// What SANDBOX_OAUTH_* ask for (mcp/config.h).
+struct OAuthSettings {
+  std::string issuer;  // "" = OAuth off
+  std::string resource;
+  std::vector<std::string> scopes;
+  std::chrono::milliseconds jwks_min_refresh{10000};
+};
+
+// The resource server of a configuration: the static tokens (names[i] names secrets[i]; a
+// shorter `names` leaves the rest unnamed) and, with an issuer, a JWKS cache for its keys,
+// fetched once now (a failure is logged; the next token fetches again). `resource` "" takes
+// `default_resource`.
+std::shared_ptr<const ResourceServer> MakeResourceServer(const std::vector<std::string>& secrets,
+                                                         const std::vector<std::string>& names,
+                                                         OAuthSettings oauth,
+                                                         const std::string& default_resource);
 
 // "/.well-known/oauth-protected-resource" and any path below it (RFC 9728 §3.1's suffixed form).
 bool IsProtectedResourceMetadataPath(std::string_view path);
