@@ -359,6 +359,30 @@ const std::vector<ConfigVariable> kVariables = {
        SBX_ASSIGN_FIELD(oauth_jwks_refresh_s, Number(value, 0.1, 3600));
        return {};
      }},
+    {"SANDBOX_SUBJECT_MAX_SESSIONS", "--subject-max-sessions", "0",
+     "Live sessions one named caller (a named token, an OAuth subject) may hold at once; 0 = "
+     "only SANDBOX_MAX_SESSIONS",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(subject_max_sessions, Integer(value, 0, 10000));
+       return {};
+     }},
+    {"SANDBOX_SUBJECT_MAX_MEMORY", "--subject-max-memory", "",
+     "Largest memory limit a named caller's session may have (larger asks are refused, the "
+     "default is lowered to it); \"\" = SANDBOX_MEMORY_LIMIT",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (value.empty()) {
+         config.subject_max_memory_bytes = 0;
+         return {};
+       }
+       SBX_ASSIGN_FIELD(subject_max_memory_bytes, Size(value, 32ull << 20, 1ull << 40));
+       return {};
+     }},
+    {"SANDBOX_SUBJECT_MAX_CPUS", "--subject-max-cpus", "0",
+     "Largest CPU limit a named caller's session may have; 0 = SANDBOX_CPU_LIMIT",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(subject_max_cpus, Number(value, 0, 1024));
+       return {};
+     }},
     {"SANDBOX_ALLOWED_ORIGINS", "--allowed-origins", "",
      "Comma-separated origins (http://host:port, or *) allowed to call the HTTP endpoint; "
      "default: localhost, 127.0.0.1 and [::1] on the bound port",

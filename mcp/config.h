@@ -41,6 +41,10 @@ struct ServeConfig {
   std::string oauth_resource;             // "" = derived (SANDBOX_PUBLIC_URL + /mcp, or bound)
   std::vector<std::string> oauth_scopes;  // all required
   double oauth_jwks_refresh_s = 0;
+  // SANDBOX_SUBJECT_*: what one named caller may hold (runtime/session/session_owner.h).
+  int subject_max_sessions = 0;
+  uint64_t subject_max_memory_bytes = 0;
+  double subject_max_cpus = 0;
   std::vector<std::string> allowed_origins;  // empty = loopback origins on the bound port
   std::string log_level;
   std::string log_file;  // "" = stderr

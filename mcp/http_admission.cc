@@ -158,6 +158,16 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       response.headers.push_back({"Allow", "GET"});
       return Refuse(route, std::move(response));
     }
+    // A download's signed link is its authority; a caller that names itself as well is held
+    // to its own sessions (runtime/session/session_owner.h).
+    if (route == HttpRoute::kFile && !head.Get("Authorization").empty()) {
+      auth::AuthDecision decision =
+          policy_.resource_server->Authenticate(head.Get("Authorization"));
+      if (decision.status != 200) {
+        return Refuse(route, JsonErrorResponse(decision.status, -32000, decision.message));
+      }
+      verdict.subject = std::move(decision.subject);
+    }
   } else {
     std::string_view origin = head.Get("Origin");
     if (!origin.empty()) {

@@ -195,6 +195,9 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   session_config.pool_size = config.pool_size;
   session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
   session_config.replica_id = config.replica_id;
+  session_config.subject_quota = {.max_sessions = config.subject_max_sessions,
+                                  .max_memory_bytes = config.subject_max_memory_bytes,
+                                  .max_cpus = config.subject_max_cpus};
   auto egress = mcp::EgressConfigFor(config);
   if (!egress) return args.UsageError(egress.error().message);
   session_config.egress = std::move(*egress);
