@@ -29,7 +29,7 @@ oldest_glibc=2.36
 # Only the binary and its agent, with a link flag of their own (the RPATH); the compile flags
 # are the main tree's, so ccache serves every object the main build compiled.
 SANDBOX_BUILD_TARGETS="mcp-sandbox sandbox-init" build_project "$tree" \
-  -DSANDBOX_BUILD_TESTS=OFF \
+  -DSANDBOX_BUILD_TESTS=OFF -DSANDBOX_STATIC_CJOSE=ON \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,--disable-new-dtags -Wl,-rpath,'\$ORIGIN/../lib'"
 
 version=$("$tree/mcp-sandbox" --version | awk '{ print $2; exit }')
