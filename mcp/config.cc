@@ -114,7 +114,9 @@ Result<NamedTokens> TokenList(std::string_view text, char sep) {
       name = entry.substr(0, name_end);
       auto secret = entry.find_first_not_of(" \t", name_end + 1);
       entry = secret == std::string::npos ? "" : entry.substr(secret);
-      if (entry.empty()) return Fail(ErrorCode::kInvalidArgument, "the token named {} is empty", name);
+      if (entry.empty()) {
+        return Fail(ErrorCode::kInvalidArgument, "the token named {} is empty", name);
+      }
     }
     if (!entry.empty()) {
       if (HasControlOrSpace(entry)) {

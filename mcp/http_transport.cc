@@ -206,13 +206,13 @@ struct HttpTransport::Impl : HttpConnHost {
   void Handle(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
               const HttpRequestHead& head, std::string body, bool keep_alive);
   void HandlePost(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
-                  const HttpRequestHead& head,
-                  std::string body, const std::vector<HttpField>& cors, bool keep_alive);
+                  const HttpRequestHead& head, std::string body, const std::vector<HttpField>& cors,
+                  bool keep_alive);
   // One stateless request of revision 2026-07-28 (no Mcp-Session-Id): headers checked against
   // the body, served by a connection of its own, cancelled when the client closes the stream.
   void HandleModernPost(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
-                        const HttpRequestHead& head,
-                        Json value, const std::vector<HttpField>& cors, bool keep_alive);
+                        const HttpRequestHead& head, Json value, const std::vector<HttpField>& cors,
+                        bool keep_alive);
   // Sends what `reply` collects: one JSON body, or an SSE stream once a notification comes
   // first. `modern`: the client closing the stream cancels the request (2026-07-28); else a
   // disconnect is not a cancel (2025).
@@ -603,8 +603,9 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
 }
 
 void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
-                                     const HttpVerdict& verdict, const HttpRequestHead& head, std::string body,
-                                     const std::vector<HttpField>& cors, bool keep_alive) {
+                                     const HttpVerdict& verdict, const HttpRequestHead& head,
+                                     std::string body, const std::vector<HttpField>& cors,
+                                     bool keep_alive) {
   auto send = [&](HttpResponse response) {
     response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
     bool close = !keep_alive || stopping;
@@ -699,8 +700,9 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
 }
 
 void HttpTransport::Impl::HandleModernPost(const std::shared_ptr<HttpExchange>& conn,
-                                           const HttpVerdict& verdict, const HttpRequestHead& head, Json value,
-                                           const std::vector<HttpField>& cors, bool keep_alive) {
+                                           const HttpVerdict& verdict, const HttpRequestHead& head,
+                                           Json value, const std::vector<HttpField>& cors,
+                                           bool keep_alive) {
   auto send = [&](int status, const Json& message) {
     HttpResponse response;
     response.status = status;

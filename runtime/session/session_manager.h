@@ -192,7 +192,7 @@ class SessionManager {
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
   int creating_ = 0;  // sessions being created (count against max_sessions)
-  std::unordered_map<std::string, int> creating_by_owner_;  // the same, per subject
+  std::unordered_map<std::string, int> creating_by_owner_;   // the same, per subject
   std::chrono::steady_clock::time_point next_cold_preload_;  // the next free start (spacing)
   std::atomic<int> calls_in_flight_{0};  // busy leases held (the pool refills when none is)
   std::atomic<bool> draining_{false};
