@@ -34,7 +34,7 @@ struct ServeConfig {
   uint64_t max_result_bytes = 0;
   std::string http_host;
   int http_port = 0;
-  std::vector<std::string> auth_tokens;      // empty = no authentication; any one admits
+  std::vector<std::string> auth_tokens;       // empty = no authentication; any one admits
   std::vector<std::string> auth_token_names;  // per token: its holder's name ("" = unnamed)
   // SANDBOX_OAUTH_*: JWT access tokens from an authorization server (mcp/auth/).
   std::string oauth_issuer;               // "" = off
