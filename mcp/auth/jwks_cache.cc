@@ -192,4 +192,9 @@ Result<std::shared_ptr<const JwkKey>> JwksCache::Key(const std::string& kid) {
               kid.empty() ? "(the token names none)" : "with kid " + kid);
 }
 
+size_t JwksCache::size() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return keys_.size();
+}
+
 }  // namespace sandbox::mcp::auth

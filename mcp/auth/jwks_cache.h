@@ -58,6 +58,8 @@ class JwksCache {
   Status Refresh();
 
   const JwksOptions& options() const { return options_; }
+  // How many signing keys are held now.
+  size_t size();
 
  private:
   // Fetches the metadata and the key set; called with fetch_mutex_ held.
