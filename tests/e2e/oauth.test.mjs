@@ -252,6 +252,21 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
       const own = await fetch(link, { headers: { Authorization: `Bearer ${tokens.alice}` } });
       assert.equal(own.status, 200);
       assert.equal(await own.text(), 'alice only');
+      if (era === 'legacy') {
+        // A's transport session (Mcp-Session-Id) is A's too: B presenting it is told it is gone.
+        const transportId = alice.transport?.sessionId;
+        assert.ok(transportId);
+        const hijack = await fetch(server.url, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+            'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': transportId,
+            Authorization: `Bearer ${tokens.bob}`,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+        });
+        assert.equal(hijack.status, 404);
+      }
       // A's session is as A left it.
       const still = await callOk(alice, 'sandbox_run_python', { session_id: session, code: "print(open('/mnt/data/secret.txt').read())" });
       assert.equal(still.stdout.trim(), 'alice only');
