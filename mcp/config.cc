@@ -74,27 +74,57 @@ bool HasControlOrSpace(const std::string& value) {
   return false;
 }
 
+struct NamedTokens {
+  std::vector<std::string> secrets;
+  std::vector<std::string> names;  // one per secret; "" = unnamed
+};
+
+// A name a token may carry: who its holder is (the owner of the sessions it creates).
+bool IsTokenName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-' &&
+        c != '@') {
+      return false;
+    }
+  }
+  return true;
+}
+
 // A list of accepted tokens: several, so that a new one can be rolled out to clients while the
-// old one still works (rotation without a coordinated restart). Tokens are separated by `sep`
-// (',' in the variable, a line end in a file) and never contain spaces or control characters.
-Result<std::vector<std::string>> TokenList(std::string_view text, char sep) {
-  std::vector<std::string> tokens;
+// old one still works (rotation without a coordinated restart), and several users each with
+// their own. Entries are separated by `sep` (',' in the variable, a line end in a file); an
+// entry is a bare token, or a name and a token ("alice:s3cret" in the variable, "alice s3cret"
+// in a file). A token never contains spaces or control characters.
+Result<NamedTokens> TokenList(std::string_view text, char sep) {
+  NamedTokens tokens;
   size_t start = 0;
   while (start <= text.size()) {
     size_t end = text.find(sep, start);
-    std::string token(text.substr(start, end == std::string_view::npos ? end : end - start));
-    if (sep == '\n' && !token.empty() && token.back() == '\r') token.pop_back();
-    if (sep == ',') {  // "a, b" reads as two tokens, as the other comma lists do
-      auto first = token.find_first_not_of(' ');
-      auto last = token.find_last_not_of(' ');
-      token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+    std::string entry(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (sep == '\n' && !entry.empty() && entry.back() == '\r') entry.pop_back();
+    // "a, b" reads as two tokens, as the other comma lists do; a file's lines are trimmed too.
+    auto first = entry.find_first_not_of(" \t");
+    auto last = entry.find_last_not_of(" \t");
+    entry = first == std::string::npos ? "" : entry.substr(first, last - first + 1);
+    std::string name;
+    size_t name_end = entry.find(sep == ',' ? ':' : ' ');
+    if (sep != ',' && name_end == std::string::npos) name_end = entry.find('\t');
+    if (name_end != std::string::npos && IsTokenName(entry.substr(0, name_end))) {
+      name = entry.substr(0, name_end);
+      auto secret = entry.find_first_not_of(" \t", name_end + 1);
+      entry = secret == std::string::npos ? "" : entry.substr(secret);
+      if (entry.empty()) {
+        return Fail(ErrorCode::kInvalidArgument, "the token named {} is empty", name);
+      }
     }
-    if (!token.empty()) {
-      if (HasControlOrSpace(token)) {
+    if (!entry.empty()) {
+      if (HasControlOrSpace(entry)) {
         return Fail(ErrorCode::kInvalidArgument,
                     "a token must not contain spaces or control characters");
       }
-      tokens.push_back(std::move(token));
+      tokens.secrets.push_back(std::move(entry));
+      tokens.names.push_back(std::move(name));
     }
     if (end == std::string_view::npos) break;
     start = end + 1;
@@ -102,10 +132,11 @@ Result<std::vector<std::string>> TokenList(std::string_view text, char sep) {
   return tokens;
 }
 
-// The tokens of a token file, one per line (blank lines skipped). Tokens are short: a file
-// larger than 4 KiB is the wrong file, and is refused before it is read whole.
-Result<std::vector<std::string>> ReadTokenFile(const std::string& path) {
-  constexpr size_t kMaxTokenFile = 4096;
+// The tokens of a token file, one per line, each alone or after a name and a space (blank
+// lines skipped). Tokens are short: a file larger than 64 KiB is the wrong file, and is
+// refused before it is read whole.
+Result<NamedTokens> ReadTokenFile(const std::string& path) {
+  constexpr size_t kMaxTokenFile = 64u << 10;
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     return Fail(ErrorCode::kInvalidArgument, "cannot read it: {}", std::strerror(errno));
@@ -118,8 +149,27 @@ Result<std::vector<std::string>> ReadTokenFile(const std::string& path) {
                 kMaxTokenFile);
   }
   SBX_ASSIGN_OR_RETURN(auto tokens, TokenList(content, '\n'));
-  if (tokens.empty()) return Fail(ErrorCode::kInvalidArgument, "it holds no token");
+  if (tokens.secrets.empty()) return Fail(ErrorCode::kInvalidArgument, "it holds no token");
   return tokens;
+}
+
+// A space- or comma-separated list of OAuth scope names (RFC 6749 §3.3 scope-token).
+Result<std::vector<std::string>> ScopeList(std::string_view text) {
+  std::vector<std::string> scopes;
+  std::string scope;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    char c = i < text.size() ? text[i] : ' ';
+    if (c == ' ' || c == ',') {
+      if (!scope.empty()) scopes.push_back(std::move(scope));
+      scope.clear();
+    } else if (c < 0x21 || c == '"' || c == '\\' || c == 0x7F) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "a scope is printable ASCII without quotes or backslashes");
+    } else {
+      scope += c;
+    }
+  }
+  return scopes;
 }
 
 // "http://host[:port]" or "https://...", or "*".
@@ -251,20 +301,88 @@ const std::vector<ConfigVariable> kVariables = {
     {"SANDBOX_AUTH_TOKEN", "--auth-token", "",
      "Bearer token HTTP clients must send (`Authorization: Bearer ...`); several, "
      "comma-separated, are each accepted (rotation: add the new one, move clients, drop the old "
-     "one); prefer the variable to the flag, which other users can see in `ps`",
+     "one); `name:token` names its holder, who alone sees the sessions it creates (README "
+     "\"Many users\"); prefer the variable to the flag, which other users can see in `ps`",
      [](ServeConfig& config, const std::string& value) -> Status {
-       SBX_ASSIGN_OR_RETURN(config.auth_tokens, TokenList(value, ','));
+       SBX_ASSIGN_OR_RETURN(auto tokens, TokenList(value, ','));
+       config.auth_tokens = std::move(tokens.secrets);
+       config.auth_token_names = std::move(tokens.names);
        return {};
      }},
     {"SANDBOX_AUTH_TOKEN_FILE", "--auth-token-file", "",
-     "File holding the bearer token, or several, one per line (each accepted), e.g. a systemd "
+     "File holding the bearer token, or several, one per line (each accepted; `name token` "
+     "names its holder), e.g. a systemd "
      "credential (`LoadCredential=`); keeps tokens out of the environment and `ps`. Not "
      "together with SANDBOX_AUTH_TOKEN",
      [](ServeConfig& config, const std::string& value) -> Status {
        if (!config.auth_tokens.empty()) {
          return Invalid("set one of SANDBOX_AUTH_TOKEN and SANDBOX_AUTH_TOKEN_FILE, not both");
        }
-       SBX_ASSIGN_OR_RETURN(config.auth_tokens, ReadTokenFile(value));
+       SBX_ASSIGN_OR_RETURN(auto tokens, ReadTokenFile(value));
+       config.auth_tokens = std::move(tokens.secrets);
+       config.auth_token_names = std::move(tokens.names);
+       return {};
+     }},
+    {"SANDBOX_OAUTH_ISSUER", "--oauth-issuer", "",
+     "OAuth 2.1 authorization server whose JWT access tokens are accepted (its `iss`, e.g. "
+     "https://idp.example.com/realms/team); its keys come from its metadata (README \"OAuth\")",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (value.empty()) {
+         config.oauth_issuer.clear();
+         return {};
+       }
+       if (value.rfind("https://", 0) != 0 && value.rfind("http://", 0) != 0) {
+         return Invalid("an issuer is an https:// URL");
+       }
+       if (HasControlOrSpace(value) || value.find_first_of("?#") != std::string::npos) {
+         return Invalid("an issuer URL has no spaces, query or fragment");
+       }
+       config.oauth_issuer = value;
+       return {};
+     }},
+    {"SANDBOX_OAUTH_RESOURCE", "--oauth-resource", "",
+     "This server's resource identifier (RFC 8707): the `aud` its tokens must carry; default "
+     "SANDBOX_PUBLIC_URL + /mcp, else http://HOST:PORT/mcp of the bound address",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_OR_RETURN(config.oauth_resource, ParsePublicUrl(value));
+       return {};
+     }},
+    {"SANDBOX_OAUTH_SCOPES", "--oauth-scopes", "",
+     "Scopes an access token must hold, space- or comma-separated (`403 insufficient_scope` "
+     "names the missing ones); \"\" = none",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_OR_RETURN(config.oauth_scopes, ScopeList(value));
+       return {};
+     }},
+    {"SANDBOX_OAUTH_JWKS_REFRESH_S", "--oauth-jwks-refresh-s", "10",
+     "Least seconds between two fetches of the issuer's keys when a token names an unknown "
+     "key id (rotation); keys are also fetched again every 15 minutes",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(oauth_jwks_refresh_s, Number(value, 0.1, 3600));
+       return {};
+     }},
+    {"SANDBOX_SUBJECT_MAX_SESSIONS", "--subject-max-sessions", "0",
+     "Live sessions one named caller (a named token, an OAuth subject) may hold at once; 0 = "
+     "only SANDBOX_MAX_SESSIONS",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(subject_max_sessions, Integer(value, 0, 10000));
+       return {};
+     }},
+    {"SANDBOX_SUBJECT_MAX_MEMORY", "--subject-max-memory", "",
+     "Largest memory limit a named caller's session may have (larger asks are refused, the "
+     "default is lowered to it); \"\" = SANDBOX_MEMORY_LIMIT",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (value.empty()) {
+         config.subject_max_memory_bytes = 0;
+         return {};
+       }
+       SBX_ASSIGN_FIELD(subject_max_memory_bytes, Size(value, 32ull << 20, 1ull << 40));
+       return {};
+     }},
+    {"SANDBOX_SUBJECT_MAX_CPUS", "--subject-max-cpus", "0",
+     "Largest CPU limit a named caller's session may have; 0 = SANDBOX_CPU_LIMIT",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(subject_max_cpus, Number(value, 0, 1024));
        return {};
      }},
     {"SANDBOX_ALLOWED_ORIGINS", "--allowed-origins", "",

@@ -34,7 +34,17 @@ struct ServeConfig {
   uint64_t max_result_bytes = 0;
   std::string http_host;
   int http_port = 0;
-  std::vector<std::string> auth_tokens;      // empty = no authentication; any one admits
+  std::vector<std::string> auth_tokens;       // empty = no authentication; any one admits
+  std::vector<std::string> auth_token_names;  // per token: its holder's name ("" = unnamed)
+  // SANDBOX_OAUTH_*: JWT access tokens from an authorization server (mcp/auth/).
+  std::string oauth_issuer;               // "" = off
+  std::string oauth_resource;             // "" = derived (SANDBOX_PUBLIC_URL + /mcp, or bound)
+  std::vector<std::string> oauth_scopes;  // all required
+  double oauth_jwks_refresh_s = 0;
+  // SANDBOX_SUBJECT_*: what one named caller may hold (runtime/session/session_owner.h).
+  int subject_max_sessions = 0;
+  uint64_t subject_max_memory_bytes = 0;
+  double subject_max_cpus = 0;
   std::vector<std::string> allowed_origins;  // empty = loopback origins on the bound port
   std::string log_level;
   std::string log_file;  // "" = stderr

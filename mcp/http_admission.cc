@@ -104,6 +104,12 @@ std::string QueryParam(std::string_view query, std::string_view key) {
   return "";
 }
 
+HttpAdmission::HttpAdmission(HttpAdmissionPolicy policy) : policy_(std::move(policy)) {
+  if (!policy_.resource_server) {
+    policy_.resource_server = auth::MakeResourceServer(policy_.auth_tokens, {}, {}, "");
+  }
+}
+
 bool HttpAdmission::HostAllowed(std::string_view host_header) const {
   if (policy_.any_host || host_header.empty()) return true;
   std::string name = HostName(host_header);
@@ -132,6 +138,8 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
     route = HttpRoute::kReady;
   } else if (path.rfind("/files/", 0) == 0) {
     route = HttpRoute::kFile;
+  } else if (auth::IsProtectedResourceMetadataPath(path) && policy_.resource_server->oauth()) {
+    route = HttpRoute::kResourceMetadata;
   }
   const std::string& method = head.method;
 
@@ -150,6 +158,16 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       response.headers.push_back({"Allow", "GET"});
       return Refuse(route, std::move(response));
     }
+    // A download's signed link is its authority; a caller that names itself as well is held
+    // to its own sessions (runtime/session/session_owner.h).
+    if (route == HttpRoute::kFile && !head.Get("Authorization").empty()) {
+      auth::AuthDecision decision =
+          policy_.resource_server->Authenticate(head.Get("Authorization"));
+      if (decision.status != 200) {
+        return Refuse(route, JsonErrorResponse(decision.status, -32000, decision.message));
+      }
+      verdict.subject = std::move(decision.subject);
+    }
   } else {
     std::string_view origin = head.Get("Origin");
     if (!origin.empty()) {
@@ -161,7 +179,7 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       auto& cors = verdict.response.headers;
       cors.push_back({"Access-Control-Allow-Origin", std::string(origin)});
       cors.push_back({"Vary", "Origin"});
-      cors.push_back({"Access-Control-Expose-Headers", "Mcp-Session-Id"});
+      cors.push_back({"Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate"});
     }
     auto refuse = [&](HttpResponse response) {
       // A refusal a browser may read carries the CORS headers too.
@@ -169,24 +187,17 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
       return Refuse(route, std::move(response));
     };
-    if (!policy_.auth_tokens.empty() && method != "OPTIONS") {
-      std::string_view authorization = head.Get("Authorization");
-      constexpr std::string_view kBearer = "bearer ";
-      bool ok = false;
-      if (authorization.size() > kBearer.size() &&
-          AsciiLower(authorization.substr(0, kBearer.size())) == kBearer) {
-        // Every token is compared (no early exit), so the time taken does not say which one
-        // came close.
-        for (const auto& token : policy_.auth_tokens) {
-          ok = SecretEquals(authorization.substr(kBearer.size()), token) || ok;
+    if (method != "OPTIONS") {
+      auth::AuthDecision decision =
+          policy_.resource_server->Authenticate(head.Get("Authorization"));
+      if (decision.status != 200) {
+        HttpResponse response = JsonErrorResponse(decision.status, -32000, decision.message);
+        if (!decision.www_authenticate.empty()) {
+          response.headers.push_back({"WWW-Authenticate", decision.www_authenticate});
         }
-      }
-      if (!ok) {
-        HttpResponse response =
-            JsonErrorResponse(401, -32000, "Unauthorized: a valid bearer token is required");
-        response.headers.push_back({"WWW-Authenticate", R"(Bearer realm="mcp-sandbox")"});
         return refuse(std::move(response));
       }
+      verdict.subject = std::move(decision.subject);
     }
     if (method == "POST") {
       std::string_view accept = head.Get("Accept");

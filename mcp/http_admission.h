@@ -7,10 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "mcp/auth/resource_server.h"
 
 namespace sandbox::mcp {
 
@@ -38,13 +41,16 @@ struct HttpResponse {
   std::string body;
 };
 
-enum class HttpRoute { kMcp, kHealth, kReady, kFile, kNone };
+// kResourceMetadata: GET /.well-known/oauth-protected-resource[/...] (RFC 9728), with OAuth on.
+enum class HttpRoute { kMcp, kHealth, kReady, kFile, kResourceMetadata, kNone };
 
 struct HttpAdmissionPolicy {
   std::vector<std::string> auth_tokens;  // empty = no authentication; any one admits
-  std::vector<std::string> origins;      // lower-case full origins, or "*"
-  std::vector<std::string> hosts;        // host names allowed besides loopback (lower-case)
-  bool any_host = false;                 // the Host check cannot hold (wildcard listen, "*")
+  // Who may call /mcp (mcp/auth/resource_server.h); null: one built from auth_tokens (unnamed).
+  std::shared_ptr<const auth::ResourceServer> resource_server;
+  std::vector<std::string> origins;  // lower-case full origins, or "*"
+  std::vector<std::string> hosts;    // host names allowed besides loopback (lower-case)
+  bool any_host = false;             // the Host check cannot hold (wildcard listen, "*")
   size_t max_body_bytes = 80u << 20;
   size_t max_other_body_bytes = 64u << 10;  // GET/DELETE/OPTIONS: nothing to upload
 };
@@ -52,13 +58,15 @@ struct HttpAdmissionPolicy {
 struct HttpVerdict {
   HttpRoute route = HttpRoute::kNone;
   bool admit = false;
+  // Admitted to /mcp: who is calling (auth::AuthDecision::subject; "" = the single user).
+  std::string subject;
   // Refused: the whole answer. Admitted: headers every response to it carries (CORS).
   HttpResponse response;
 };
 
 class HttpAdmission {
  public:
-  explicit HttpAdmission(HttpAdmissionPolicy policy) : policy_(std::move(policy)) {}
+  explicit HttpAdmission(HttpAdmissionPolicy policy);
 
   HttpVerdict Judge(const HttpRequestHead& head) const;
 

@@ -35,6 +35,7 @@
 #include "runtime/base/quoted.h"
 #include "runtime/base/random_id.h"
 #include "runtime/sandbox_layout.h"
+#include "runtime/session/session_owner.h"
 
 namespace sandbox::mcp {
 
@@ -204,24 +205,29 @@ struct HttpTransport::Impl : HttpConnHost {
   // Worker side: one complete, admitted request.
   void Handle(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
               const HttpRequestHead& head, std::string body, bool keep_alive);
-  void HandlePost(const std::shared_ptr<HttpExchange>& conn, const HttpRequestHead& head,
-                  std::string body, const std::vector<HttpField>& cors, bool keep_alive);
+  void HandlePost(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
+                  const HttpRequestHead& head, std::string body, const std::vector<HttpField>& cors,
+                  bool keep_alive);
   // One stateless request of revision 2026-07-28 (no Mcp-Session-Id): headers checked against
   // the body, served by a connection of its own, cancelled when the client closes the stream.
-  void HandleModernPost(const std::shared_ptr<HttpExchange>& conn, const HttpRequestHead& head,
-                        Json value, const std::vector<HttpField>& cors, bool keep_alive);
+  void HandleModernPost(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
+                        const HttpRequestHead& head, Json value, const std::vector<HttpField>& cors,
+                        bool keep_alive);
   // Sends what `reply` collects: one JSON body, or an SSE stream once a notification comes
   // first. `modern`: the client closing the stream cancels the request (2026-07-28); else a
   // disconnect is not a cancel (2025).
   void Respond(const std::shared_ptr<HttpExchange>& conn, const std::shared_ptr<PostReply>& reply,
                const std::shared_ptr<Connection>& connection, const std::vector<HttpField>& cors,
                bool keep_alive, bool modern);
-  HttpResponse HandleDelete(const HttpRequestHead& head);
-  std::shared_ptr<Connection> FindSession(const std::string& id);
+  HttpResponse HandleDelete(const HttpRequestHead& head, const std::string& subject);
+  // The transport session `id`, when it exists and belongs to `subject` (another subject's is
+  // answered as an unknown one).
+  std::shared_ptr<Connection> FindSession(const std::string& id, const std::string& subject);
   Result<std::string> NewSession(std::shared_ptr<Connection> connection);
   // Takes on another replica's transport session `id` (mcp/transport_session_id.h).
   Result<std::shared_ptr<Connection>> AdoptSession(const std::string& id,
-                                                   std::string_view version_header);
+                                                   std::string_view version_header,
+                                                   const std::string& subject);
   // Keeps `connection` under `id`, forgetting the least recently used idle session when full.
   Status Remember(const std::string& id, std::shared_ptr<Connection> connection);
   void ExpireSessions();
@@ -383,6 +389,14 @@ Status HttpTransport::Bind() {
                        ? "[" + options.host + "]"
                        : options.host));
   }
+  // Our resource identifier (RFC 8707) unless configured: the public URL's, else the bound one.
+  std::string default_resource =
+      options.public_url.empty()
+          ? fmt::format("http://{}:{}/mcp",
+                        IsWildcardAddress(options.host) ? "127.0.0.1" : options.host, impl.port)
+          : options.public_url + "/mcp";
+  policy.resource_server = auth::MakeResourceServer(options.auth_tokens, options.auth_token_names,
+                                                    options.oauth, default_resource);
   impl.admission = std::make_unique<HttpAdmission>(std::move(policy));
   return {};
 }
@@ -456,10 +470,11 @@ std::string HttpTransport::DownloadToken(const std::string& session_id) const {
   return impl_->downloads->Token(session_id);
 }
 
-std::shared_ptr<Connection> HttpTransport::Impl::FindSession(const std::string& id) {
+std::shared_ptr<Connection> HttpTransport::Impl::FindSession(const std::string& id,
+                                                             const std::string& subject) {
   std::lock_guard<std::mutex> lock(sessions_mutex);
   auto it = sessions.find(id);
-  if (it == sessions.end()) return nullptr;
+  if (it == sessions.end() || it->second.connection->subject() != subject) return nullptr;
   it->second.last_used = std::chrono::steady_clock::now();
   return it->second.connection;
 }
@@ -484,9 +499,10 @@ Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> 
 }
 
 Result<std::shared_ptr<Connection>> HttpTransport::Impl::AdoptSession(
-    const std::string& id, std::string_view version_header) {
+    const std::string& id, std::string_view version_header, const std::string& subject) {
   auto connection = server.NewConnection();
   connection->set_run_inline(true);
+  connection->set_subject(subject);
   // The initialize went to the issuer; the client's version header says what it negotiated.
   std::string version(version_header.empty() ? kDefaultHeaderVersion : version_header);
   connection->Adopt(IsSupportedProtocolVersion(version) ? version : kDefaultHeaderVersion);
@@ -543,12 +559,23 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
       response.body = std::move(readiness.body);
       break;
     }
-    case HttpRoute::kFile:
+    case HttpRoute::kFile: {
+      // The signed link is the authority; a caller who also names itself (a bearer token)
+      // reads only its own sessions' files, so another subject's link gets a plain 404.
+      std::optional<ActingSubject> acting;
+      if (!verdict.subject.empty()) acting.emplace(verdict.subject);
       response = downloads->Serve(head.target);
+      break;
+    }
+    case HttpRoute::kResourceMetadata:
+      // Public by design (RFC 9728 §3): a browser-based client on any origin may read it.
+      response.content_type = "application/json";
+      response.headers.push_back({"Access-Control-Allow-Origin", "*"});
+      response.body = admission->policy().resource_server->ProtectedResourceMetadata().dump();
       break;
     case HttpRoute::kMcp:
       if (head.method == "POST") {
-        return HandlePost(conn, head, std::move(body), cors, keep_alive);
+        return HandlePost(conn, verdict, head, std::move(body), cors, keep_alive);
       }
       if (head.method == "GET") {
         // No server-initiated messages exist here: every notification belongs to a request
@@ -563,7 +590,7 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
                              "Last-Event-ID, Mcp-Method, Mcp-Name, Mcp-Param-Session-Id"},
                             {"Access-Control-Max-Age", "600"}};
       } else {
-        response = HandleDelete(head);
+        response = HandleDelete(head, verdict.subject);
       }
       break;
     case HttpRoute::kNone:
@@ -576,8 +603,9 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
 }
 
 void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
-                                     const HttpRequestHead& head, std::string body,
-                                     const std::vector<HttpField>& cors, bool keep_alive) {
+                                     const HttpVerdict& verdict, const HttpRequestHead& head,
+                                     std::string body, const std::vector<HttpField>& cors,
+                                     bool keep_alive) {
   auto send = [&](HttpResponse response) {
     response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
     bool close = !keep_alive || stopping;
@@ -603,7 +631,7 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
       value.is_object() && value.contains("params") && HasModernMeta(value["params"]);
   if (modern_header ||
       (session_id.empty() && !(initialize && legacy_header) && (modern_body || !legacy_header))) {
-    return HandleModernPost(conn, head, std::move(value), cors, keep_alive);
+    return HandleModernPost(conn, verdict, head, std::move(value), cors, keep_alive);
   }
   std::shared_ptr<Connection> connection;
   bool new_session = false;
@@ -614,10 +642,10 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
                                   "first, or send 2026-07-28 requests with params._meta)"));
   }
   if (!session_id.empty()) {
-    connection = FindSession(session_id);
+    connection = FindSession(session_id, verdict.subject);
     if (!connection &&
         JudgeUnknownTransportId(session_id, options.replica_id) == UnknownTransportId::kAdopt) {
-      auto adopted = AdoptSession(session_id, head.Get(kVersionHeader));
+      auto adopted = AdoptSession(session_id, head.Get(kVersionHeader), verdict.subject);
       if (!adopted) return send(JsonErrorResponse(503, -32000, adopted.error().message));
       connection = std::move(*adopted);
     }
@@ -628,6 +656,7 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   } else {
     connection = server.NewConnection();
     connection->set_run_inline(true);  // this worker thread waits for the answer anyway
+    connection->set_subject(verdict.subject);
     new_session = true;
   }
   if (!initialize) {
@@ -671,8 +700,9 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
 }
 
 void HttpTransport::Impl::HandleModernPost(const std::shared_ptr<HttpExchange>& conn,
-                                           const HttpRequestHead& head, Json value,
-                                           const std::vector<HttpField>& cors, bool keep_alive) {
+                                           const HttpVerdict& verdict, const HttpRequestHead& head,
+                                           Json value, const std::vector<HttpField>& cors,
+                                           bool keep_alive) {
   auto send = [&](int status, const Json& message) {
     HttpResponse response;
     response.status = status;
@@ -710,6 +740,7 @@ void HttpTransport::Impl::HandleModernPost(const std::shared_ptr<HttpExchange>& 
     }
   }
   auto connection = server.NewConnection();
+  connection->set_subject(verdict.subject);
   connection->set_modern_only(true);
   connection->set_run_inline(true);  // as a legacy session: this thread waits anyway
   std::string base = BaseUrl(head);
@@ -841,7 +872,8 @@ void HttpTransport::Impl::Respond(const std::shared_ptr<HttpExchange>& conn,
   conn->Finish("0\r\n\r\n", close);
 }
 
-HttpResponse HttpTransport::Impl::HandleDelete(const HttpRequestHead& head) {
+HttpResponse HttpTransport::Impl::HandleDelete(const HttpRequestHead& head,
+                                               const std::string& subject) {
   std::string session_id(head.Get(kSessionHeader));
   if (session_id.empty()) {
     return JsonErrorResponse(400, -32000, "Bad Request: Mcp-Session-Id header is required");
@@ -850,7 +882,7 @@ HttpResponse HttpTransport::Impl::HandleDelete(const HttpRequestHead& head) {
   {
     std::lock_guard<std::mutex> lock(sessions_mutex);
     auto it = sessions.find(session_id);
-    if (it != sessions.end()) {
+    if (it != sessions.end() && it->second.connection->subject() == subject) {
       connection = it->second.connection;
       sessions.erase(it);
     }

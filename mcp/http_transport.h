@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mcp/auth/resource_server.h"
 #include "mcp/readiness.h"
 #include "mcp/server.h"
 #include "runtime/base/result.h"
@@ -39,9 +40,11 @@ using FileReader =
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;                           // 0: any free port (see HttpTransport::port())
-  std::vector<std::string> auth_tokens;      // empty = no authentication; any one admits
-  std::vector<std::string> allowed_origins;  // empty: localhost/127.0.0.1/[::1] on the port
+  int port = 8080;                            // 0: any free port (see HttpTransport::port())
+  std::vector<std::string> auth_tokens;       // empty = no authentication; any one admits
+  std::vector<std::string> auth_token_names;  // per token: its holder ("" = unnamed)
+  auth::OAuthSettings oauth;                  // SANDBOX_OAUTH_* (issuer "" = off)
+  std::vector<std::string> allowed_origins;   // empty: localhost/127.0.0.1/[::1] on the port
   size_t max_body_bytes = 80u << 20;
   size_t threads = 64;                  // requests worked on at once (idle connections hold none)
   size_t io_threads = 2;                // threads that wait on sockets

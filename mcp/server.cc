@@ -11,6 +11,7 @@
 #include "mcp/schema_check.h"
 #include "mcp/tool_result.h"
 #include "runtime/base/quoted.h"
+#include "runtime/session/session_owner.h"
 
 namespace sandbox::mcp {
 
@@ -294,6 +295,8 @@ void Connection::CancelAll() {
 }
 
 void Connection::Handle(Json value, const std::shared_ptr<Reply>& reply) {
+  std::optional<ActingSubject> acting;
+  if (subject_) acting.emplace(*subject_);
   if (!value.is_array()) {
     HandleMessage(std::move(value), reply, /*in_batch=*/false);
     return;
@@ -598,6 +601,8 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
   auto self = shared_from_this();
   Json id = message.id;
   auto task = [self, flight, key, id, reply, work = std::move(work)] {
+    std::optional<ActingSubject> acting;  // on a pool thread too, the call acts as its client
+    if (self->subject_) acting.emplace(*self->subject_);
     Json response;
     try {
       response = work(flight);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -116,6 +117,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
       std::function<std::string(const std::string& session_id, const std::string& path)>;
   void set_download_linker(DownloadLinker linker);
   std::string DownloadUrl(const std::string& session_id, const std::string& path) const;
+  // Who this client is (HTTP: the subject its bearer token names, mcp/auth/): its calls act as
+  // that subject (runtime/session/session_owner.h) and see only its sessions. Set before the
+  // first Handle; unset (stdio): no filtering.
+  void set_subject(std::string subject) { subject_ = std::move(subject); }
+  const std::optional<std::string>& subject() const { return subject_; }
   // How many requests are being worked on (HTTP keeps a session with work in flight).
   size_t in_flight() const;
 
@@ -177,6 +183,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<ResourceSubscriptions> subscriptions_;  // null without resources
   bool run_inline_ = false;
   bool modern_only_ = false;
+  std::optional<std::string> subject_;
 };
 
 }  // namespace sandbox::mcp

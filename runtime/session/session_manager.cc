@@ -68,6 +68,7 @@ bool CancelToken::cancelled() const {
 
 struct SessionManager::Session {
   std::string id;
+  std::string owner;  // the subject that created it (session_owner.h); "" = the single user
   std::string name;
   std::string image;
   Limits limits;
@@ -264,7 +265,12 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
                 "placed on another replica (sessions already open here keep working)",
                 config_.replica_id.empty() ? "" : " (replica " + config_.replica_id + ")");
   }
-  SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(options));
+  const std::string owner = ActingSubject::Current() ? *ActingSubject::Current() : "";
+  SessionOptions fitted = options;
+  if (!owner.empty()) {
+    SBX_TRY(FitToQuota(config_.subject_quota, config_.limits, fitted.memory_bytes, fitted.cpus));
+  }
+  SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(fitted));
   SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
   std::string image_name = options.image.empty() ? config_.default_image : options.image;
   bool poolable = pool_ && pool_->key() == PoolKey{image_name, limits, wants_egress};
@@ -282,17 +288,32 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
                   "(sandbox_close_session) and try again",
                   config_.max_sessions);
     }
+    if (!owner.empty() && config_.subject_quota.max_sessions > 0) {
+      int owned = creating_by_owner_[owner];
+      for (const auto& [id, open] : sessions_) owned += open->owner == owner ? 1 : 0;
+      if (owned >= config_.subject_quota.max_sessions) {
+        return Fail(ErrorCode::kMaxSessions,
+                    "you already have your maximum of {} live sessions "
+                    "(SANDBOX_SUBJECT_MAX_SESSIONS); close one (sandbox_close_session) and try "
+                    "again",
+                    config_.subject_quota.max_sessions);
+      }
+    }
     ++creating_;
+    ++creating_by_owner_[owner];
   }
   struct CreatingGuard {
     SessionManager* self;
+    const std::string& owner;
     ~CreatingGuard() {
       std::lock_guard<std::mutex> lock(self->mutex_);
       --self->creating_;
+      if (--self->creating_by_owner_[owner] == 0) self->creating_by_owner_.erase(owner);
     }
-  } creating_guard{this};
+  } creating_guard{this, owner};
 
   auto session = std::make_shared<Session>();
+  session->owner = owner;
   session->name = options.name;
   session->limits = limits;
 
@@ -443,7 +464,8 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const st
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = sessions_.find(id);
-    if (it != sessions_.end()) return it->second;
+    // Another subject's session is answered as an unknown one, word for word.
+    if (it != sessions_.end() && ActingSubject::MaySee(it->second->owner)) return it->second;
   }
   if (!parsed->replica.empty() && parsed->replica != config_.replica_id) {
     // The proxy sends a call to the replica its handle names unless that one is down (then it
@@ -510,7 +532,9 @@ std::vector<SessionInfo> SessionManager::List() {
   std::vector<std::shared_ptr<Session>> sessions;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [id, session] : sessions_) sessions.push_back(session);
+    for (auto& [id, session] : sessions_) {
+      if (ActingSubject::MaySee(session->owner)) sessions.push_back(session);
+    }
   }
   std::vector<SessionInfo> infos;
   infos.reserve(sessions.size());

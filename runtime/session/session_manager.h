@@ -25,6 +25,7 @@
 #include "runtime/session/sandbox_pool.h"
 #include "runtime/session/session_egress.h"
 #include "runtime/session/session_id.h"
+#include "runtime/session/session_owner.h"
 
 namespace sandbox {
 
@@ -49,6 +50,9 @@ struct SessionConfig {
   // SANDBOX_REPLICA_ID: named in the ids this server makes ("" = a single host); a handle
   // naming another replica is answered as such (runtime/session/session_id.h).
   std::string replica_id;
+  // Sessions belong to the subject that created them (runtime/session/session_owner.h); what
+  // one named subject may hold.
+  SubjectQuota subject_quota;
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -188,6 +192,7 @@ class SessionManager {
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
   int creating_ = 0;  // sessions being created (count against max_sessions)
+  std::unordered_map<std::string, int> creating_by_owner_;   // the same, per subject
   std::chrono::steady_clock::time_point next_cold_preload_;  // the next free start (spacing)
   std::atomic<int> calls_in_flight_{0};  // busy leases held (the pool refills when none is)
   std::atomic<bool> draining_{false};

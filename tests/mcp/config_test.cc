@@ -209,9 +209,9 @@ TEST_CASE("the token can come from a file (a systemd credential), never from bot
 
   REQUIRE(sandbox::WriteFile(dir.Join("empty"), "\n"));
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("empty")}}), {}));
-  REQUIRE(sandbox::WriteFile(dir.Join("spaces"), "two words\n"));
+  REQUIRE(sandbox::WriteFile(dir.Join("spaces"), "name two words\n"));
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("spaces")}}), {}));
-  REQUIRE(sandbox::WriteFile(dir.Join("big"), std::string(5000, 'a')));
+  REQUIRE(sandbox::WriteFile(dir.Join("big"), std::string(70000, 'a')));
   auto big = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", dir.Join("big")}}), {});
   REQUIRE_FALSE(big);
   CHECK(big.error().message.find("not a token file") != std::string::npos);
@@ -231,6 +231,40 @@ TEST_CASE("several bearer tokens: a comma list, or one per line of the token fil
   auto from_file = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", path}}), {});
   REQUIRE(from_file);
   CHECK(from_file->auth_tokens == std::vector<std::string>{"new-token", "old-token"});
+}
+
+TEST_CASE("named bearer tokens: name:token in the variable, name token in the file", "[unit]") {
+  auto listed =
+      LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN", "alice:secret1, bob:secret2,bare-token"}}), {});
+  REQUIRE(listed);
+  CHECK(listed->auth_tokens == std::vector<std::string>{"secret1", "secret2", "bare-token"});
+  CHECK(listed->auth_token_names == std::vector<std::string>{"alice", "bob", ""});
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN", "alice:"}}), {}));
+
+  sandbox::testing::TempDir dir;
+  const std::string path = dir.Join("tokens");
+  REQUIRE(sandbox::WriteFile(path, "alice secret1\nbob\tsecret2\r\nlegacy\n", 0600));
+  auto from_file = LoadServeConfig(Env({{"SANDBOX_AUTH_TOKEN_FILE", path}}), {});
+  REQUIRE(from_file);
+  CHECK(from_file->auth_tokens == std::vector<std::string>{"secret1", "secret2", "legacy"});
+  CHECK(from_file->auth_token_names == std::vector<std::string>{"alice", "bob", ""});
+}
+
+TEST_CASE("oauth settings: issuer, resource, scopes", "[unit]") {
+  auto defaults = *LoadServeConfig(Env({}), {});
+  CHECK(defaults.oauth_issuer.empty());
+  CHECK(defaults.oauth_scopes.empty());
+  CHECK(defaults.oauth_jwks_refresh_s == 10);
+  auto set = LoadServeConfig(Env({{"SANDBOX_OAUTH_ISSUER", "https://idp.test/realms/t"},
+                                  {"SANDBOX_OAUTH_RESOURCE", "https://sbx.test/mcp/"},
+                                  {"SANDBOX_OAUTH_SCOPES", "sandbox, files  run"}}),
+                             {});
+  REQUIRE(set);
+  CHECK(set->oauth_issuer == "https://idp.test/realms/t");
+  CHECK(set->oauth_resource == "https://sbx.test/mcp");
+  CHECK(set->oauth_scopes == std::vector<std::string>{"sandbox", "files", "run"});
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_OAUTH_ISSUER", "idp.test"}}), {}));
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_OAUTH_SCOPES", "a\"b"}}), {}));
 }
 
 TEST_CASE("replica settings: the id, drain, public URL and HTTP limits", "[unit]") {

@@ -130,3 +130,51 @@ TEST_CASE("http admission: decoding helpers", "[unit]") {
   CHECK(QueryParam("a=1&token=ab%2Bc", "token") == "ab+c");
   CHECK(QueryParam("a=1", "token").empty());
 }
+
+TEST_CASE("http admission: named tokens give the subject, OAuth adds the metadata route",
+          "[unit]") {
+  HttpAdmissionPolicy policy;
+  policy.origins = {"http://127.0.0.1:8080"};
+  policy.resource_server =
+      auth::MakeResourceServer({"secret-a", "secret-b", "legacy"}, {"alice", "bob"}, {}, "");
+  HttpAdmission named(policy);
+  auto alice = named.Judge(Post({{"Authorization", "Bearer secret-a"}}));
+  CHECK(alice.admit);
+  CHECK(alice.subject == "token:alice");
+  CHECK(named.Judge(Post({{"Authorization", "Bearer secret-b"}})).subject == "token:bob");
+  auto legacy = named.Judge(Post({{"Authorization", "Bearer legacy"}}));
+  CHECK(legacy.admit);
+  CHECK(legacy.subject.empty());
+  // Without OAuth the metadata path is not served.
+  HttpRequestHead prm;
+  prm.method = "GET";
+  prm.target = "/.well-known/oauth-protected-resource/mcp";
+  prm.fields = {{"Host", "127.0.0.1:8080"}};
+  CHECK(named.Judge(prm).route == HttpRoute::kNone);
+
+  // With an issuer (never reached here: no token below needs its keys).
+  policy.resource_server = std::make_shared<auth::ResourceServer>(
+      auth::ResourceServerPolicy{.static_tokens = {{"alice", "secret-a"}},
+                                 .issuer = "http://127.0.0.1:1",
+                                 .resource = "http://127.0.0.1:8080/mcp",
+                                 .scopes = {"sandbox"},
+                                 .skew = std::chrono::seconds(60),
+                                 .max_token_bytes = 8u << 10},
+      nullptr);
+  HttpAdmission oauth(policy);
+  auto metadata = oauth.Judge(prm);
+  CHECK(metadata.admit);
+  CHECK(metadata.route == HttpRoute::kResourceMetadata);
+  auto anonymous = oauth.Judge(Post());
+  CHECK_FALSE(anonymous.admit);
+  CHECK(anonymous.response.status == 401);
+  bool challenged = false;
+  for (const auto& field : anonymous.response.headers) {
+    challenged = challenged || (field.name == "WWW-Authenticate" &&
+                                field.value ==
+                                    "Bearer resource_metadata=\"http://127.0.0.1:8080/.well-known/"
+                                    "oauth-protected-resource/mcp\"");
+  }
+  CHECK(challenged);
+  CHECK(oauth.Judge(Post({{"Authorization", "Bearer secret-a"}})).subject == "token:alice");
+}

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "mcp/auth/jwks_cache.h"
 #include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
@@ -191,13 +192,29 @@ int DoctorCommand(const Argv& argv) {
   // The egress policy sessions would get (issue #9): off, or the allowlist in force.
   auto egress = mcp::EgressConfigFor(config);
   egress::EgressInfo policy = egress::DescribePolicy(egress ? *egress : egress::EgressConfig{});
+  // OAuth: whether the issuer's keys can be fetched from here, as serve would at start.
+  nlohmann::json oauth = {{"issuer", config.oauth_issuer}};
+  std::string oauth_line = "off";
+  if (!config.oauth_issuer.empty()) {
+    mcp::auth::JwksOptions jwks;
+    jwks.issuer = config.oauth_issuer;
+    mcp::auth::JwksCache keys(jwks);
+    auto fetched = keys.Refresh();
+    oauth["keys"] = keys.size();
+    if (!fetched) oauth["error"] = fetched.error().message;
+    oauth_line = fetched
+                     ? fmt::format("issuer {}: {} signing keys", config.oauth_issuer, keys.size())
+                     : fmt::format("issuer {}: {}", config.oauth_issuer, fetched.error().message);
+  }
   if (args.Has("--json")) {
     nlohmann::json out = ReportJson(report, state_dir, config, checked.errors);
     out["egress"] = egress::EgressJson(policy, /*with_usage=*/false);
+    out["oauth"] = oauth;
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     PrintHuman(std::cout, report, state_dir, config, checked.errors);
     std::cout << "egress: " << egress::EgressLine(policy, /*with_usage=*/false) << "\n";
+    std::cout << "oauth: " << oauth_line << "\n";
   }
   std::cout.flush();
   if (!checked.errors.empty()) {

@@ -195,6 +195,9 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   session_config.pool_size = config.pool_size;
   session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
   session_config.replica_id = config.replica_id;
+  session_config.subject_quota = {.max_sessions = config.subject_max_sessions,
+                                  .max_memory_bytes = config.subject_max_memory_bytes,
+                                  .max_cpus = config.subject_max_cpus};
   auto egress = mcp::EgressConfigFor(config);
   if (!egress) return args.UsageError(egress.error().message);
   session_config.egress = std::move(*egress);
@@ -264,6 +267,12 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   http_options.host = config.http_host;
   http_options.port = config.http_port;
   http_options.auth_tokens = config.auth_tokens;
+  http_options.auth_token_names = config.auth_token_names;
+  http_options.oauth = {.issuer = config.oauth_issuer,
+                        .resource = config.oauth_resource,
+                        .scopes = config.oauth_scopes,
+                        .jwks_min_refresh = std::chrono::milliseconds(
+                            static_cast<int64_t>(config.oauth_jwks_refresh_s * 1000))};
   http_options.allowed_origins = config.allowed_origins;
   http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
   // Threads for requests being worked on (idle connections hold none): several per session.
@@ -308,7 +317,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   std::string host = config.http_host.find(':') != std::string::npos ? "[" + config.http_host + "]"
                                                                      : config.http_host;
   spdlog::info("listening on http://{}:{}/mcp{}", host, transport.port(),
-               config.auth_tokens.empty()
+               config.auth_tokens.empty() && config.oauth_issuer.empty()
                    ? " (no SANDBOX_AUTH_TOKEN: anyone who can connect may use it)"
                    : "");
   Status served;

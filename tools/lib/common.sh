@@ -8,7 +8,7 @@ BUILD_DIR=${SANDBOX_BUILD_DIR:-$SANDBOX_ROOT/build}
 BUILD_PACKAGES=(build-essential cmake ninja-build pkg-config git python3
   libseccomp-dev libcap-dev nlohmann-json3-dev libspdlog-dev libfmt-dev catch2
   libarchive-dev libsystemd-dev libboost-dev libcpp-httplib-dev libcurl4-openssl-dev libexpected-dev libssl-dev
-  libzstd-dev zlib1g-dev ccache)
+  libzstd-dev zlib1g-dev libcjose-dev libjansson-dev ccache)
 IMAGE_PACKAGES=(mmdebstrap)
 # tools/package: dpkg-shlibdeps (dpkg-dev) computes the .deb's dependencies; lintian checks it;
 # groff-base checks its man page.

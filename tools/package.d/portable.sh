@@ -17,7 +17,8 @@
 # libraries' own dependencies), and as shared libraries a user can replace, as the LGPL asks of
 # libseccomp and libsystemd. libstdc++ travels too, not linked statically: spdlog, fmt and ICU
 # need it shared, and one process must not hold two copies of it. Only the agent is static
-# (it runs inside any image). All of it is built on Debian 12, so nothing needs a glibc newer
+# (it runs inside any image), and cjose with its jansson, linked into the binary from Debian's
+# archives (SANDBOX_STATIC_CJOSE). All of it is built on Debian 12, so nothing needs a glibc newer
 # than 2.36: checked below, over every file.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
@@ -29,7 +30,7 @@ oldest_glibc=2.36
 # Only the binary and its agent, with a link flag of their own (the RPATH); the compile flags
 # are the main tree's, so ccache serves every object the main build compiled.
 SANDBOX_BUILD_TARGETS="mcp-sandbox sandbox-init" build_project "$tree" \
-  -DSANDBOX_BUILD_TESTS=OFF \
+  -DSANDBOX_BUILD_TESTS=OFF -DSANDBOX_STATIC_CJOSE=ON \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,--disable-new-dtags -Wl,-rpath,'\$ORIGIN/../lib'"
 
 version=$("$tree/mcp-sandbox" --version | awk '{ print $2; exit }')

@@ -1,0 +1,117 @@
+#include "mcp/auth/jwt_verifier.h"
+
+#include <cstdint>
+#include <optional>
+
+#include <cjose/base64.h>
+#include <cjose/util.h>
+
+namespace sandbox::mcp::auth {
+
+namespace {
+
+using Json = nlohmann::json;
+
+std::optional<Json> DecodeJsonPart(std::string_view part) {
+  uint8_t* out = nullptr;
+  size_t out_len = 0;
+  cjose_err err;
+  if (!cjose_base64url_decode(part.data(), part.size(), &out, &out_len, &err)) return std::nullopt;
+  Json value = Json::parse(out, out + out_len, nullptr, /*allow_exceptions=*/false);
+  cjose_get_dealloc()(out);
+  if (!value.is_object()) return std::nullopt;
+  return value;
+}
+
+tl::unexpected<Error> Invalid(std::string_view why) {
+  return Fail(ErrorCode::kInvalidArgument, "{}", why);
+}
+
+// A string member, or "" when it is absent or not a string (never an exception: the token is
+// the client's input).
+std::string StringClaim(const Json& object, const char* name) {
+  auto it = object.find(name);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A NumericDate (RFC 7519 §2): seconds since the epoch, an integer or not.
+std::optional<double> NumericDate(const Json& claims, const char* name) {
+  auto it = claims.find(name);
+  if (it == claims.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+}  // namespace
+
+Result<VerifiedToken> VerifyJwt(std::string_view token, const JwtPolicy& policy,
+                                const KeyLookup& keys, std::chrono::system_clock::time_point now) {
+  if (token.size() > policy.max_token_bytes) {
+    return Invalid(fmt::format("the token is larger than {} bytes", policy.max_token_bytes));
+  }
+  size_t first = token.find('.');
+  size_t second = first == std::string_view::npos ? first : token.find('.', first + 1);
+  if (second == std::string_view::npos || token.find('.', second + 1) != std::string_view::npos) {
+    return Invalid("the token is not a signed JWT (three base64url parts)");
+  }
+  auto header = DecodeJsonPart(token.substr(0, first));
+  if (!header) return Invalid("the token's header is not base64url JSON");
+  std::string alg = StringClaim(*header, "alg");
+  // The allow-list is checked before a key is chosen: "none" has no signature to check, and an
+  // HS* token "signed" with our public key would verify under a library that uses the key's
+  // bytes as the HMAC secret.
+  if (!IsAllowedJwsAlgorithm(alg)) {
+    return Invalid(fmt::format("alg {} is not accepted (asymmetric signatures only)",
+                               alg.empty() ? "missing" : alg));
+  }
+  if (header->contains("crit")) return Invalid("the token has critical header parameters");
+  std::string kid = StringClaim(*header, "kid");
+  SBX_ASSIGN_OR_RETURN(auto key, keys(kid));
+  if (!key->Fits(alg)) return Invalid(fmt::format("the key {} does not sign with {}", kid, alg));
+  if (auto verified = key->Verify(alg, token); !verified) {
+    return Invalid("the token's signature does not verify");
+  }
+  auto claims = DecodeJsonPart(token.substr(first + 1, second - first - 1));
+  if (!claims) return Invalid("the token's payload is not base64url JSON");
+
+  if (StringClaim(*claims, "iss") != policy.issuer)
+    return Invalid("the token is from another issuer");
+  bool audience_ok = false;
+  if (auto aud = claims->find("aud"); aud != claims->end()) {
+    if (aud->is_string()) audience_ok = *aud == policy.audience;
+    if (aud->is_array()) {
+      for (const Json& one : *aud) audience_ok = audience_ok || one == policy.audience;
+    }
+  }
+  if (!audience_ok) return Invalid("the token is for another audience (resource)");
+  double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+  double skew = static_cast<double>(policy.skew.count());
+  auto exp = NumericDate(*claims, "exp");
+  if (!exp) return Invalid("the token has no exp");
+  if (now_s > *exp + skew) return Invalid("the token has expired");
+  if (auto nbf = NumericDate(*claims, "nbf"); nbf && now_s + skew < *nbf) {
+    return Invalid("the token is not valid yet (nbf)");
+  }
+
+  VerifiedToken verified;
+  verified.subject = StringClaim(*claims, "sub");
+  if (verified.subject.empty()) verified.subject = StringClaim(*claims, "client_id");
+  if (verified.subject.empty()) return Invalid("the token names no subject (sub)");
+  if (auto scope = claims->find("scope"); scope != claims->end() && scope->is_string()) {
+    std::string_view list = scope->get_ref<const std::string&>();
+    size_t start = 0;
+    while (start < list.size()) {
+      size_t end = list.find(' ', start);
+      if (end == std::string_view::npos) end = list.size();
+      if (end > start) verified.scopes.emplace_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+  } else if (auto scp = claims->find("scp"); scp != claims->end() && scp->is_array()) {
+    for (const Json& one : *scp) {
+      if (one.is_string()) verified.scopes.push_back(one.get<std::string>());
+    }
+  }
+  verified.claims = std::move(*claims);
+  return verified;
+}
+
+}  // namespace sandbox::mcp::auth

@@ -1,0 +1,168 @@
+#include "mcp/auth/resource_server.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "mcp/auth/jwks_cache.h"
+#include "mcp/http_admission.h"  // SecretEquals
+
+namespace sandbox::mcp::auth {
+
+namespace {
+
+constexpr std::string_view kMetadataPath = "/.well-known/oauth-protected-resource";
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : " ") + item;
+  return out;
+}
+
+}  // namespace
+
+bool IsProtectedResourceMetadataPath(std::string_view path) {
+  return path == kMetadataPath ||
+         (path.rfind(kMetadataPath, 0) == 0 && path[kMetadataPath.size()] == '/');
+}
+
+ResourceServer::ResourceServer(ResourceServerPolicy policy, KeyLookup keys)
+    : policy_(std::move(policy)), keys_(std::move(keys)) {}
+
+std::string ResourceServer::MetadataUrl() const {
+  const std::string& resource = policy_.resource;
+  auto scheme_end = resource.find("://");
+  size_t path_start =
+      scheme_end == std::string::npos ? std::string::npos : resource.find('/', scheme_end + 3);
+  std::string origin = resource.substr(0, path_start);
+  std::string path = path_start == std::string::npos ? "" : resource.substr(path_start);
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  return origin + std::string(kMetadataPath) + path;
+}
+
+nlohmann::json ResourceServer::ProtectedResourceMetadata() const {
+  nlohmann::json document = {
+      {"resource", policy_.resource},
+      {"authorization_servers", nlohmann::json::array({policy_.issuer})},
+      {"bearer_methods_supported", nlohmann::json::array({"header"})},
+      {"resource_name", "mcp-sandbox"},
+  };
+  if (!policy_.scopes.empty()) document["scopes_supported"] = policy_.scopes;
+  return document;
+}
+
+AuthDecision ResourceServer::Refuse(int status, std::string error, std::string description) const {
+  AuthDecision decision;
+  decision.status = status;
+  if (!oauth()) {
+    // Static tokens only: there is no metadata to point at.
+    decision.www_authenticate = R"(Bearer realm="mcp-sandbox")";
+  } else {
+    // RFC 6750 §3: error only when a token was presented; RFC 9728 §5.1: resource_metadata.
+    decision.www_authenticate = fmt::format(R"(Bearer resource_metadata="{}")", MetadataUrl());
+    if (!error.empty()) {
+      decision.www_authenticate +=
+          fmt::format(R"(, error="{}", error_description="{}")", error, description);
+    }
+    if (status == 403 && !policy_.scopes.empty()) {
+      decision.www_authenticate += fmt::format(R"(, scope="{}")", Join(policy_.scopes));
+    }
+  }
+  switch (status) {
+    case 403:
+      decision.message = "Forbidden: " + description;
+      break;
+    case 503:
+      decision.message = "Service Unavailable: " + description;
+      break;
+    default:
+      decision.message = "Unauthorized: " +
+                         (description.empty() ? "a valid bearer token is required" : description);
+  }
+  return decision;
+}
+
+AuthDecision ResourceServer::Authenticate(std::string_view authorization,
+                                          std::chrono::system_clock::time_point now) const {
+  if (!enabled()) return AuthDecision{};
+  constexpr std::string_view kBearer = "bearer ";
+  bool bearer = authorization.size() > kBearer.size() &&
+                std::equal(kBearer.begin(), kBearer.end(), authorization.begin(),
+                           [](char a, char b) { return a == (b | 0x20); });
+  if (!bearer) return Refuse(401, "", "");
+  std::string_view token = authorization.substr(kBearer.size());
+  if (token.size() > policy_.max_token_bytes) {
+    return Refuse(401, "invalid_token",
+                  fmt::format("the token is larger than {} bytes", policy_.max_token_bytes));
+  }
+  // Every static token is compared (no early exit), so the time taken does not say which one
+  // came close.
+  const StaticToken* matched = nullptr;
+  for (const auto& candidate : policy_.static_tokens) {
+    if (SecretEquals(token, candidate.secret) && matched == nullptr) matched = &candidate;
+  }
+  if (matched != nullptr) {
+    AuthDecision decision;
+    decision.subject = matched->name.empty() ? "" : "token:" + matched->name;
+    return decision;
+  }
+  if (!oauth()) return Refuse(401, "invalid_token", "the token is not valid");
+
+  JwtPolicy jwt{.issuer = policy_.issuer,
+                .audience = policy_.resource,
+                .skew = policy_.skew,
+                .max_token_bytes = policy_.max_token_bytes};
+  auto verified = VerifyJwt(token, jwt, keys_, now);
+  if (!verified) {
+    if (verified.error().code == ErrorCode::kSandboxUnavailable) {
+      return Refuse(503, "", "cannot fetch the issuer's signing keys");
+    }
+    return Refuse(401, "invalid_token", verified.error().message);
+  }
+  std::vector<std::string> missing;
+  for (const auto& scope : policy_.scopes) {
+    if (std::find(verified->scopes.begin(), verified->scopes.end(), scope) ==
+        verified->scopes.end()) {
+      missing.push_back(scope);
+    }
+  }
+  if (!missing.empty()) {
+    return Refuse(403, "insufficient_scope",
+                  fmt::format("the token lacks the scope {}", Join(missing)));
+  }
+  AuthDecision decision;
+  decision.subject = "oauth:" + verified->subject;
+  decision.claims = std::move(verified->claims);
+  return decision;
+}
+
+std::shared_ptr<const ResourceServer> MakeResourceServer(const std::vector<std::string>& secrets,
+                                                         const std::vector<std::string>& names,
+                                                         OAuthSettings oauth,
+                                                         const std::string& default_resource) {
+  ResourceServerPolicy policy;
+  for (size_t i = 0; i < secrets.size(); ++i) {
+    policy.static_tokens.push_back({i < names.size() ? names[i] : "", secrets[i]});
+  }
+  KeyLookup keys;
+  if (!oauth.issuer.empty()) {
+    policy.issuer = oauth.issuer;
+    policy.resource = oauth.resource.empty() ? default_resource : oauth.resource;
+    policy.scopes = oauth.scopes;
+    JwksOptions options;
+    options.issuer = oauth.issuer;
+    options.min_refresh = oauth.jwks_min_refresh;
+    auto cache = std::make_shared<JwksCache>(options);
+    if (auto fetched = cache->Refresh(); !fetched) {
+      spdlog::warn("OAuth: cannot fetch the signing keys of {} yet: {}", oauth.issuer,
+                   fetched.error().message);
+    }
+    keys = [cache](const std::string& kid) { return cache->Key(kid); };
+    spdlog::info("OAuth: accepting access tokens from {} for {} (scopes: {})", policy.issuer,
+                 policy.resource, policy.scopes.empty() ? "none required" : Join(policy.scopes));
+  }
+  return std::make_shared<ResourceServer>(std::move(policy), std::move(keys));
+}
+
+}  // namespace sandbox::mcp::auth

@@ -1,0 +1,293 @@
+// OAuth 2.1 end to end: a real OpenID provider (oidc-provider, OpenID-certified) on loopback
+// issues client-credentials access tokens with a resource indicator (RFC 8707) for the server;
+// the official SDK clients (v1 for the 2025 era, v2 for 2026-07-28) drive the server as two
+// subjects. B naming A's session ids, resource URIs and download links learns nothing and
+// changes nothing; a quota holds for one without touching the other; every bad token is
+// refused with the right status before anything runs; a key rotation is followed.
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import Provider from 'oidc-provider';
+
+import { runtimeStatus, spawnHttpServer, text } from './lib/harness.mjs';
+
+const runtime = runtimeStatus();
+const rtest = (name, fn) => test(name, { skip: runtime.ok ? false : runtime.reason }, fn);
+
+function signingKey(kid) {
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { kid, privateKey, publicKey, jwk: { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' } };
+}
+const K1 = signingKey('k1');
+const K2 = signingKey('k2');  // published only after the rotation
+
+const b64u = (value) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+function signJwt(header, payload, key) {
+  const input = `${b64u(header)}.${b64u(payload)}`;
+  return `${input}.${crypto.sign('sha256', Buffer.from(input), key).toString('base64url')}`;
+}
+const now = () => Math.floor(Date.now() / 1000);
+
+// The provider, (re)started on one port with the keys it publishes (the first one signs).
+class Issuer {
+  async start(keys) {
+    if (!this.port) {
+      // The issuer's URL names its port, so the port is chosen before the provider exists.
+      const probe = net.createServer().listen(0, '127.0.0.1');
+      await new Promise((resolve) => probe.once('listening', resolve));
+      this.port = probe.address().port;
+      await new Promise((resolve) => probe.close(resolve));
+    }
+    const provider = new Provider(`http://127.0.0.1:${this.port}`, {
+      clients: ['alice', 'bob'].map((id) => ({
+        client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'],
+        redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_post',
+      })),
+      jwks: { keys: keys.map((key) => key.jwk) },
+      scopes: ['sandbox'],
+      features: {
+        devInteractions: { enabled: false },
+        clientCredentials: { enabled: true },
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: () => undefined,
+          useGrantedResource: () => true,
+          getResourceServerInfo: (ctx, resource) => ({
+            scope: 'sandbox', audience: resource, accessTokenTTL: 300, accessTokenFormat: 'jwt',
+          }),
+        },
+      },
+    });
+    this.server = provider.listen(this.port, '127.0.0.1');
+    await new Promise((resolve) => this.server.once('listening', resolve));
+    this.url = `http://127.0.0.1:${this.port}`;
+  }
+  async stop() {
+    await new Promise((resolve) => this.server.close(resolve));
+    this.server.closeAllConnections?.();
+  }
+  // An access token from the token endpoint (client credentials, RFC 8707 resource).
+  async token(client, resource, scope = 'sandbox') {
+    const body = new URLSearchParams({
+      grant_type: 'client_credentials', client_id: client, client_secret: `${client}-secret`, resource,
+    });
+    if (scope) body.set('scope', scope);
+    const response = await fetch(`${this.url}/token`, { method: 'POST', body });
+    const json = await response.json();
+    assert.equal(response.status, 200, JSON.stringify(json));
+    return json.access_token;
+  }
+}
+
+async function connect(era, url, token) {
+  const requestInit = { headers: { Authorization: `Bearer ${token}` } };
+  const client = era === 'modern'
+    ? new ModernClient({ name: 'oauth-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
+    : new LegacyClient({ name: 'oauth-e2e', version: '1.0.0' });
+  const transport = era === 'modern'
+    ? new ModernTransport(new URL(url), { requestInit })
+    : new LegacyTransport(new URL(url), { requestInit });
+  await client.connect(transport);
+  return client;
+}
+// v1's callTool takes a result schema second, v2's the options.
+const call = (client, name, args) => (client instanceof LegacyClient
+  ? client.callTool({ name, arguments: args }, undefined, { timeout: 120000 })
+  : client.callTool({ name, arguments: args }, { timeout: 120000 }));
+async function callOk(client, name, args) {
+  const result = await call(client, name, args);
+  assert.ok(!result.isError, `${name} failed: ${text(result)}`);
+  return result.structuredContent;
+}
+
+describe('OAuth 2.1 resource server against oidc-provider', () => {
+  const issuer = new Issuer();
+  let server;
+  let tokens;
+  const clients = [];
+  before(async () => {
+    await issuer.start([K1]);
+    server = await spawnHttpServer({
+      SANDBOX_OAUTH_ISSUER: issuer.url,
+      SANDBOX_OAUTH_SCOPES: 'sandbox',
+      SANDBOX_OAUTH_JWKS_REFRESH_S: '1',
+      SANDBOX_SUBJECT_MAX_SESSIONS: '2',
+      SANDBOX_IMAGE: runtime.ok ? 'python-small' : 'python',
+    });
+    tokens = { alice: await issuer.token('alice', server.url), bob: await issuer.token('bob', server.url) };
+  });
+  after(async () => {
+    for (const client of clients) await client.close().catch(() => {});
+    await server?.stop();
+    await issuer.stop();
+  });
+  const created = () => (server.stderr.text.match(/session sess_[0-9a-f]+ created/g) ?? []).length;
+  const post = (token, extraHeaders = {}) => fetch(server.url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+      'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': 'sandbox_run_once',
+      ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }), ...extraHeaders,
+    },
+    // A call that would start a session and run code, were it admitted.
+    body: JSON.stringify({
+      jsonrpc: '2.0', id: 1, method: 'tools/call',
+      params: {
+        name: 'sandbox_run_once', arguments: { code: "print('ran')" },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  });
+
+  test('Protected Resource Metadata names the issuer (RFC 9728 required fields)', async () => {
+    for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-protected-resource']) {
+      const response = await fetch(`http://127.0.0.1:${server.port}${path}`);
+      assert.equal(response.status, 200, path);
+      const document = await response.json();
+      assert.equal(document.resource, server.url);
+      assert.deepEqual(document.authorization_servers, [issuer.url]);
+      assert.deepEqual(document.scopes_supported, ['sandbox']);
+      assert.deepEqual(document.bearer_methods_supported, ['header']);
+    }
+  });
+
+  test('refused with the right status, and nothing runs', async () => {
+    const before = created();
+    const pem = K1.publicKey.export({ type: 'spki', format: 'pem' });
+    const claims = (extra = {}) => ({
+      iss: issuer.url, aud: server.url, sub: 'alice', client_id: 'alice', scope: 'sandbox',
+      iat: now(), exp: now() + 300, ...extra,
+    });
+    const good = tokens.alice;
+    const [head, payload, signature] = good.split('.');
+    const flipped = signature.slice(0, 10) + (signature[10] === 'A' ? 'B' : 'A') + signature.slice(11);
+    const hsInput = `${b64u({ alg: 'HS256', kid: 'k1', typ: 'at+jwt' })}.${b64u(claims())}`;
+    const cases = [
+      ['no token', undefined, 401],
+      ['expired', signJwt({ alg: 'RS256', kid: 'k1' }, claims({ exp: now() - 600, iat: now() - 900 }), K1.privateKey), 401],
+      ['another audience', await issuer.token('alice', 'http://127.0.0.1:1/other'), 401],
+      ['wrong issuer', signJwt({ alg: 'RS256', kid: 'k1' }, claims({ iss: 'http://127.0.0.1:1' }), K1.privateKey), 401],
+      ['alg none', `${b64u({ alg: 'none', kid: 'k1' })}.${b64u(claims())}.`, 401],
+      ['HS256 with the public key', `${hsInput}.${crypto.createHmac('sha256', pem).update(hsInput).digest('base64url')}`, 401],
+      ['tampered signature', `${head}.${payload}.${flipped}`, 401],
+      ['tampered payload', `${head}.${b64u({ ...JSON.parse(Buffer.from(payload, 'base64url')), sub: 'bob' })}.${signature}`, 401],
+      ['unknown kid', signJwt({ alg: 'RS256', kid: 'k2' }, claims(), K2.privateKey), 401],
+      ['missing scope', await issuer.token('alice', server.url, ''), 403],
+    ];
+    for (const [label, token, status] of cases) {
+      const response = await post(token);
+      assert.equal(response.status, status, `${label}: ${await response.text()}`);
+      const challenge = response.headers.get('www-authenticate') ?? '';
+      assert.match(challenge, /resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp"/, label);
+      if (status === 403) assert.match(challenge, /error="insufficient_scope".*scope="sandbox"/, label);
+      if (token !== undefined && status === 401) assert.match(challenge, /error="invalid_token"/, label);
+    }
+    // 100 KiB: larger than a request head may be, refused before a byte is parsed.
+    const huge = await post('a'.repeat(100 << 10));
+    assert.ok([401, 431].includes(huge.status), `100 KiB token: ${huge.status}`);
+    assert.equal(created(), before, 'a refused request started a session');
+    // The same call with a good token runs (the refusals above were about the tokens).
+    const ok = await post(good);
+    assert.equal(ok.status, 200);
+    assert.match(await ok.text(), /ran/);
+  });
+
+  test('a rotated key is refused until the issuer publishes it, then accepted', async () => {
+    const early = signJwt({ alg: 'RS256', kid: 'k2' }, {
+      iss: issuer.url, aud: server.url, sub: 'alice', scope: 'sandbox', exp: now() + 300,
+    }, K2.privateKey);
+    assert.equal((await post(early)).status, 401);
+    await issuer.stop();
+    await issuer.start([K2, K1]);
+    await new Promise((resolve) => setTimeout(resolve, 1100));  // SANDBOX_OAUTH_JWKS_REFRESH_S
+    const rotated = await issuer.token('alice', server.url);
+    assert.equal(JSON.parse(Buffer.from(rotated.split('.')[0], 'base64url')).kid, 'k2');
+    const response = await post(rotated);
+    assert.equal(response.status, 200, await response.text());
+    tokens = { alice: rotated, bob: await issuer.token('bob', server.url) };
+  });
+
+  for (const era of ['legacy', 'modern']) {
+    rtest(`${era} era: B naming A's sessions, resources and downloads learns nothing, changes nothing`, async () => {
+      const alice = await connect(era, server.url, tokens.alice);
+      const bob = await connect(era, server.url, tokens.bob);
+      clients.push(alice, bob);
+      const made = await callOk(alice, 'sandbox_run_python', {
+        code: "open('/mnt/data/secret.txt', 'w').write('alice only')",
+      });
+      assert.equal(made.exit_code, 0, JSON.stringify(made));
+      const session = made.session_id;
+      const link = made.artifacts.find((file) => file.path === '/mnt/data/secret.txt')?.download_url;
+
+      const unknown = 'sess_' + '0'.repeat(32);
+      const stranger = await call(bob, 'sandbox_run_python', { session_id: unknown, code: '1' });
+      const named = await call(bob, 'sandbox_run_python', { session_id: session, code: "open('/mnt/data/secret.txt').read()" });
+      assert.equal(named.structuredContent?.error, 'session_not_found', text(named));
+      assert.equal(text(named).replace(session, '<id>'), text(stranger).replace(unknown, '<id>'));
+      for (const [name, args] of [
+        ['sandbox_write_file', { session_id: session, path: 'secret.txt', content: 'bob was here', overwrite: true }],
+        ['sandbox_close_session', { session_id: session }],
+        ['sandbox_session_status', { session_id: session }],
+        ['sandbox_list_artifacts', { session_id: session }],
+      ]) {
+        const result = await call(bob, name, args);
+        assert.equal(result.structuredContent?.error, 'session_not_found', `${name}: ${text(result)}`);
+      }
+      const listed = await callOk(bob, 'sandbox_list_sessions', {});
+      assert.ok(!JSON.stringify(listed).includes(session), JSON.stringify(listed));
+      await assert.rejects(bob.readResource({ uri: `sandbox://sessions/${session}/files/secret.txt` }));
+      const resources = await bob.listResources();
+      assert.ok(!JSON.stringify(resources).includes(session));
+      assert.ok(link, JSON.stringify(made));
+      const download = await fetch(link, { headers: { Authorization: `Bearer ${tokens.bob}` } });
+      assert.equal(download.status, 404, 'B downloaded A\'s file with its own token');
+      const own = await fetch(link, { headers: { Authorization: `Bearer ${tokens.alice}` } });
+      assert.equal(own.status, 200);
+      assert.equal(await own.text(), 'alice only');
+      if (era === 'legacy') {
+        // A's transport session (Mcp-Session-Id) is A's too: B presenting it is told it is gone.
+        const transportId = alice.transport?.sessionId;
+        assert.ok(transportId);
+        const hijack = await fetch(server.url, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
+            'MCP-Protocol-Version': '2025-11-25', 'Mcp-Session-Id': transportId,
+            Authorization: `Bearer ${tokens.bob}`,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+        });
+        assert.equal(hijack.status, 404);
+      }
+      // A's session is as A left it.
+      const still = await callOk(alice, 'sandbox_run_python', { session_id: session, code: "print(open('/mnt/data/secret.txt').read())" });
+      assert.equal(still.stdout.trim(), 'alice only');
+      const mine = await callOk(alice, 'sandbox_list_sessions', {});
+      assert.ok(JSON.stringify(mine).includes(session));
+      await callOk(alice, 'sandbox_close_session', { session_id: session });
+    });
+  }
+
+  rtest('a quota holds for one subject without touching the other', async () => {
+    const alice = await connect('legacy', server.url, tokens.alice);
+    const bob = await connect('modern', server.url, tokens.bob);
+    clients.push(alice, bob);
+    const a1 = await callOk(alice, 'sandbox_create_session', {});
+    const a2 = await callOk(alice, 'sandbox_create_session', {});
+    const a3 = await call(alice, 'sandbox_create_session', {});
+    assert.ok(a3.isError, text(a3));
+    assert.match(text(a3), /SANDBOX_SUBJECT_MAX_SESSIONS/);
+    const b1 = await callOk(bob, 'sandbox_create_session', {});
+    for (const [client, id] of [[alice, a1.session_id], [alice, a2.session_id], [bob, b1.session_id]]) {
+      await callOk(client, 'sandbox_close_session', { session_id: id });
+    }
+  });
+});
