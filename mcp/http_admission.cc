@@ -78,6 +78,13 @@ bool SecretEquals(std::string_view given, std::string_view expected) {
   return a_len == b_len && CRYPTO_memcmp(a, b, a_len) == 0;
 }
 
+HttpResponse UnauthorizedResponse() {
+  HttpResponse response =
+      JsonErrorResponse(401, -32000, "Unauthorized: a valid bearer token is required");
+  response.headers.push_back({"WWW-Authenticate", R"(Bearer realm="mcp-sandbox")"});
+  return response;
+}
+
 HttpResponse JsonErrorResponse(int status, int code, std::string_view message) {
   HttpResponse response;
   response.status = status;
@@ -120,6 +127,22 @@ bool HttpAdmission::OriginAllowed(std::string_view origin) const {
   return false;
 }
 
+bool HttpAdmission::BearerAdmits(const HttpRequestHead& head) const {
+  if (policy_.auth_tokens.empty()) return true;
+  std::string_view authorization = head.Get("Authorization");
+  constexpr std::string_view kBearer = "bearer ";
+  bool ok = false;
+  if (authorization.size() > kBearer.size() &&
+      AsciiLower(authorization.substr(0, kBearer.size())) == kBearer) {
+    // Every token is compared (no early exit), so the time taken does not say which one
+    // came close.
+    for (const auto& token : policy_.auth_tokens) {
+      ok = SecretEquals(authorization.substr(kBearer.size()), token) || ok;
+    }
+  }
+  return ok;
+}
+
 HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
   std::string_view target = head.target;
   std::string_view path = target.substr(0, target.find('?'));
@@ -130,6 +153,8 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
     route = HttpRoute::kHealth;
   } else if (path == "/readyz") {
     route = HttpRoute::kReady;
+  } else if (path == "/metrics") {
+    route = HttpRoute::kMetrics;
   } else if (path.rfind("/files/", 0) == 0) {
     route = HttpRoute::kFile;
   }
@@ -150,6 +175,10 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       response.headers.push_back({"Allow", "GET"});
       return Refuse(route, std::move(response));
     }
+    // The metrics say what runs here: behind the same token as the MCP endpoint.
+    if (route == HttpRoute::kMetrics && !BearerAdmits(head)) {
+      return Refuse(route, UnauthorizedResponse());
+    }
   } else {
     std::string_view origin = head.Get("Origin");
     if (!origin.empty()) {
@@ -169,25 +198,7 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
       return Refuse(route, std::move(response));
     };
-    if (!policy_.auth_tokens.empty() && method != "OPTIONS") {
-      std::string_view authorization = head.Get("Authorization");
-      constexpr std::string_view kBearer = "bearer ";
-      bool ok = false;
-      if (authorization.size() > kBearer.size() &&
-          AsciiLower(authorization.substr(0, kBearer.size())) == kBearer) {
-        // Every token is compared (no early exit), so the time taken does not say which one
-        // came close.
-        for (const auto& token : policy_.auth_tokens) {
-          ok = SecretEquals(authorization.substr(kBearer.size()), token) || ok;
-        }
-      }
-      if (!ok) {
-        HttpResponse response =
-            JsonErrorResponse(401, -32000, "Unauthorized: a valid bearer token is required");
-        response.headers.push_back({"WWW-Authenticate", R"(Bearer realm="mcp-sandbox")"});
-        return refuse(std::move(response));
-      }
-    }
+    if (method != "OPTIONS" && !BearerAdmits(head)) return refuse(UnauthorizedResponse());
     if (method == "POST") {
       std::string_view accept = head.Get("Accept");
       if (!Accepts(accept, "application/json") || !Accepts(accept, "text/event-stream")) {

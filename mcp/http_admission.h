@@ -38,7 +38,7 @@ struct HttpResponse {
   std::string body;
 };
 
-enum class HttpRoute { kMcp, kHealth, kReady, kFile, kNone };
+enum class HttpRoute { kMcp, kHealth, kReady, kMetrics, kFile, kNone };
 
 struct HttpAdmissionPolicy {
   std::vector<std::string> auth_tokens;  // empty = no authentication; any one admits
@@ -67,9 +67,13 @@ class HttpAdmission {
   const HttpAdmissionPolicy& policy() const { return policy_; }
 
  private:
+  // Whether the Authorization header holds one of the tokens (always, without tokens).
+  bool BearerAdmits(const HttpRequestHead& head) const;
   HttpAdmissionPolicy policy_;
 };
 
+// 401 with the WWW-Authenticate challenge.
+HttpResponse UnauthorizedResponse();
 // A JSON-RPC error (id null) as an HTTP answer.
 HttpResponse JsonErrorResponse(int status, int code, std::string_view message);
 // Compares secrets in time independent of where they differ.

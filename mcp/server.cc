@@ -11,6 +11,7 @@
 #include "mcp/schema_check.h"
 #include "mcp/tool_result.h"
 #include "runtime/base/quoted.h"
+#include "runtime/metrics/sandbox_metrics.h"
 
 namespace sandbox::mcp {
 
@@ -125,6 +126,7 @@ void LogToolCall(const std::string& tool, const Json& arguments, const Json& res
   // quoted and bounded. The tool's name and the outcome are the server's own words.
   spdlog::info("tool_call tool={} session={} duration_ms={:.1f} outcome={}", tool,
                session == "-" ? session : Quoted(session), duration_ms, outcome);
+  metrics::ToolCallFinished(tool, outcome.rfind("ok", 0) == 0 ? "ok" : outcome, duration_ms / 1000);
 }
 
 }  // namespace
