@@ -154,6 +154,7 @@ for (const backend of skip ? ['namespace'] : backends()) {
         SANDBOX_POOL_PRELOAD: '',
         SANDBOX_MEMORY_LIMIT: '256m',
         SANDBOX_REPLICA_ID: 'm1',
+        SANDBOX_LOG_FORMAT: 'json',
       });
       prometheus = await startPrometheus(dir, { mcp: `127.0.0.1:${server.server.port}`, node: metricsAddr });
     });
@@ -238,6 +239,42 @@ for (const backend of skip ? ['namespace'] : backends()) {
       await callOk(server.client, 'sandbox_close_session', { session_id: session });
       await eventually(prometheus.api, `mcp_sandbox_sessions_live{${job}}`, (v) => v === 0);
       assert.equal(await queryValue(prometheus.api, `mcp_sandbox_sessions_closed_total{${job}}`), 1);
+    });
+
+    test('the JSON log parses line by line and carries the client\'s traceparent', async () => {
+      const traceparent = `00-${'4bf92f3577b34da6a3ce929d0e0e4736'}-${backend === 'docker' ? 'a0f067aa0ba902b7' : '00f067aa0ba902b7'}-01`;
+      const created = await callOk(server.client, 'sandbox_create_session', {});
+      const traced = await server.client.callTool(
+        { name: 'sandbox_run_python', arguments: { session_id: created.structured.session_id, code: 'print("traced")' },
+          _meta: { traceparent } },
+        undefined, { timeout: 120000 });
+      assert.ok(!traced.isError);
+      // A traceparent of the wrong shape is not logged.
+      await server.client.callTool({ name: 'sandbox_list_sessions', arguments: {},
+        _meta: { traceparent: 'not-a-traceparent"injected' } });
+      await callOk(server.client, 'sandbox_close_session', { session_id: created.structured.session_id });
+      const lines = server.stderr.text.split('\n').filter((line) => line.length > 0);
+      assert.ok(lines.length > 5);
+      const entries = lines.map((line) => {
+        try {
+          return JSON.parse(line);
+        } catch (error) {
+          assert.fail(`not one JSON object: ${line}`);
+        }
+      });
+      for (const entry of entries) {
+        for (const key of ['time', 'level', 'event', 'msg']) assert.ok(key in entry, `${key} missing: ${JSON.stringify(entry)}`);
+        assert.equal(entry.replica, 'm1');
+      }
+      const call = entries.find((entry) => entry.event === 'tool_call' && entry.traceparent === traceparent);
+      assert.ok(call, 'a tool_call line with the traceparent');
+      assert.equal(call.tool, 'sandbox_run_python');
+      assert.equal(call.session_id, created.structured.session_id);
+      assert.equal(call.outcome, 'ok');
+      assert.equal(typeof call.duration_ms, 'number');
+      assert.ok(call.request_id !== undefined);
+      assert.ok(!server.stderr.text.includes('injected'), 'an invalid traceparent is not logged');
+      assert.ok(!server.stderr.text.includes(TOKEN), 'the token is never logged');
     });
 
     test('promtool finds no problem in the exposition', async () => {
