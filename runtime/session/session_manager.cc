@@ -9,6 +9,7 @@
 #include "runtime/base/quoted.h"
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
+#include "runtime/session/call_usage.h"
 #include "runtime/session/session_metrics.h"
 
 namespace sandbox {
@@ -661,6 +662,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     }
     cancel->on_cancel_ = [agent] { agent->Cancel(); };
   }
+  CallUsage usage(*session->sandbox);
   auto result = agent->Run(request, on_output);
   if (cancel != nullptr) {
     std::lock_guard<std::mutex> lock(cancel->mutex_);
@@ -677,6 +679,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
   if (result->worker_killed && session->sandbox->OomKills() > oom_before) {
     result->oom = true;
   }
+  usage.Finish(*result);
   CountRunEnd(backend_->name(), *result);
   return result;
 }

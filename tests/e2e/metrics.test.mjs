@@ -188,6 +188,10 @@ for (const backend of skip ? ['namespace'] : backends()) {
       for (let i = 0; i < 3; i++) {
         const run = await callOk(server.client, 'sandbox_run_python', { session_id: session, code: `print(${i} * 7)` });
         assert.equal(run.structured.stdout.trim(), String(i * 7));
+        // Every run result carries what the call used (call_usage.h).
+        assert.equal(typeof run.structured.usage.wall_seconds, 'number');
+        assert.equal(typeof run.structured.usage.cpu_seconds, 'number');
+        if (oomEnforced) assert.equal(run.structured.usage.memory_peak_scope, 'call');
       }
     });
 
