@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "mcp/metrics_listener.h"
 #include "mcp/public_url.h"
 #include "rootfs/image_name.h"
 #include "runtime/base/units.h"
@@ -507,6 +508,19 @@ const std::vector<ConfigVariable> kVariables = {
      "SANDBOX_SESSION_TTL_M)",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(drain_idle_s, Number(value, 0, 7 * 86400));
+       return {};
+     }},
+    {"SANDBOX_METRICS_ADDR", "--metrics-addr", "",
+     "HOST:PORT of a listener of its own serving GET /metrics (Prometheus text format) without "
+     "a token, for a scraper on the node; the only way to scrape a stdio server. The HTTP "
+     "listener serves /metrics too, behind SANDBOX_AUTH_TOKEN. Default: none",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (!value.empty()) {
+         if (auto address = ParseListenAddress(value); !address) {
+           return Invalid(address.error().message);
+         }
+       }
+       config.metrics_addr = value;
        return {};
      }},
     {"SANDBOX_PUBLIC_URL", "--public-url", "",

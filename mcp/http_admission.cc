@@ -78,6 +78,14 @@ bool SecretEquals(std::string_view given, std::string_view expected) {
   return a_len == b_len && CRYPTO_memcmp(a, b, a_len) == 0;
 }
 
+HttpResponse AuthRefusal(const auth::AuthDecision& decision) {
+  HttpResponse response = JsonErrorResponse(decision.status, -32000, decision.message);
+  if (!decision.www_authenticate.empty()) {
+    response.headers.push_back({"WWW-Authenticate", decision.www_authenticate});
+  }
+  return response;
+}
+
 HttpResponse JsonErrorResponse(int status, int code, std::string_view message) {
   HttpResponse response;
   response.status = status;
@@ -136,6 +144,8 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
     route = HttpRoute::kHealth;
   } else if (path == "/readyz") {
     route = HttpRoute::kReady;
+  } else if (path == "/metrics") {
+    route = HttpRoute::kMetrics;
   } else if (path.rfind("/files/", 0) == 0) {
     route = HttpRoute::kFile;
   } else if (auth::IsProtectedResourceMetadataPath(path) && policy_.resource_server->oauth()) {
@@ -164,9 +174,15 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       auth::AuthDecision decision =
           policy_.resource_server->Authenticate(head.Get("Authorization"));
       if (decision.status != 200) {
-        return Refuse(route, JsonErrorResponse(decision.status, -32000, decision.message));
+        return Refuse(route, AuthRefusal(decision));
       }
       verdict.subject = std::move(decision.subject);
+    }
+    // The metrics say what runs here: behind the same authentication as the MCP endpoint.
+    if (route == HttpRoute::kMetrics) {
+      auth::AuthDecision decision =
+          policy_.resource_server->Authenticate(head.Get("Authorization"));
+      if (decision.status != 200) return Refuse(route, AuthRefusal(decision));
     }
   } else {
     std::string_view origin = head.Get("Origin");
@@ -190,13 +206,7 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
     if (method != "OPTIONS") {
       auth::AuthDecision decision =
           policy_.resource_server->Authenticate(head.Get("Authorization"));
-      if (decision.status != 200) {
-        HttpResponse response = JsonErrorResponse(decision.status, -32000, decision.message);
-        if (!decision.www_authenticate.empty()) {
-          response.headers.push_back({"WWW-Authenticate", decision.www_authenticate});
-        }
-        return refuse(std::move(response));
-      }
+      if (decision.status != 200) return refuse(AuthRefusal(decision));
       verdict.subject = std::move(decision.subject);
     }
     if (method == "POST") {

@@ -42,7 +42,7 @@ struct HttpResponse {
 };
 
 // kResourceMetadata: GET /.well-known/oauth-protected-resource[/...] (RFC 9728), with OAuth on.
-enum class HttpRoute { kMcp, kHealth, kReady, kFile, kResourceMetadata, kNone };
+enum class HttpRoute { kMcp, kHealth, kReady, kMetrics, kFile, kResourceMetadata, kNone };
 
 struct HttpAdmissionPolicy {
   std::vector<std::string> auth_tokens;  // empty = no authentication; any one admits
@@ -78,6 +78,8 @@ class HttpAdmission {
   HttpAdmissionPolicy policy_;
 };
 
+// A refused authentication as an HTTP answer: its status, its reason, its WWW-Authenticate.
+HttpResponse AuthRefusal(const auth::AuthDecision& decision);
 // A JSON-RPC error (id null) as an HTTP answer.
 HttpResponse JsonErrorResponse(int status, int code, std::string_view message);
 // Compares secrets in time independent of where they differ.

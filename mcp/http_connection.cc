@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "runtime/base/ascii.h"
+#include "runtime/metrics/sandbox_metrics.h"
 
 namespace sandbox::mcp {
 
@@ -152,8 +153,13 @@ class RequestParser : public bhttp::basic_parser<true> {
 class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpConn> {
  public:
   HttpConn(HttpConnHost& host, tcp::socket socket, std::string peer)
-      : host_(host), stream_(std::move(socket)), peer_(std::move(peer)) {}
-  ~HttpConn() override { host_.Forget(this, peer_); }
+      : host_(host), stream_(std::move(socket)), peer_(std::move(peer)) {
+    metrics::HttpConnectionOpened();
+  }
+  ~HttpConn() override {
+    host_.Forget(this, peer_);
+    metrics::HttpConnectionClosed();
+  }
 
   void Start() {
     stream_.expires_after(host_.Options().header_timeout);
@@ -290,6 +296,7 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
 
   // Answers a request we will not serve, then closes without reading its body.
   void Refuse(const HttpResponse& response) {
+    metrics::HttpRefused(response.status);
     parser_.reset();
     auto buffer = std::make_shared<std::string>(SerializeResponse(response, true, false));
     stream_.expires_after(host_.Options().write_timeout);

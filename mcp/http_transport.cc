@@ -34,6 +34,8 @@
 #include "runtime/base/ascii.h"
 #include "runtime/base/quoted.h"
 #include "runtime/base/random_id.h"
+#include "runtime/metrics/exposition.h"
+#include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/sandbox_layout.h"
 #include "runtime/session/session_owner.h"
 
@@ -274,6 +276,7 @@ void HttpTransport::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
     ssize_t sent = ::send(socket.native_handle(), busy_answer.data(), busy_answer.size(),
                           MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)sent;
+    metrics::HttpRefused(503);
     socket.close(ec);
   } else {
     auto conn = MakeHttpConnection(*this, std::move(socket), peer);
@@ -544,6 +547,7 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
                                  const HttpVerdict& verdict, const HttpRequestHead& head,
                                  std::string body, bool keep_alive) {
   const auto& cors = verdict.response.headers;
+  metrics::HttpRequestInFlight in_flight;
   HttpResponse response;
   switch (verdict.route) {
     case HttpRoute::kHealth:
@@ -559,6 +563,12 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
       response.body = std::move(readiness.body);
       break;
     }
+    case HttpRoute::kMetrics:
+      response = {.status = 200,
+                  .content_type = std::string(metrics::kTextContentType),
+                  .headers = {},
+                  .body = metrics::Scrape()};
+      break;
     case HttpRoute::kFile: {
       // The signed link is the authority; a caller who also names itself (a bearer token)
       // reads only its own sessions' files, so another subject's link gets a plain 404.

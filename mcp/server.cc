@@ -10,7 +10,10 @@
 #include "mcp/progress.h"
 #include "mcp/schema_check.h"
 #include "mcp/tool_result.h"
+#include "mcp/trace_context.h"
+#include "runtime/base/log_fields.h"
 #include "runtime/base/quoted.h"
+#include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/session_owner.h"
 
 namespace sandbox::mcp {
@@ -98,6 +101,34 @@ class ModernReply : public Reply {
   Json server_info_;
 };
 
+// The structured fields of every line logged while a tool call runs (log_fields.h): the tool,
+// the session it names, the request id and the client's traceparent.
+LogFields CallLogFields(const Tool& tool, const Json& arguments, const Json& id,
+                        std::string traceparent) {
+  auto session = arguments.find("session_id");
+  return {.event = "",
+          .session_id = session != arguments.end() && session->is_string()
+                            ? session->get<std::string>()
+                            : std::string(),
+          .tool = tool.name,
+          .request_id = id.dump(-1, ' ', false, Json::error_handler_t::replace),
+          .traceparent = std::move(traceparent),
+          .duration_ms = std::nullopt,
+          .outcome = ""};
+}
+
+// The fields of the tool_call line itself.
+LogFields ToolCallEventFields(const std::string& session, const std::string& outcome,
+                              double duration_ms) {
+  return {.event = "tool_call",
+          .session_id = session == "-" ? std::string() : session,
+          .tool = "",
+          .request_id = "",
+          .traceparent = "",
+          .duration_ms = duration_ms,
+          .outcome = outcome};
+}
+
 // What a tools/call result says about itself, for the one log line per call.
 void LogToolCall(const std::string& tool, const Json& arguments, const Json& result,
                  double duration_ms, bool cancelled) {
@@ -122,10 +153,14 @@ void LogToolCall(const std::string& tool, const Json& arguments, const Json& res
     }
   }
   if (cancelled) outcome = "cancelled";
+  // The bounded word (ok, cancelled, an error code) for the JSON field and the metrics.
+  std::string outcome_word = outcome.rfind("ok", 0) == 0 ? "ok" : outcome;
+  ScopedLogFields event_fields(ToolCallEventFields(session, outcome_word, duration_ms));
   // The session id is client input (an argument, or a result that echoes one): it goes out
   // quoted and bounded. The tool's name and the outcome are the server's own words.
   spdlog::info("tool_call tool={} session={} duration_ms={:.1f} outcome={}", tool,
                session == "-" ? session : Quoted(session), duration_ms, outcome);
+  metrics::ToolCallFinished(tool, outcome_word, duration_ms / 1000);
 }
 
 }  // namespace
@@ -683,12 +718,14 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
       progress_token = *token;
     }
   }
+  std::string traceparent = TraceparentOf(params);
   auto self = shared_from_this();
   Json id = message.id;
   RunAsync(
       message, reply,
-      [self, tool, arguments = std::move(arguments), progress_token, reply,
-       id](const std::shared_ptr<InFlight>& flight) {
+      [self, tool, arguments = std::move(arguments), progress_token, reply, id,
+       traceparent = std::move(traceparent)](const std::shared_ptr<InFlight>& flight) {
+        ScopedLogFields log_fields(CallLogFields(*tool, arguments, id, traceparent));
         Call call(self, flight, reply, progress_token);
         auto start = std::chrono::steady_clock::now();
         Json result;

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,10 @@ class Sandbox {
   // Kills every process in the sandbox now. Idempotent.
   virtual Status Kill() = 0;
   virtual SandboxUsage Usage() = 0;
+  // Starts measuring one call's memory peak: resets the high-water mark where the kernel allows
+  // it and returns what reads the peak since; empty where it cannot (runtime/cgroup/memory_peak.h
+  // says where), and the session's peak is all there is.
+  virtual std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() { return {}; }
   // Usage().oom_kills alone; read around every run, so backends make it cheaper than Usage().
   virtual uint64_t OomKills() { return Usage().oom_kills; }
   // Changes the sandbox's CPU priority (cgroup cpu.weight / cpu.shares, the container's CPU

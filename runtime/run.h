@@ -49,6 +49,13 @@ struct RunResult {
   bool oom = false;            // set by the SessionManager: the memory limit killed it
   int term_signal = 0;         // the signal that ended it, if any
   double duration_s = 0;
+  // What the call used, measured by the SessionManager around it (runtime/session/call_usage.h):
+  // the sandbox's CPU seconds during the call, and its memory peak: of this call where the
+  // kernel resets the mark ("call"), else the session's peak so far ("session"); "" when not
+  // measured.
+  double cpu_seconds = 0;
+  uint64_t memory_peak_bytes = 0;
+  std::string memory_peak_scope;
   std::vector<FileInfo> artifacts;  // files new or changed under /mnt/data during the run
   std::vector<Figure> figures;      // open matplotlib figures, as PNG (also saved as artifacts)
 };

@@ -12,6 +12,16 @@ namespace sandbox::mcp::tools {
 
 namespace {
 
+// The call's own usage (RunResult's figures, measured by the session manager).
+Json RunUsageJson(const RunResult& run) {
+  Json usage = {{"wall_seconds", run.duration_s}, {"cpu_seconds", run.cpu_seconds}};
+  if (!run.memory_peak_scope.empty()) {
+    usage["memory_peak_bytes"] = run.memory_peak_bytes;
+    usage["memory_peak_scope"] = run.memory_peak_scope;
+  }
+  return usage;
+}
+
 constexpr size_t kMaxInlineImages = 8;
 constexpr uint64_t kMaxInlineImageBytes = 4u << 20;
 constexpr uint64_t kMaxEmbeddedTextBytes = 16u << 10;  // for sessions that stay open
@@ -88,6 +98,17 @@ Json RunOutputSchema() {
         {{"type", "boolean"},
          {"description", "The interpreter was restarted: earlier variables are gone"}}},
        {"duration_s", {{"type", "number"}}},
+       {"usage",
+        {{"type", "object"},
+         {"properties",
+          {{"wall_seconds", {{"type", "number"}}},
+           {"cpu_seconds", {{"type", "number"}}},
+           {"memory_peak_bytes", {{"type", "integer"}}},
+           {"memory_peak_scope", {{"type", "string"}, {"enum", {"call", "session"}}}}}},
+         {"description",
+          "What the call used: wall time, the sandbox's CPU seconds, and the memory peak of "
+          "this call (scope call) or, where the kernel cannot reset it, of the session so far "
+          "(scope session)"}}},
        {"artifacts",
         {{"type", "array"},
          {"items", file},
@@ -251,6 +272,7 @@ Json RunToolResult(ToolContext& context, ToolCall& call, const RunResult& run,
                      {"timed_out", run.timed_out},
                      {"state_lost", run.state_lost},
                      {"duration_s", run.duration_s},
+                     {"usage", RunUsageJson(run)},
                      {"artifacts", std::move(artifact_list)},
                      {"figures", std::move(figure_list)}};
   if (presentation.session_created) structured["session_created"] = true;

@@ -2,11 +2,35 @@
 
 #include <memory>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/base/log_fields.h"
+
 namespace sandbox {
+
+namespace {
+
+// %* in the JSON pattern: the thread's structured fields and the message, as JSON members
+// (log_fields.h). The message is escaped here: spdlog's %v would copy a quote or a line feed
+// into the line as it is, and the line would no longer parse.
+class JsonMembersFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm& /*time*/,
+              spdlog::memory_buf_t& dest) override {
+    std::string members;
+    AppendJsonLogMembers(CurrentLogFields(),
+                         std::string_view(msg.payload.data(), msg.payload.size()), members);
+    dest.append(members.data(), members.data() + members.size());
+  }
+  std::unique_ptr<spdlog::custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonMembersFlag>();
+  }
+};
+
+}  // namespace
 
 Status InitLogging(const LogOptions& options) {
   auto level = spdlog::level::from_str(options.level);
@@ -45,8 +69,10 @@ Status InitLogging(const LogOptions& options) {
   if (options.format == "json") {
     std::string replica =
         options.replica.empty() ? "" : R"("replica":")" + options.replica + R"(",)";
-    logger->set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","pid":%P,)" + replica +
-                        R"("msg":"%v"})");
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<JsonMembersFlag>('*').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","pid":%P,)" + replica + "%*}");
+    logger->set_formatter(std::move(formatter));
   } else {
     std::string replica = options.replica.empty() ? "" : "[" + options.replica + "] ";
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ " + replica + "%v");

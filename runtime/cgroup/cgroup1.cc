@@ -134,6 +134,10 @@ class Cgroup1Group final : public SandboxCgroup {
     return {};
   }
 
+  Result<MemoryPeakReader> StartMemoryPeakWindow() const override {
+    return sandbox::StartMemoryPeakWindow(DirFor("memory"), /*v2=*/false);
+  }
+
   SandboxUsage Usage() const override {
     SandboxUsage usage;
     std::string memory = DirFor("memory");

@@ -224,6 +224,10 @@ class Cgroup2Group final : public SandboxCgroup {
     return {};
   }
 
+  Result<MemoryPeakReader> StartMemoryPeakWindow() const override {
+    return sandbox::StartMemoryPeakWindow(dir_, /*v2=*/true);
+  }
+
   SandboxUsage Usage() const override {
     SandboxUsage usage;
     usage.memory_bytes = ReadUint(dir_ + "/memory.current").value_or(0);

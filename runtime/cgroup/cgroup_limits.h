@@ -21,6 +21,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
+#include "runtime/cgroup/memory_peak.h"
 #include "runtime/limits.h"
 
 namespace sandbox {
@@ -44,6 +45,11 @@ class SandboxCgroup {
   // The group's share of contended CPU next to its siblings (v2 cpu.weight, v1 cpu.shares).
   // A no-op where no cpu controller is in force.
   virtual Status SetCpuPriority(CpuPriority /*priority*/) { return {}; }
+  // Resets the memory high-water mark for one call (memory_peak.h); fails where the kernel
+  // cannot.
+  virtual Result<MemoryPeakReader> StartMemoryPeakWindow() const {
+    return Fail(ErrorCode::kNotFound, "no memory cgroup");
+  }
   // The group's directory (v2) or directories (v1, one per hierarchy), for logs and records.
   virtual std::vector<std::string> paths() const = 0;
 };

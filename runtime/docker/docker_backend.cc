@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/cgroup/memory_peak.h"
 #include "runtime/docker/attach_stream.h"
 #include "runtime/docker/container_cgroup.h"
 #include "runtime/docker/container_spec.h"
@@ -92,6 +93,14 @@ class DockerSandbox : public Sandbox {
     }
     usage.oom_kills = OomKills();
     return usage;
+  }
+
+  // From the container's cgroup when this host can see it; the Engine API has no reset.
+  std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() override {
+    if (!cgroup_) return {};
+    auto reader = sandbox::StartMemoryPeakWindow(cgroup_->memory, cgroup_->v2);
+    if (!reader) return {};
+    return std::move(*reader);
   }
 
   uint64_t OomKills() override {

@@ -17,6 +17,7 @@
 
 #include "runtime/base/quoted.h"
 #include "runtime/egress/proxy_request.h"
+#include "runtime/metrics/sandbox_metrics.h"
 
 namespace sandbox::egress {
 namespace {
@@ -213,6 +214,7 @@ void EgressProxy::ReadChannel() {
 void EgressProxy::Refuse(int client, int status, const std::string& target,
                          const std::string& reason) {
   refused_.fetch_add(1);
+  metrics::EgressConnection(/*allowed=*/false);
   // `reason` is the proxy's own words (names it judged, never raw request bytes), so it can go in
   // the status line as it is; `target` is the sandbox's and is quoted.
   log_.Write(spdlog::level::warn, fmt::format("refused ({})", status),
@@ -395,6 +397,7 @@ void EgressProxy::Serve(Fd client) {
     return;
   }
   connections_.fetch_add(1);
+  metrics::EgressConnection(/*allowed=*/true);
   log_.Write(spdlog::level::info, "tunnels opened",
              fmt::format("{} -> {}", Quoted(target, 200), dialled));
 
@@ -409,6 +412,7 @@ void EgressProxy::Serve(Fd client) {
   if (!first.empty()) {
     size_t granted = Reserve(first.size());
     if (granted < first.size() || !SendAll(upstream.get(), first, stop, deadline)) return;
+    metrics::EgressBytes(first.size());
   }
   Pump(client.get(), upstream.get(), target);
 }
@@ -460,6 +464,7 @@ void EgressProxy::Pump(int client, int upstream, const std::string& target) {
         ssize_t n = ::recv(d.from, d.buffer.data(), granted, 0);
         Unreserve(granted - (n > 0 ? static_cast<size_t>(n) : 0));
         if (n > 0) {
+          metrics::EgressBytes(static_cast<uint64_t>(n));  // counted as the session's budget is
           d.start = 0;
           d.end = static_cast<size_t>(n);
         } else if (n == 0) {

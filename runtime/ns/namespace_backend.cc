@@ -149,6 +149,13 @@ class Sandbox final : public NamespaceSandbox {
     return child_.pidfd ? ProcessTreeUsage(child_.pid) : SandboxUsage{};
   }
 
+  std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() override {
+    if (!cgroup_ || state_->cgroups->mode() == "none") return {};
+    auto reader = cgroup_->StartMemoryPeakWindow();
+    if (!reader) return {};
+    return std::move(*reader);
+  }
+
   uint64_t OomKills() override {
     if (cgroup_ && state_->cgroups->mode() != "none") return cgroup_->OomKills();
     return 0;  // without a memory cgroup nothing is killed for memory (rlimits make it fail)

@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/metrics/sandbox_metrics.h"
+
 namespace sandbox {
 
 namespace {
@@ -77,6 +79,7 @@ std::optional<WarmSandbox> SandboxPool::Claim() {
       std::lock_guard<std::mutex> lock(mutex_);
       ++claimed_;
       last_claim_ = std::chrono::steady_clock::now();
+      metrics::PoolClaimed();
       return warm;
     }
     spdlog::warn("pooled sandbox {} died while idle; replacing it", warm->session_id);
@@ -85,6 +88,7 @@ std::optional<WarmSandbox> SandboxPool::Claim() {
     ++replaced_;
   }
   wake_.notify_all();
+  metrics::PoolMissed();
   return std::nullopt;
 }
 

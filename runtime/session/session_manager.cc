@@ -8,6 +8,9 @@
 
 #include "runtime/base/quoted.h"
 #include "runtime/base/units.h"
+#include "runtime/metrics/sandbox_metrics.h"
+#include "runtime/session/call_usage.h"
+#include "runtime/session/session_metrics.h"
 
 namespace sandbox {
 
@@ -359,6 +362,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
     std::lock_guard<std::mutex> lock(mutex_);
     sessions_.emplace(session->id, session);
   }
+  metrics::SessionStarted(backend_->name());
   spdlog::info("session {} created (image {}, backend {}{})", session->id, session->image,
                session->sandbox->backend_name(), pooled ? ", from the pool" : "");
   return info;
@@ -393,13 +397,14 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   started.session_id = session_id;
   started.image = image.name;
   if (egress) {
-    SBX_ASSIGN_OR_RETURN(
-        started.egress,
-        SessionEgress::Start(config_.egress, session_id, backend_->egress_transport(),
-                             EgressSocketDir(config_.state_dir), spec));
+    auto proxy = SessionEgress::Start(config_.egress, session_id, backend_->egress_transport(),
+                                      EgressSocketDir(config_.state_dir), spec);
+    if (!proxy) metrics::SandboxStartFailed(backend_->name(), "egress");
+    SBX_ASSIGN_OR_RETURN(started.egress, std::move(proxy));
   }
   auto sandbox = backend_->Start(spec);
   if (!sandbox) {
+    metrics::SandboxStartFailed(backend_->name(), "backend");
     Error error = std::move(sandbox.error()).Context("start sandbox");
     if (error.code == ErrorCode::kInternal || error.code == ErrorCode::kNotFound) {
       error.code = ErrorCode::kSandboxUnavailable;
@@ -411,12 +416,14 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   if (auto ready = started.agent->WaitReady(
           std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
       !ready) {
+    metrics::SandboxStartFailed(backend_->name(), "agent");
     Error error = std::move(ready.error()).Context("sandbox agent did not start");
     error.code = ErrorCode::kSandboxUnavailable;
     return Fail(std::move(error));  // ~Sandbox kills and cleans the sandbox
   }
   if (started.egress) {
     if (auto ready = started.egress->SandboxReady(); !ready) {
+      metrics::SandboxStartFailed(backend_->name(), "egress");
       Error error = std::move(ready.error()).Context("egress channel");
       error.code = ErrorCode::kSandboxUnavailable;
       return Fail(std::move(error));
@@ -559,6 +566,7 @@ Status SessionManager::Close(const std::string& id, bool force, Teardown teardow
   session->closed = true;
   if (session->egress) session->egress->Shutdown();  // its tunnels close with it
   if (acquired) session->busy = false;
+  metrics::SessionClosed(backend_->name());
   spdlog::info("session {} closed", id);
   if (teardown == Teardown::kBackground) {
     {
@@ -587,6 +595,7 @@ void SessionManager::Retire(const std::shared_ptr<Session>& session, const std::
     spdlog::warn("session {}: kill: {}", session->id, killed.error().message);
   }
   if (session->egress) session->egress->Shutdown();
+  metrics::SessionClosed(backend_->name());
   spdlog::warn("session {} closed: its agent is unusable ({})", session->id, why);
 }
 
@@ -599,6 +608,7 @@ void SessionManager::CloseAll() {
   for (auto& [id, session] : sessions) {
     session->closed = true;
     (void)session->sandbox->Kill();
+    metrics::SessionClosed(backend_->name());
   }
   sessions.clear();  // destructors reap and clean (unless a run still holds one)
 }
@@ -623,7 +633,10 @@ int SessionManager::ExpireIdle() {
   }
   int closed = 0;
   for (const auto& id : expired) {
-    if (Close(id, /*force=*/false)) ++closed;
+    if (Close(id, /*force=*/false)) {
+      ++closed;
+      metrics::SessionExpired(backend_->name());
+    }
   }
   return closed;
 }
@@ -673,6 +686,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     }
     cancel->on_cancel_ = [agent] { agent->Cancel(); };
   }
+  CallUsage usage(*session->sandbox);
   auto result = agent->Run(request, on_output);
   if (cancel != nullptr) {
     std::lock_guard<std::mutex> lock(cancel->mutex_);
@@ -689,6 +703,8 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
   if (result->worker_killed && session->sandbox->OomKills() > oom_before) {
     result->oom = true;
   }
+  usage.Finish(*result);
+  CountRunEnd(backend_->name(), *result);
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include "mcp/config.h"
 #include "mcp/drain.h"
 #include "mcp/http_transport.h"
+#include "mcp/metrics_listener.h"
 #include "mcp/server.h"
 #include "mcp/shutdown_signals.h"
 #include "mcp/stdio_transport.h"
@@ -27,8 +28,10 @@
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
 #include "runtime/base/logging.h"
+#include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/backend_factory.h"
 #include "runtime/session/session_manager.h"
+#include "runtime/session/session_metrics.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/wiring.h"
@@ -223,6 +226,23 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   SessionManager sessions(
       session_config, backend,
       MakeImageResolver(std::make_shared<rootfs::ImageStore>(session_config.state_dir)));
+  // --- Metrics (runtime/metrics): the gauges read this manager; a listener of their own if set.
+  metrics::SetServerInfo(config.replica_id, SANDBOX_VERSION, backend->name());
+  SessionMetricsFeed metrics_feed = FeedSessionMetrics(sessions);
+  std::unique_ptr<mcp::MetricsListener> metrics_listener;
+  if (!config.metrics_addr.empty()) {
+    auto started = mcp::MetricsListener::Start(*mcp::ParseListenAddress(config.metrics_addr));
+    if (!started) {
+      std::cerr << "mcp-sandbox serve: " << started.error().message << "\n";
+      return kExitFailure;
+    }
+    metrics_listener = std::move(*started);
+    auto address = *mcp::ParseListenAddress(config.metrics_addr);
+    spdlog::info(
+        "metrics on http://{}:{}/metrics",
+        address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host,
+        metrics_listener->port());
+  }
 
   // --- The MCP server.
   mcp::ToolSettings settings;

@@ -21,11 +21,13 @@ PACKAGE_PACKAGES=(dpkg-dev lintian groff-base)
 # tools/fuzz: clang and its compiler-rt (libFuzzer and the sanitizer runtimes), the same
 # version as clang-format and clang-tidy (14 on bookworm).
 FUZZ_PACKAGES=(clang libclang-rt-dev)
+# prometheus: promtool checks the /metrics exposition, and an e2e test scrapes a server with it.
 # kubernetes-client (kubectl, for the offline Kubernetes checks) only where no kubectl is
 # installed: another package's /usr/bin/kubectl would make dpkg refuse it.
 TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas docker.io procps curl haproxy iptables
   $(command -v kubectl >/dev/null || echo kubernetes-client)
-  util-linux qemu-system-x86 busybox-static clang-format clang-tidy "${FUZZ_PACKAGES[@]}")
+  util-linux qemu-system-x86 busybox-static clang-format clang-tidy prometheus
+  "${FUZZ_PACKAGES[@]}")
 
 # Node.js and npm for the e2e tests: Debian's packages unless a Node.js with npm is already
 # installed (a vendor's nodejs package ships npm itself and conflicts with Debian's npm).

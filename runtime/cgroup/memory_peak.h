@@ -1,0 +1,25 @@
+// The memory peak of one call, from the session's memory cgroup: the high-water mark reset when
+// the call starts and read when it ends. Where the kernel allows it:
+//   cgroup v1: writing 0 to memory.max_usage_in_bytes resets the group's mark to its current
+//     usage (Documentation/admin-guide/cgroup-v1/memory.rst, 5.4), for every reader;
+//   cgroup v2: writing to memory.peak resets it for reads through that same descriptor only
+//     (Linux >= 6.12, Documentation/admin-guide/cgroup-v2.rst), so the window keeps it open.
+// Elsewhere (v2 before 6.12) Start fails, and the caller reports the session's peak instead.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "runtime/base/result.h"
+
+namespace sandbox {
+
+// What reads the peak since the window started; nullopt when it cannot be read any more.
+using MemoryPeakReader = std::function<std::optional<uint64_t>()>;
+
+// `memory_group`: the session's group in the memory hierarchy (v1) or its one group (v2).
+Result<MemoryPeakReader> StartMemoryPeakWindow(const std::string& memory_group, bool v2);
+
+}  // namespace sandbox
