@@ -194,6 +194,7 @@ describe('hibernate, resume, fork (stdio)', { skip: runtime.ok ? false : runtime
       });
       id = structured.session_id;
       if (structured.stdout.trim() !== 'True') {
+        await callOk(server.client, 'sandbox_close_session', { session_id: id });
         t.skip('the image has no dill (rebuild it: mcp-sandbox image build)');
         return;
       }
