@@ -52,17 +52,30 @@ Result<int64_t> Duration(const std::string& value, int64_t min_s, int64_t max_s)
   int64_t unit = 1;
   if (!number.empty()) {
     switch (number.back()) {
-      case 's': unit = 1; number.pop_back(); break;
-      case 'm': unit = 60; number.pop_back(); break;
-      case 'h': unit = 3600; number.pop_back(); break;
-      case 'd': unit = 86400; number.pop_back(); break;
-      default: break;
+      case 's':
+        unit = 1;
+        number.pop_back();
+        break;
+      case 'm':
+        unit = 60;
+        number.pop_back();
+        break;
+      case 'h':
+        unit = 3600;
+        number.pop_back();
+        break;
+      case 'd':
+        unit = 86400;
+        number.pop_back();
+        break;
+      default:
+        break;
     }
   }
   int64_t count = 0;
   auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), count);
-  if (number.empty() || error != std::errc() || end != number.data() + number.size() ||
-      count < 0 || count > max_s / unit || count * unit < min_s) {
+  if (number.empty() || error != std::errc() || end != number.data() + number.size() || count < 0 ||
+      count > max_s / unit || count * unit < min_s) {
     return Fail(ErrorCode::kInvalidArgument,
                 "must be a duration between {} s and {} s (examples: 3600, 30m, 12h, 7d)", min_s,
                 max_s);

@@ -181,12 +181,12 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
     text += sessions.empty() ? ".\n" : ":\n";
     Json list = Json::array();
     for (const auto& info : sessions) {
-      text += fmt::format("  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  {} {}\n", info.id,
-                          info.name.empty() ? "" : " \"" + ValidUtf8(info.name) + "\"", info.state,
-                          SecondsSince(info.created), SecondsSince(info.last_used), info.runs,
-                          info.state == "hibernated" ? "saved" : "memory",
-                          FormatBytes(info.state == "hibernated" ? info.saved_bytes
-                                                                 : info.usage.memory_bytes));
+      text += fmt::format(
+          "  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  {} {}\n", info.id,
+          info.name.empty() ? "" : " \"" + ValidUtf8(info.name) + "\"", info.state,
+          SecondsSince(info.created), SecondsSince(info.last_used), info.runs,
+          info.state == "hibernated" ? "saved" : "memory",
+          FormatBytes(info.state == "hibernated" ? info.saved_bytes : info.usage.memory_bytes));
       list.push_back(SessionJson(info));
     }
     Json structured{{"sessions", std::move(list)}, {"max_sessions", max_sessions}};

@@ -84,7 +84,8 @@ std::vector<NotRestored> ReadNotRestored(const nlohmann::json& array) {
       auto it = item.find(key);
       return it != item.end() && it->is_string() ? Clip(it->get<std::string>()) : std::string();
     };
-    items.push_back(NotRestored{.name = text("name"), .type = text("type"), .reason = text("reason")});
+    items.push_back(
+        NotRestored{.name = text("name"), .type = text("type"), .reason = text("reason")});
   }
   return items;
 }
@@ -93,8 +94,8 @@ std::vector<NotRestored> ReadNotRestored(const nlohmann::json& array) {
 Result<Fd> OpenRegular(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    return Fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kSandboxUnavailable,
-                "{}: {}", path, std::strerror(errno));
+    return Fail(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kSandboxUnavailable, "{}: {}",
+                path, std::strerror(errno));
   }
   Fd owned(fd);
   struct stat st {};
@@ -186,9 +187,8 @@ Status SavedSessions::Save(SavedSessionMeta meta, std::string_view archive) {
     total += other->size;
     others.push_back(std::move(*other));
   }
-  std::sort(others.begin(), others.end(), [](const auto& a, const auto& b) {
-    return a.saved_at < b.saved_at;
-  });
+  std::sort(others.begin(), others.end(),
+            [](const auto& a, const auto& b) { return a.saved_at < b.saved_at; });
   for (const auto& other : others) {
     if (total + meta.size <= config_.max_total_bytes) break;
     spdlog::warn(

@@ -44,9 +44,9 @@ struct SavedSessionMeta {
 };
 
 struct SavedSessionsConfig {
-  std::string dir;                                          // <state_dir>/hibernated
-  uint64_t max_total_bytes = 10ull << 30;                   // SANDBOX_SAVED_MAX_BYTES
-  std::chrono::seconds ttl = std::chrono::hours(24 * 7);    // SANDBOX_SAVED_TTL
+  std::string dir;                                               // <state_dir>/hibernated
+  uint64_t max_total_bytes = 10ull << 30;                        // SANDBOX_SAVED_MAX_BYTES
+  std::chrono::seconds ttl = std::chrono::hours(24 * 7);         // SANDBOX_SAVED_TTL
   std::function<std::chrono::system_clock::time_point()> clock;  // empty: the system clock
 };
 

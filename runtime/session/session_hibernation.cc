@@ -21,7 +21,7 @@ std::string HookCell(std::string_view action, std::string_view argument) {
 }
 
 // A Python string literal: JSON's escapes (\" \\ \uXXXX) are Python's too.
-std::string PythonString(const std::string& text) { 
+std::string PythonString(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

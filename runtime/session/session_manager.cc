@@ -339,9 +339,8 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
       SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
     }
     // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
-    auto cold =
-        StartSandbox(fixed_id.empty() ? NewSessionId(config_.replica_id) : fixed_id, *image,
-                     limits, poolable, wants_egress);
+    auto cold = StartSandbox(fixed_id.empty() ? NewSessionId(config_.replica_id) : fixed_id, *image,
+                             limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
     // Started; its zygote imports the preload soon, at background CPU priority, so that the

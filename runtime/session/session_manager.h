@@ -55,7 +55,7 @@ struct SessionConfig {
   // stop (CloseAll); the next call naming it resumes it. 0: off, idle sessions are closed after
   // `ttl`. SANDBOX_HIBERNATE_AFTER_S (the server's default: the idle time-out).
   std::chrono::milliseconds hibernate_after{0};
-  uint64_t saved_max_bytes = 10ull << 30;                 // SANDBOX_SAVED_MAX_BYTES
+  uint64_t saved_max_bytes = 10ull << 30;                      // SANDBOX_SAVED_MAX_BYTES
   std::chrono::seconds saved_ttl{std::chrono::hours(24 * 7)};  // SANDBOX_SAVED_TTL
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
@@ -86,7 +86,7 @@ struct SessionInfo {
   Limits limits;            // requested
   EnforcedLimits enforced;  // in force
   SandboxUsage usage;
-  EgressInfo egress;  // the egress policy in force and what it carried
+  EgressInfo egress;         // the egress policy in force and what it carried
   uint64_t saved_bytes = 0;  // hibernated: the size of its saved files and state
 };
 

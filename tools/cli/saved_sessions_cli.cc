@@ -20,8 +20,11 @@ std::unique_ptr<SavedSessions> Open(const std::string& state_dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return nullptr;
   // The TTL is the server's business (SANDBOX_SAVED_TTL): listing and removing expire nothing.
-  return std::make_unique<SavedSessions>(SavedSessionsConfig{
-      .dir = dir, .max_total_bytes = ~0ull, .ttl = std::chrono::hours(24 * 365 * 100), .clock = {}});
+  return std::make_unique<SavedSessions>(
+      SavedSessionsConfig{.dir = dir,
+                          .max_total_bytes = ~0ull,
+                          .ttl = std::chrono::hours(24 * 365 * 100),
+                          .clock = {}});
 }
 
 }  // namespace
@@ -54,10 +57,12 @@ void PrintSavedSessions(const std::string& state_dir) {
   std::printf("%-40s %-10s %-24s %s\n", "SESSION", "SAVED", "SAVED AT", "NAME");
   for (const auto& meta : metas) {
     std::printf("%-40s %-10s %-24s %s\n", meta.id.c_str(), FormatBytes(meta.size).c_str(),
-                Rfc3339Utc(std::chrono::system_clock::to_time_t(meta.saved_at)).c_str(), meta.name.c_str());
+                Rfc3339Utc(std::chrono::system_clock::to_time_t(meta.saved_at)).c_str(),
+                meta.name.c_str());
   }
   for (const auto& id : damaged) {
-    std::printf("%-40s %-10s %-24s %s\n", id.c_str(), "?", "?", "(damaged: sessions rm removes it)");
+    std::printf("%-40s %-10s %-24s %s\n", id.c_str(), "?", "?",
+                "(damaged: sessions rm removes it)");
   }
 }
 

@@ -100,10 +100,10 @@ std::string Joined(const std::vector<std::string>& items) {
   return text;
 }
 
-TEST_CASE("hibernation: a session is saved, its sandbox stopped, and resumed intact",
-          "[unit]") {
+TEST_CASE("hibernation: a session is saved, its sandbox stopped, and resumed intact", "[unit]") {
   if (!HaveDill()) {
-    testing::SkipTest("needs Debian's python3-dill and python3-pandas (tools/lib/common.sh TEST_PACKAGES)");
+    testing::SkipTest(
+        "needs Debian's python3-dill and python3-pandas (tools/lib/common.sh TEST_PACKAGES)");
   }
   Fixture f;
   std::string id = f.Create();
@@ -136,8 +136,7 @@ TEST_CASE("hibernation: a session is saved, its sandbox stopped, and resumed int
                       "os.getcwd(), os.environ.get('MY_SETTING'), open('/mnt/data/data.csv').read()"
                       ".splitlines()[1])");
   CHECK(run.resumed);
-  CHECK(run.stdout_text ==
-        "42 text 6 45 42 True 7 9 pandas numpy /mnt/data/work on 1,2\n");
+  CHECK(run.stdout_text == "42 text 6 45 42 True 7 9 pandas numpy /mnt/data/work on 1,2\n");
   std::string lost = Joined(run.not_restored);
   INFO(lost);
   CHECK(lost.find("sock (socket.socket)") != std::string::npos);
@@ -199,8 +198,7 @@ TEST_CASE("hibernation: fork copies files and state and the two diverge", "[unit
   CHECK(f.manager->Get(id)->state == "hibernated");
 }
 
-TEST_CASE("hibernation: a crafted archive and a symlink farm stay inside the session",
-          "[unit]") {
+TEST_CASE("hibernation: a crafted archive and a symlink farm stay inside the session", "[unit]") {
   if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
   Fixture f;
   testing::TempDir outside;  // on the host: nothing may appear here
@@ -217,42 +215,47 @@ TEST_CASE("hibernation: a crafted archive and a symlink farm stay inside the ses
                "open('/mnt/data/real.txt', 'w').write('real')\n"
                "os.symlink('real.txt', '/mnt/data/inside')\n");
   REQUIRE(f.manager->Hibernate(id));
-  auto run = f.Python(id, "import os\nprint(sorted(os.listdir('/mnt/data/farm')), "
-                          "open('/mnt/data/inside').read())");
+  auto run = f.Python(id,
+                      "import os\nprint(sorted(os.listdir('/mnt/data/farm')), "
+                      "open('/mnt/data/inside').read())");
   CHECK(run.stdout_text == "['loop'] real\n");  // the loop points inside (at itself)
   CHECK(Joined(run.not_restored).find("farm/l0 (symlink): points outside the data dir") !=
         std::string::npos);
 
   // A cell replaces the save with its own archive: members that climb out, an absolute path,
   // a link to the host dir followed by a file through it, and a pickle that is not a dict.
-  f.Python(id,
-           "import io, os, sys, tarfile\n"
-           "def crafted(action, argument):\n"
-           "    path = os.path.join(os.environ.get('SANDBOX_AGENT_TMP_DIR', '/tmp'), "
-           "'.sandbox-session-state.tar')\n"
-           "    if action != 'save':\n"
-           "        return\n"
-           "    with tarfile.open(path, 'w') as t:\n"
-           "        def add(name, data=b'x', link=None):\n"
-           "            info = tarfile.TarInfo(name)\n"
-           "            if link:\n"
-           "                info.type, info.linkname = tarfile.SYMTYPE, link\n"
-           "                t.addfile(info)\n"
-           "            else:\n"
-           "                info.size = len(data)\n"
-           "                t.addfile(info, io.BytesIO(data))\n"
-           "        add('data/../../../../../../" + outside.path().substr(1) +
-               "/climbed')\n"
-               "        add('/" + outside.path().substr(1) +
-               "/absolute')\n"
-               "        add('data/escape', link='" + outside.path() +
-               "')\n"
-               "        add('data/escape/through')\n"
-               "        add('state/namespace.pkl', b'\\x80\\x04K\\x01.')\n"
-               "        add('state/state.json', b'{\"mechanism\": \"pickle\", \"modules\": {}, "
-               "\"env\": {}, \"skipped\": []}')\n"
-               "    print('{\"size\": 1, \"mechanism\": \"pickle\", \"saved\": [], \"skipped\": []}')\n"
-               "sys.modules['_sandbox_worker']._session_state = crafted\n");
+  f.Python(
+      id,
+      "import io, os, sys, tarfile\n"
+      "def crafted(action, argument):\n"
+      "    path = os.path.join(os.environ.get('SANDBOX_AGENT_TMP_DIR', '/tmp'), "
+      "'.sandbox-session-state.tar')\n"
+      "    if action != 'save':\n"
+      "        return\n"
+      "    with tarfile.open(path, 'w') as t:\n"
+      "        def add(name, data=b'x', link=None):\n"
+      "            info = tarfile.TarInfo(name)\n"
+      "            if link:\n"
+      "                info.type, info.linkname = tarfile.SYMTYPE, link\n"
+      "                t.addfile(info)\n"
+      "            else:\n"
+      "                info.size = len(data)\n"
+      "                t.addfile(info, io.BytesIO(data))\n"
+      "        add('data/../../../../../../" +
+          outside.path().substr(1) +
+          "/climbed')\n"
+          "        add('/" +
+          outside.path().substr(1) +
+          "/absolute')\n"
+          "        add('data/escape', link='" +
+          outside.path() +
+          "')\n"
+          "        add('data/escape/through')\n"
+          "        add('state/namespace.pkl', b'\\x80\\x04K\\x01.')\n"
+          "        add('state/state.json', b'{\"mechanism\": \"pickle\", \"modules\": {}, "
+          "\"env\": {}, \"skipped\": []}')\n"
+          "    print('{\"size\": 1, \"mechanism\": \"pickle\", \"saved\": [], \"skipped\": []}')\n"
+          "sys.modules['_sandbox_worker']._session_state = crafted\n");
   REQUIRE(f.manager->Hibernate(id));
   RunRequest request;
   request.code = "print('after')";
@@ -289,8 +292,8 @@ TEST_CASE("hibernation: a state above its cap is refused and the session goes on
 
 TEST_CASE("saved sessions: tampering on disk is a clear error, never a load", "[unit]") {
   testing::TempDir dir;
-  SavedSessions saved(SavedSessionsConfig{
-      .dir = dir.path(), .max_total_bytes = 1 << 20, .ttl = 24h, .clock = {}});
+  SavedSessions saved(
+      SavedSessionsConfig{.dir = dir.path(), .max_total_bytes = 1 << 20, .ttl = 24h, .clock = {}});
   SavedSessionMeta meta;
   meta.id = "sess_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
   REQUIRE(saved.Save(meta, "archive bytes"));
@@ -324,10 +327,10 @@ TEST_CASE("saved sessions: tampering on disk is a clear error, never a load", "[
 TEST_CASE("saved sessions: the TTL and the disk cap evict, oldest first", "[unit]") {
   testing::TempDir dir;
   ManualClock clock;
-  SavedSessions saved(SavedSessionsConfig{.dir = dir.path(),
-                                          .max_total_bytes = 100,
-                                          .ttl = 24h,
-                                          .clock = [&clock] { return clock.Now(); }});
+  SavedSessions saved(
+      SavedSessionsConfig{.dir = dir.path(), .max_total_bytes = 100, .ttl = 24h, .clock = [&clock] {
+                            return clock.Now();
+                          }});
   auto save = [&](const std::string& id, size_t bytes) {
     SavedSessionMeta meta;
     meta.id = id;
