@@ -472,7 +472,8 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const st
                 kSessionIdShape);
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    WaitWhileHibernating(lock, id);
     auto it = sessions_.find(id);
     if (it != sessions_.end()) return it->second;
   }
@@ -537,7 +538,8 @@ Result<SessionInfo> SessionManager::Get(const std::string& id) {
   if (saved_ && ParseSessionId(id)) {
     bool live = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
+      WaitWhileHibernating(lock, id);
       live = sessions_.count(id) > 0;
     }
     // Status does not wake a hibernated session.
@@ -577,7 +579,8 @@ Status SessionManager::Close(const std::string& id, bool force, Teardown teardow
   if (saved_ && ParseSessionId(id)) {
     bool live = false;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
+      WaitWhileHibernating(lock, id);
       live = sessions_.count(id) > 0;
     }
     // Closing a hibernated session deletes what was saved; nothing to wake for that.
@@ -876,6 +879,7 @@ Status SessionManager::Hibernate(const std::string& id) {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = sessions_.find(id);
         if (it != sessions_.end() && it->second.get() == &*session) sessions_.erase(it);
+        hibernating_.push_back(id);
       }
       session->closed = true;
       if (session->egress) session->egress->Shutdown();
@@ -890,7 +894,17 @@ Status SessionManager::Hibernate(const std::string& id) {
     if (live) live->unsaveable_at_ms = last_used;
     return saved;
   }
-  live.reset();  // the last reference: the sandbox is reaped and removed now
+  // The last reference (a status or list call may hold one for a moment): the sandbox is
+  // reaped and removed here, before a call naming the session goes on.
+  for (int i = 0; i < 5000 && live.use_count() > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  live.reset();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hibernating_.erase(std::find(hibernating_.begin(), hibernating_.end(), id));
+  }
+  hibernated_.notify_all();
   spdlog::info("session {} hibernated in {} ms (sandbox stopped)", id,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
@@ -974,6 +988,13 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const st
                    .count(),
                meta.size, report->not_restored.size());
   return session;
+}
+
+void SessionManager::WaitWhileHibernating(std::unique_lock<std::mutex>& lock,
+                                          const std::string& id) {
+  hibernated_.wait(lock, [&] {
+    return std::find(hibernating_.begin(), hibernating_.end(), id) == hibernating_.end();
+  });
 }
 
 SessionInfo SessionManager::DescribeSaved(const SavedSessionMeta& meta) const {

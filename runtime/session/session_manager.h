@@ -231,6 +231,11 @@ class SessionManager {
 
   std::unique_ptr<SavedSessions> saved_;  // null: hibernation off
   std::mutex resume_mutex_;               // one resume at a time (two calls, one sandbox)
+  // Saved, their sandbox being torn down (guarded by mutex_): a call naming one waits until
+  // the sandbox is gone, then resumes it, so "hibernated" always means no process, no cgroup.
+  std::vector<std::string> hibernating_;
+  std::condition_variable hibernated_;
+  void WaitWhileHibernating(std::unique_lock<std::mutex>& lock, const std::string& id);
 
   // Declared last: destroyed (its refill thread stopped) before what it calls into.
   std::unique_ptr<SandboxPool> pool_;
