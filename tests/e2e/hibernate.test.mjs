@@ -14,7 +14,7 @@ import { BIN, b64, call, callError, callOk, runtimeStatus, startStdio, text } fr
 const runtime = runtimeStatus();
 // The state dir the servers share (the image store is in it): the test's servers and doctor's.
 const STATE_DIR = process.env.SANDBOX_STATE_DIR ?? '/var/lib/mcp-sandbox';
-const ENV = {
+const BASE_ENV = {
   SANDBOX_HIBERNATE_AFTER_S: '2',
   SANDBOX_POOL_SIZE: '0', // every sandbox is named after its session: its cgroup can be found
   SANDBOX_STATE_DIR: STATE_DIR,
@@ -111,9 +111,9 @@ async function stopByClosingStdin(server) {
   return server.close();
 }
 
-function serveRaw(env) {
+function serveRawWith(env) {
   const proc = spawn(BIN, ['serve'], {
-    env: { ...process.env, SANDBOX_LOG_LEVEL: 'info', ...ENV, ...env },
+    env: { ...process.env, SANDBOX_LOG_LEVEL: 'info', ...BASE_ENV, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   proc.stdout.resume();
@@ -121,7 +121,23 @@ function serveRaw(env) {
   return proc;
 }
 
-describe('hibernate, resume, fork (stdio)', { skip: runtime.ok ? false : runtime.reason }, () => {
+// The Docker fallback too, when a daemon has the default image (tools/test loads it).
+function dockerSkip() {
+  if (!runtime.ok) return runtime.reason;
+  try {
+    execFileSync('docker', ['image', 'inspect', 'mcp-sandbox/python:latest'], { stdio: 'ignore', timeout: 30000 });
+    return false;
+  } catch {
+    return 'no Docker daemon with mcp-sandbox/python:latest';
+  }
+}
+
+for (const [label, backend, skip] of [
+  ['', {}, runtime.ok ? false : runtime.reason],
+  [', docker backend', { SANDBOX_BACKEND: 'docker' }, dockerSkip()],
+]) describe(`hibernate, resume, fork (stdio${label})`, { skip }, () => {
+  const ENV = { ...BASE_ENV, ...backend };
+  const serveRaw = (env) => serveRawWith({ ...backend, ...env });
   test('idle hibernation frees the sandbox; resume, a new server, fork and close', async (t) => {
     let server = await startStdio(ENV);
     try {
