@@ -47,6 +47,43 @@ Result<double> Number(const std::string& value, double min, double max) {
   return number;
 }
 
+// Seconds from "90", "90s", "30m", "12h" or "7d".
+Result<int64_t> Duration(const std::string& value, int64_t min_s, int64_t max_s) {
+  std::string number = value;
+  int64_t unit = 1;
+  if (!number.empty()) {
+    switch (number.back()) {
+      case 's':
+        unit = 1;
+        number.pop_back();
+        break;
+      case 'm':
+        unit = 60;
+        number.pop_back();
+        break;
+      case 'h':
+        unit = 3600;
+        number.pop_back();
+        break;
+      case 'd':
+        unit = 86400;
+        number.pop_back();
+        break;
+      default:
+        break;
+    }
+  }
+  int64_t count = 0;
+  auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), count);
+  if (number.empty() || error != std::errc() || end != number.data() + number.size() || count < 0 ||
+      count > max_s / unit || count * unit < min_s) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "must be a duration between {} s and {} s (examples: 3600, 30m, 12h, 7d)", min_s,
+                max_s);
+  }
+  return count * unit;
+}
+
 Result<int64_t> Integer(const std::string& value, int64_t min, int64_t max) {
   int64_t number = 0;
   auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
@@ -237,6 +274,27 @@ const std::vector<ConfigVariable> kVariables = {
      "Minutes of idleness after which a session is closed",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(session_ttl_m, Integer(value, 1, 7 * 24 * 60));
+       return {};
+     }},
+    {"SANDBOX_HIBERNATE_AFTER_S", "--hibernate-after-s", "",
+     "Seconds of idleness after which a session is saved (files and Python state) and its "
+     "sandbox stopped, until the next call resumes it; default the idle time-out "
+     "(SANDBOX_SESSION_TTL_M), 0 = off (idle sessions are closed)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(hibernate_after_s, Number(value, 0, 7 * 86400));
+       return {};
+     }},
+    {"SANDBOX_SAVED_MAX_BYTES", "--saved-max-bytes", "10g",
+     "Disk all hibernated sessions may take together; the oldest saved are evicted (and "
+     "logged) first",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(saved_max_bytes, Size(value, 1ull << 20, 1ull << 50));
+       return {};
+     }},
+    {"SANDBOX_SAVED_TTL", "--saved-ttl", "7d",
+     "How long a hibernated session is kept (a number with s, m, h or d)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(saved_ttl_s, Duration(value, 60, 365ll * 86400));
        return {};
      }},
     {"SANDBOX_MAX_SESSIONS", "--max-sessions", "10", "Sessions open at once",
@@ -694,6 +752,11 @@ Status ApplyHttpAddress(ServeConfig& config, const std::string& address) {
     config.http_port = static_cast<int>(*number);
   }
   return {};
+}
+
+std::chrono::milliseconds HibernateAfter(const ServeConfig& config) {
+  if (config.hibernate_after_s < 0) return std::chrono::minutes(config.session_ttl_m);
+  return std::chrono::milliseconds(static_cast<int64_t>(config.hibernate_after_s * 1000));
 }
 
 }  // namespace sandbox::mcp

@@ -4,6 +4,7 @@
 // are refused with a message naming the variable; nothing falls back silently.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,6 +26,11 @@ struct ServeConfig {
   uint64_t disk_bytes = 0;
   double exec_timeout_s = 0;
   int session_ttl_m = 0;
+  // Hibernation (README "Hibernate, resume, fork"). hibernate_after_s: -1 = the idle time-out
+  // (session_ttl_m), 0 = off (idle sessions are closed, nothing is saved).
+  double hibernate_after_s = -1;
+  uint64_t saved_max_bytes = 0;  // SANDBOX_SAVED_MAX_BYTES
+  int64_t saved_ttl_s = 0;       // SANDBOX_SAVED_TTL
   int max_sessions = 0;
   int pool_size = 0;
   std::string pool_preload;
@@ -105,6 +111,10 @@ Result<egress::EgressConfig> EgressConfigFor(const ServeConfig& config);
 
 // The per-session limits the configuration asks for (the others keep Limits' defaults).
 Limits SessionLimits(const ServeConfig& config);
+
+// How long a session may idle before it is hibernated: SANDBOX_HIBERNATE_AFTER_S, else the idle
+// time-out; 0 = off.
+std::chrono::milliseconds HibernateAfter(const ServeConfig& config);
 
 // The README table: | variable | flag | default | meaning |.
 std::string ConfigTableMarkdown();

@@ -109,6 +109,13 @@ Json RunOutputSchema() {
           "What the call used: wall time, the sandbox's CPU seconds, and the memory peak of "
           "this call (scope call) or, where the kernel cannot reset it, of the session so far "
           "(scope session)"}}},
+       {"resumed",
+        {{"type", "boolean"},
+         {"description", "The session was hibernated and was resumed for this call"}}},
+       {"not_restored",
+        {{"type", "array"},
+         {"items", {{"type", "string"}}},
+         {"description", "What the resume could not bring back: \"name (type): reason\""}}},
        {"artifacts",
         {{"type", "array"},
          {"items", file},
@@ -156,6 +163,16 @@ Json RunToolResult(ToolContext& context, ToolCall& call, const RunResult& run,
     notes.push_back(
         "The Python worker was restarted: variables, imports and figures from earlier runs are "
         "gone (files in /mnt/data remain).");
+  }
+  if (run.resumed) {
+    std::string lost;
+    for (const auto& item : run.not_restored) lost += "\n  " + ValidUtf8(item);
+    notes.push_back(run.not_restored.empty()
+                        ? std::string("The session was hibernated and has been resumed: its "
+                                      "files and Python state are restored.")
+                        : "The session was hibernated and has been resumed; not restored (redo "
+                          "these):" +
+                              lost);
   }
   if (run.worker_killed && !run.oom && run.term_signal != 0) {
     notes.push_back(fmt::format("The worker was killed by {}.", SignalName(run.term_signal)));
@@ -276,6 +293,12 @@ Json RunToolResult(ToolContext& context, ToolCall& call, const RunResult& run,
                      {"artifacts", std::move(artifact_list)},
                      {"figures", std::move(figure_list)}};
   if (presentation.session_created) structured["session_created"] = true;
+  if (run.resumed) {
+    Json lost = Json::array();
+    for (const auto& item : run.not_restored) lost.push_back(ValidUtf8(item));
+    structured["resumed"] = true;
+    structured["not_restored"] = std::move(lost);
+  }
   if (error) {
     structured["error"] = ErrorCodeName(*error);
     structured["message"] = error_message;

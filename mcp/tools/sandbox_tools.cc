@@ -23,7 +23,7 @@ std::vector<Tool> SandboxTools(SessionManager& sessions, const ToolSettings& set
           tools::MakeListSessionsTool(context), tools::MakeSessionStatusTool(context),
           tools::MakeRunCommandTool(context),   tools::MakeInstallPackagesTool(context),
           tools::MakeWriteFileTool(context),    tools::MakeReadFileTool(context),
-          tools::MakeRunOnceTool(context)};
+          tools::MakeRunOnceTool(context),      tools::MakeForkSessionTool(context)};
 }
 
 FileReader SandboxFileReader(SessionManager& sessions) {

@@ -75,6 +75,8 @@ class SessionFileResources : public ResourceProvider {
     ResourcePage page;
     for (const auto& session : sessions) {
       if (session.id < after_session) continue;
+      // A hibernated session is not woken (a sandbox started) just to list its files.
+      if (session.state == "hibernated") continue;
       // A busy session (a run in flight) cannot be listed now; it is skipped, not waited for.
       auto entries = context_.sessions.ListFiles(session.id, std::string(tools::kDataDir), true);
       if (!entries) continue;

@@ -44,6 +44,7 @@ Json SessionJson(const SessionInfo& info) {
                {"usage", UsageJson(info.usage)},
                {"egress", egress::EgressJson(info.egress, /*with_usage=*/true)}};
   if (!info.replica.empty()) json["replica"] = info.replica;
+  if (info.state == "hibernated") json["saved_bytes"] = info.saved_bytes;
   return json;
 }
 
@@ -160,8 +161,9 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
   tool.name = "sandbox_list_sessions";
   tool.title = "List sessions";
   tool.description =
-      "List the open sandbox sessions with their state (idle or busy), age, idle time, runs and "
-      "resource usage. Idle sessions close by themselves after the server's TTL. Behind a "
+      "List the sandbox sessions with their state (idle, busy, or hibernated: saved to disk, "
+      "resumed by the next call naming it), age, idle time, runs and resource usage. Idle "
+      "sessions hibernate (or close) by themselves after the server's TTL. Behind a "
       "proxy with several replicas, it lists the sessions of the replica that answers.";
   tool.input_schema = InputSchema(Json::object());
   tool.output_schema =
@@ -179,10 +181,12 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
     text += sessions.empty() ? ".\n" : ":\n";
     Json list = Json::array();
     for (const auto& info : sessions) {
-      text += fmt::format("  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  memory {}\n", info.id,
-                          info.name.empty() ? "" : " \"" + ValidUtf8(info.name) + "\"", info.state,
-                          SecondsSince(info.created), SecondsSince(info.last_used), info.runs,
-                          FormatBytes(info.usage.memory_bytes));
+      text += fmt::format(
+          "  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  {} {}\n", info.id,
+          info.name.empty() ? "" : " \"" + ValidUtf8(info.name) + "\"", info.state,
+          SecondsSince(info.created), SecondsSince(info.last_used), info.runs,
+          info.state == "hibernated" ? "saved" : "memory",
+          FormatBytes(info.state == "hibernated" ? info.saved_bytes : info.usage.memory_bytes));
       list.push_back(SessionJson(info));
     }
     Json structured{{"sessions", std::move(list)}, {"max_sessions", max_sessions}};
@@ -230,6 +234,7 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
                                      {"enforced", {{"type", "object"}}},
                                      {"usage", {{"type", "object"}}},
                                      {"egress", {{"type", "object"}}},
+                                     {"saved_bytes", {{"type", "integer"}}},
                                      {"replica", kReplicaProperty}},
                                     {"session_id", "state"});
   tool.annotations = Annotations("Session status", true, false, true);
@@ -240,6 +245,12 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
     double ttl_s = std::chrono::duration<double>(context->sessions.config().ttl).count();
     double idle = SecondsSince(info->last_used);
     int64_t expires_in = static_cast<int64_t>(std::max(0.0, ttl_s - idle));
+    if (info->state == "hibernated") {
+      // Saved on disk, no sandbox: it lasts the saved TTL; the next call resumes it.
+      auto saved_ttl = context->sessions.config().saved_ttl;
+      expires_in = static_cast<int64_t>(
+          std::max(0.0, std::chrono::duration<double>(saved_ttl).count() - idle));
+    }
     Json structured = SessionJson(*info);
     structured["expires_in_s"] = expires_in;
     structured["limits"] = LimitsJson(info->limits);
@@ -253,7 +264,12 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
         info->image, info->backend, SecondsSince(info->created), idle, expires_in, info->runs,
         FormatBytes(info->usage.memory_bytes), FormatBytes(info->usage.memory_peak_bytes),
         info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills,
-        "egress: " + egress::EgressLine(info->egress, /*with_usage=*/true) + "\n",
+        "egress: " + egress::EgressLine(info->egress, /*with_usage=*/true) + "\n" +
+            (info->state == "hibernated"
+                 ? fmt::format("hibernated: {} saved on disk, no sandbox running; the next call "
+                               "naming it resumes it\n",
+                               FormatBytes(info->saved_bytes))
+                 : std::string()),
         info->enforced.cgroup_mode, LimitsText(*info)));
     result.SetStructured(std::move(structured));
     return result.Build();
@@ -266,7 +282,8 @@ Tool MakeCloseSessionTool(const ContextPtr& context) {
   tool.name = "sandbox_close_session";
   tool.title = "Close session";
   tool.description =
-      "Destroy a session and everything in it (processes, variables, files in /mnt/data). A "
+      "Destroy a session and everything in it (processes, variables, files in /mnt/data, and "
+      "what was saved of it when hibernated). A "
       "session that is running code gives session_busy unless force=true, which kills the run.";
   tool.input_schema = InputSchema(
       {{"session_id", SessionIdProperty(false)},

@@ -112,5 +112,6 @@ Tool MakeCreateSessionTool(const ContextPtr& context);
 Tool MakeListSessionsTool(const ContextPtr& context);
 Tool MakeSessionStatusTool(const ContextPtr& context);
 Tool MakeCloseSessionTool(const ContextPtr& context);
+Tool MakeForkSessionTool(const ContextPtr& context);
 
 }  // namespace sandbox::mcp::tools

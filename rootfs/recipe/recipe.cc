@@ -76,6 +76,9 @@ const std::vector<std::string> kDefaultPackages = {
     // Tools: an interactive shell and the test runner models write tests for.
     "python3-ipython",
     "python3-pytest",
+    // Hibernate and resume (runtime/agent/session_state.py): dill serializes what pickle
+    // cannot (functions, classes and lambdas defined in the session).
+    "python3-dill",
 };
 
 // dpkg drops these paths while unpacking every package (see dpkg(1) --path-exclude), so docs,
@@ -199,7 +202,9 @@ Result<Recipe> MakeRecipe(ImageVariant variant, std::string_view suite) {
   recipe.variant = variant;
   recipe.suite = std::string(suite);
   recipe.packages =
-      variant == ImageVariant::kSmall ? std::vector<std::string>{"python3"} : kDefaultPackages;
+      // dill (pure Python, 0.5 MB) so that hibernation keeps functions and classes here too.
+      variant == ImageVariant::kSmall ? std::vector<std::string>{"python3", "python3-dill"}
+                                      : kDefaultPackages;
   recipe.dpkg_options = kDpkgOptions;
   recipe.customize_script = std::string(kCustomizeScript);
   recipe.user = "1000:1000";

@@ -305,6 +305,18 @@ def _reap(pids):
             time.sleep(0.001)
 
 
+def _session_state(action, argument):
+    """Saves or restores the session (session_state.py next to this file, loaded only now so
+    that an idle worker stays small). Called by a cell the server sends."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "session_state.py")
+    with open(path) as source:
+        code = compile(source.read(), path, "exec", dont_inherit=True)
+    module = type(sys)("_sandbox_session_state")
+    module.__dict__["__file__"] = path
+    exec(code, module.__dict__)
+    getattr(module, action)(argument)
+
+
 def main():
     import _signal  # not `signal`: its enums would pull in `enum` for every session
     import builtins
@@ -328,6 +340,8 @@ def main():
     main_module.__dict__["__builtins__"] = builtins
     worker_module = sys.modules["__main__"]
     sys.modules["__main__"] = main_module
+    # Where the server's save/restore cells find _session_state (a name no import shadows).
+    sys.modules["_sandbox_worker"] = worker_module
     namespace = main_module.__dict__
 
     _write_frame(codec, {"type": "ready", "pid": os.getpid(), "python": sys.version.split()[0]})

@@ -10,6 +10,7 @@
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/call_usage.h"
+#include "runtime/session/session_hibernation.h"
 #include "runtime/session/session_metrics.h"
 
 namespace sandbox {
@@ -87,6 +88,11 @@ struct SessionManager::Session {
   // priority except during its own calls (its zygote imports only between them), until a
   // run's result says the preload is in place. Read and cleared under the busy flag.
   bool preloading = false;
+  // Resumed from its saved state: what could not be restored, for the next run's result.
+  // Read and cleared under the busy flag.
+  std::optional<std::vector<std::string>> resume_note;
+  // The last use at which saving it failed: not retried until it is used again.
+  std::atomic<int64_t> unsaveable_at_ms{-1};
 
   void Touch(std::chrono::system_clock::time_point now) {
     last_used_ms =
@@ -172,6 +178,17 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
   } else if (*swept > 0) {
     spdlog::info("swept {} sandbox(es) left by an earlier server", *swept);
   }
+  if (config_.hibernate_after.count() > 0 && !config_.state_dir.empty()) {
+    saved_ = std::make_unique<SavedSessions>(SavedSessionsConfig{
+        .dir = config_.state_dir + "/hibernated",
+        .max_total_bytes = config_.saved_max_bytes,
+        .ttl = config_.saved_ttl,
+        .clock = config_.clock,
+    });
+    if (int expired = saved_->ExpireOld(); expired > 0) {
+      spdlog::info("{} saved session(s) expired", expired);
+    }
+  }
   reaper_ = std::thread([this] { ReaperLoop(); });
   if (config_.pool_size > 0) {
     if (auto key_limits = EffectiveLimits(SessionOptions{}); key_limits) {
@@ -203,7 +220,7 @@ void SessionManager::ReaperLoop() {
   while (!stopping_) {
     // While draining, idleness is measured in seconds: look every second.
     if (teardown_.empty()) {
-      reaper_wake_.wait_for(lock, draining_ ? std::chrono::seconds(1) : kReaperInterval);
+      reaper_wake_.wait_for(lock, draining_ ? std::chrono::milliseconds(1000) : ReaperInterval());
     }
     if (stopping_) break;
     std::vector<std::shared_ptr<Session>> closed;
@@ -215,6 +232,13 @@ void SessionManager::ReaperLoop() {
     if (expired > 0) spdlog::info("expired {} idle session(s)", expired);
     lock.lock();
   }
+}
+
+std::chrono::milliseconds SessionManager::ReaperInterval() const {
+  if (!saved_) return kReaperInterval;
+  // A short SANDBOX_HIBERNATE_AFTER_S (tests, tight hosts) is honoured within a quarter of it.
+  return std::clamp<std::chrono::milliseconds>(config_.hibernate_after / 4,
+                                               std::chrono::milliseconds(200), kReaperInterval);
 }
 
 Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) const {
@@ -269,6 +293,18 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
                 config_.replica_id.empty() ? "" : " (replica " + config_.replica_id + ")");
   }
   const std::string owner = ActingSubject::Current() ? *ActingSubject::Current() : "";
+  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, StartSession(options, "", owner));
+  SessionInfo info = Describe(*session);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions_.emplace(session->id, session);
+  }
+  metrics::SessionStarted(backend_->name());
+  return info;
+}
+
+Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
+    const SessionOptions& options, const std::string& fixed_id, const std::string& owner) {
   SessionOptions fitted = options;
   if (!owner.empty()) {
     SBX_TRY(FitToQuota(config_.subject_quota, config_.limits, fitted.memory_bytes, fitted.cpus));
@@ -328,8 +364,8 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
       SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
     }
     // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
-    auto cold =
-        StartSandbox(NewSessionId(config_.replica_id), *image, limits, poolable, wants_egress);
+    auto cold = StartSandbox(fixed_id.empty() ? NewSessionId(config_.replica_id) : fixed_id, *image,
+                             limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
     // Started; its zygote imports the preload soon, at background CPU priority, so that the
@@ -348,24 +384,19 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
                    raised.error().message);
     }
   }
-  // A pooled sandbox's id was drawn when it started, but nobody has seen it before now.
-  session->id = started->session_id;
+  // A pooled sandbox's id was drawn when it started, but nobody has seen it before now. A
+  // resumed session keeps its own id, whichever sandbox serves it.
+  session->id = fixed_id.empty() ? started->session_id : fixed_id;
   session->image = started->image;
   session->sandbox = std::move(started->sandbox);
   session->agent = std::move(started->agent);
   session->egress = std::move(started->egress);
   session->created = Now();
   session->Touch(session->created);
-
-  SessionInfo info = Describe(*session);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.emplace(session->id, session);
-  }
-  metrics::SessionStarted(backend_->name());
-  spdlog::info("session {} created (image {}, backend {}{})", session->id, session->image,
+  spdlog::info("session {} {} (image {}, backend {}{})", session->id,
+               fixed_id.empty() ? "created" : "started to resume", session->image,
                session->sandbox->backend_name(), pooled ? ", from the pool" : "");
-  return info;
+  return session;
 }
 
 Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
@@ -469,11 +500,13 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const st
                 kSessionIdShape);
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    WaitWhileHibernating(lock, id);
     auto it = sessions_.find(id);
     // Another subject's session is answered as an unknown one, word for word.
     if (it != sessions_.end() && ActingSubject::MaySee(it->second->owner)) return it->second;
   }
+  if (SavedAndVisible(id)) return Resume(id);
   if (!parsed->replica.empty() && parsed->replica != config_.replica_id) {
     // The proxy sends a call to the replica its handle names unless that one is down (then it
     // places the call anywhere): say so, worded for a model to recover by starting afresh.
@@ -531,6 +564,19 @@ SessionInfo SessionManager::Describe(const Session& session) const {
 }
 
 Result<SessionInfo> SessionManager::Get(const std::string& id) {
+  if (saved_ && ParseSessionId(id)) {
+    bool live = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      WaitWhileHibernating(lock, id);
+      live = sessions_.count(id) > 0;
+    }
+    // Status does not wake a hibernated session.
+    if (!live && SavedAndVisible(id)) {
+      SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
+      return DescribeSaved(meta);
+    }
+  }
   SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
   return Describe(*session);
 }
@@ -546,12 +592,34 @@ std::vector<SessionInfo> SessionManager::List() {
   std::vector<SessionInfo> infos;
   infos.reserve(sessions.size());
   for (auto& session : sessions) infos.push_back(Describe(*session));
+  if (saved_) {
+    for (const auto& meta : saved_->List()) {
+      // A resumed session keeps its last save until it is saved again or closed (so a crash
+      // loses only what came after): listed once, live.
+      bool live = std::any_of(infos.begin(), infos.end(),
+                              [&meta](const SessionInfo& info) { return info.id == meta.id; });
+      if (!live && ActingSubject::MaySee(meta.owner)) infos.push_back(DescribeSaved(meta));
+    }
+  }
   std::sort(infos.begin(), infos.end(),
             [](const SessionInfo& a, const SessionInfo& b) { return a.created < b.created; });
   return infos;
 }
 
 Status SessionManager::Close(const std::string& id, bool force, Teardown teardown) {
+  if (saved_ && ParseSessionId(id)) {
+    bool live = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      WaitWhileHibernating(lock, id);
+      live = sessions_.count(id) > 0;
+    }
+    // Closing a hibernated session deletes what was saved; nothing to wake for that.
+    if (!live && SavedAndVisible(id) && saved_->Remove(id)) {
+      spdlog::info("session {} closed (its saved state deleted)", id);
+      return {};
+    }
+  }
   SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
   bool expected = false;
   bool acquired = session->busy.compare_exchange_strong(expected, true);
@@ -563,6 +631,7 @@ Status SessionManager::Close(const std::string& id, bool force, Teardown teardow
     std::lock_guard<std::mutex> lock(mutex_);
     sessions_.erase(id);
   }
+  if (saved_) saved_->Remove(id);  // a resumed session's last save
   session->closed = true;
   if (session->egress) session->egress->Shutdown();  // its tunnels close with it
   if (acquired) session->busy = false;
@@ -600,6 +669,25 @@ void SessionManager::Retire(const std::shared_ptr<Session>& session, const std::
 }
 
 void SessionManager::CloseAll() {
+  if (saved_) {
+    // An orderly stop (stdin closed, SIGTERM, SIGINT): every session that is not in a call is
+    // saved, together, so the next server on this state dir resumes them.
+    std::vector<std::string> ids;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& [id, session] : sessions_) ids.push_back(id);
+    }
+    std::vector<std::thread> savers;
+    savers.reserve(ids.size());
+    for (const auto& id : ids) {
+      savers.emplace_back([this, id] {
+        if (auto saved = Hibernate(id); !saved) {
+          spdlog::warn("session {} could not be saved at shutdown: {}", id, saved.error().message);
+        }
+      });
+    }
+    for (auto& saver : savers) saver.join();
+  }
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -623,6 +711,26 @@ int SessionManager::ExpireIdle() {
   if (draining_) {
     ttl = std::min(
         ttl, std::chrono::system_clock::duration(std::chrono::milliseconds(drain_idle_ms_.load())));
+  }
+  if (saved_ && !draining_) {
+    // Hibernation instead of closing; a session that cannot be saved (its state above the cap)
+    // stays open until the idle time-out closes it as before.
+    std::vector<std::string> idle;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto& [id, session] : sessions_) {
+        if (!session->busy && now - session->LastUsed() > config_.hibernate_after &&
+            session->unsaveable_at_ms != session->last_used_ms) {
+          idle.push_back(id);
+        }
+      }
+    }
+    for (const auto& id : idle) {
+      if (auto saved = Hibernate(id); !saved) {
+        spdlog::warn("session {} could not be hibernated: {}", id, saved.error().message);
+      }
+    }
+    saved_->ExpireOld();
   }
   std::vector<std::string> expired;
   {
@@ -703,6 +811,11 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
   if (result->worker_killed && session->sandbox->OomKills() > oom_before) {
     result->oom = true;
   }
+  if (session->resume_note) {
+    result->resumed = true;
+    result->not_restored = std::move(*session->resume_note);
+    session->resume_note.reset();
+  }
   usage.Finish(*result);
   CountRunEnd(backend_->name(), *result);
   return result;
@@ -753,6 +866,201 @@ Result<std::vector<FileInfo>> SessionManager::ListFiles(const std::string& id,
                                                         const std::string& path, bool recursive) {
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
   return NoteRetirement(session->agent, session->agent->ListFiles(path, recursive));
+}
+
+// ---------------------------------------------------------------------------- Hibernation
+
+Status SessionManager::SaveSession(Session& session, const std::string& as_id,
+                                   std::chrono::system_clock::time_point created) {
+  // The saved state must fit where it came from and will go back to: the session's memory.
+  uint64_t cap = std::min(session.limits.memory_bytes, config_.saved_max_bytes);
+  SBX_ASSIGN_OR_RETURN(SavedArchive archive,
+                       SaveSessionState(*session.agent, cap, config_.exec_timeout_s));
+  std::vector<NotRestored> not_saved = archive.save.not_restored;
+  SavedSessionMeta meta{
+      .id = as_id,
+      .name = session.name,
+      .image = session.image,
+      .backend = std::string(session.sandbox->backend_name()),
+      .limits = session.limits,
+      .egress = session.egress != nullptr,
+      .created = created,
+      .saved_at = {},
+      .size = 0,
+      .sha256 = "",
+      .mechanism = archive.save.mechanism,
+      .not_saved = std::move(not_saved),
+      .owner = session.owner,
+  };
+  return saved_->Save(std::move(meta), archive.bytes);
+}
+
+Status SessionManager::Hibernate(const std::string& id) {
+  if (!saved_) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "hibernation is off on this server (SANDBOX_HIBERNATE_AFTER_S=0)");
+  }
+  std::shared_ptr<Session> live;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = sessions_.find(id); it != sessions_.end()) {
+      live = it->second;
+    } else if (saved_->Contains(id)) {
+      return {};  // hibernated already
+    }
+  }
+  const int64_t last_used = live ? live->last_used_ms.load() : 0;
+  auto started = std::chrono::steady_clock::now();
+  Status saved;
+  {
+    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+    saved = SaveSession(*session, id, session->created);
+    if (saved) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = sessions_.find(id);
+        if (it != sessions_.end() && it->second.get() == &*session) sessions_.erase(it);
+        hibernating_.push_back(id);
+      }
+      session->closed = true;
+      if (session->egress) session->egress->Shutdown();
+      if (auto killed = session->sandbox->Kill(); !killed) {
+        spdlog::warn("session {}: kill: {}", id, killed.error().message);
+      }
+    }
+  }
+  if (!saved) {
+    // Left as it was, idle since its last call; not retried until it is used again.
+    if (live && !live->busy) live->last_used_ms = last_used;
+    if (live) live->unsaveable_at_ms = last_used;
+    return saved;
+  }
+  // The last reference (a status or list call may hold one for a moment): the sandbox is
+  // reaped and removed here, before a call naming the session goes on.
+  for (int i = 0; i < 5000 && live.use_count() > 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  live.reset();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    hibernating_.erase(std::find(hibernating_.begin(), hibernating_.end(), id));
+  }
+  hibernated_.notify_all();
+  spdlog::info("session {} hibernated in {} ms (sandbox stopped)", id,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count());
+  return {};
+}
+
+Result<SessionInfo> SessionManager::Fork(const std::string& id) {
+  if (!saved_) {
+    return Fail(ErrorCode::kInvalidArgument,
+                "forking needs hibernation, which is off on this server "
+                "(SANDBOX_HIBERNATE_AFTER_S=0)");
+  }
+  bool live = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    live = sessions_.count(id) > 0;
+  }
+  std::string fork_id = NewSessionId(config_.replica_id);
+  if (live) {
+    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+    SBX_TRY(SaveSession(*session, fork_id, Now()));
+  } else if (SavedAndVisible(id)) {
+    SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
+    SBX_TRY(saved_->Copy(id, fork_id, meta.name));
+  } else {
+    SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> none, Lookup(id));  // its error
+    (void)none;
+  }
+  spdlog::info("session {} forked as {}", id, fork_id);
+  return Get(fork_id);
+}
+
+Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const std::string& id) {
+  std::lock_guard<std::mutex> resume_lock(resume_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end()) return it->second;  // a concurrent call resumed it
+  }
+  auto started = std::chrono::steady_clock::now();
+  SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
+  if (meta.size > std::min(meta.limits.memory_bytes, config_.saved_max_bytes)) {
+    return Fail(ErrorCode::kSandboxUnavailable,
+                "the saved state of session {} is {} bytes, above its cap of {} bytes (its "
+                "memory limit); it cannot be resumed. Close it and create a new one",
+                id, meta.size, std::min(meta.limits.memory_bytes, config_.saved_max_bytes));
+  }
+  SBX_ASSIGN_OR_RETURN(std::string archive, saved_->LoadArchive(meta));
+  SessionOptions options;
+  options.name = meta.name;
+  options.image = meta.image;
+  options.memory_bytes = meta.limits.memory_bytes;
+  options.cpus = meta.limits.cpus;
+  options.pids = meta.limits.pids;
+  options.disk_bytes = meta.limits.disk_bytes;
+  if (!meta.egress) options.egress = false;
+  // It stays its owner's: a subject that may not see it never got this far (SavedAndVisible).
+  auto session = StartSession(options, id, meta.owner);
+  if (!session) {
+    return Fail(std::move(session.error()).Context(fmt::format("resume session {}", id)));
+  }
+  auto report = RestoreSessionState(*(*session)->agent, archive, config_.exec_timeout_s);
+  if (!report) {
+    (*session)->closed = true;
+    (void)(*session)->sandbox->Kill();
+    return Fail(std::move(report.error()).Context(fmt::format("resume session {}", id)));
+  }
+  std::vector<std::string> note;
+  for (const auto& item : report->not_restored) {
+    note.push_back(fmt::format("{} ({}): {}", item.name, item.type, item.reason));
+  }
+  (*session)->created = meta.created;
+  (*session)->resume_note = std::move(note);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions_.emplace(id, *session);
+  }
+  spdlog::info("session {} resumed in {} ms ({} bytes saved; {} item(s) not restored)", id,
+               std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - started)
+                   .count(),
+               meta.size, report->not_restored.size());
+  return session;
+}
+
+bool SessionManager::SavedAndVisible(const std::string& id) {
+  if (!saved_ || !saved_->Contains(id)) return false;
+  auto meta = saved_->Meta(id);
+  // Damaged metadata names no owner: only a caller who may see the single user's sessions
+  // (stdio, the CLI, a server without named callers) learns of it, from the error it gets.
+  return ActingSubject::MaySee(meta ? meta->owner : std::string());
+}
+
+void SessionManager::WaitWhileHibernating(std::unique_lock<std::mutex>& lock,
+                                          const std::string& id) {
+  hibernated_.wait(lock, [&] {
+    return std::find(hibernating_.begin(), hibernating_.end(), id) == hibernating_.end();
+  });
+}
+
+SessionInfo SessionManager::DescribeSaved(const SavedSessionMeta& meta) const {
+  SessionInfo info;
+  info.id = meta.id;
+  info.name = meta.name;
+  info.state = "hibernated";
+  info.image = meta.image;
+  info.backend = meta.backend;
+  info.replica = config_.replica_id;
+  info.created = meta.created;
+  info.last_used = meta.saved_at;
+  info.limits = meta.limits;
+  info.egress = DescribeEgress(config_.egress, nullptr);
+  info.saved_bytes = meta.size;
+  return info;
 }
 
 }  // namespace sandbox

@@ -23,6 +23,7 @@
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
 #include "runtime/session/sandbox_pool.h"
+#include "runtime/session/saved_sessions.h"
 #include "runtime/session/session_egress.h"
 #include "runtime/session/session_id.h"
 #include "runtime/session/session_owner.h"
@@ -53,6 +54,13 @@ struct SessionConfig {
   // Sessions belong to the subject that created them (runtime/session/session_owner.h); what
   // one named subject may hold.
   SubjectQuota subject_quota;
+  // Hibernation (README "Hibernate, resume, fork"): a session idle this long is saved under
+  // state_dir/hibernated and its sandbox stopped, and so is every live session at an orderly
+  // stop (CloseAll); the next call naming it resumes it. 0: off, idle sessions are closed after
+  // `ttl`. SANDBOX_HIBERNATE_AFTER_S (the server's default: the idle time-out).
+  std::chrono::milliseconds hibernate_after{0};
+  uint64_t saved_max_bytes = 10ull << 30;                      // SANDBOX_SAVED_MAX_BYTES
+  std::chrono::seconds saved_ttl{std::chrono::hours(24 * 7)};  // SANDBOX_SAVED_TTL
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
@@ -72,7 +80,7 @@ struct SessionOptions {
 struct SessionInfo {
   std::string id;  // runtime/session/session_id.h
   std::string name;
-  std::string state;  // "idle" | "busy"
+  std::string state;  // "idle" | "busy" | "hibernated"
   std::string image;
   std::string backend;  // "namespace" | "docker"
   std::string replica;  // SessionConfig::replica_id ("" on a single host)
@@ -82,7 +90,8 @@ struct SessionInfo {
   Limits limits;            // requested
   EnforcedLimits enforced;  // in force
   SandboxUsage usage;
-  EgressInfo egress;  // the egress policy in force and what it carried
+  EgressInfo egress;         // the egress policy in force and what it carried
+  uint64_t saved_bytes = 0;  // hibernated: the size of its saved files and state
 };
 
 // Resolves an image name to what a backend needs (rootfs path, env). Provided by the caller so
@@ -158,6 +167,16 @@ class SessionManager {
   // Sessions open now (not counting the warm pool's sandboxes).
   size_t SessionCount();
 
+  // Hibernation (runtime/session/saved_sessions.h; off when config().hibernate_after is 0).
+  // Saves the session's files and interpreter state and stops its sandbox; the next call naming
+  // it resumes it. Already hibernated: nothing to do.
+  Status Hibernate(const std::string& id);
+  // A new session with a copy of `id`'s files and interpreter state, hibernated until its first
+  // call; `id` is untouched.
+  Result<SessionInfo> Fork(const std::string& id);
+  // The saved sessions (null when hibernation is off).
+  SavedSessions* saved() { return saved_.get(); }
+
   // The warm pool's figures; nullopt without a pool.
   std::optional<PoolStats> PoolStatus();
 
@@ -169,6 +188,21 @@ class SessionManager {
   class BusyLease;
   Result<std::shared_ptr<Session>> Lookup(const std::string& id);
   Result<BusyLease> Acquire(const std::string& id);
+  // Starts the sandbox of a new session (fixed_id "": a new id) owned by `owner` (held to
+  // that subject's quota), not yet listed.
+  Result<std::shared_ptr<Session>> StartSession(const SessionOptions& options,
+                                                const std::string& fixed_id,
+                                                const std::string& owner);
+  // Whether `id` is hibernated and the calling subject may see it: another subject's saved
+  // session reads as none, as a live one does.
+  bool SavedAndVisible(const std::string& id);
+  // Hibernation (runtime/session/session_hibernation.h): resumes a saved session into a new
+  // sandbox and lists it; saves a live one (under `as_id`: itself, or its fork).
+  Result<std::shared_ptr<Session>> Resume(const std::string& id);
+  Status SaveSession(Session& session, const std::string& as_id,
+                     std::chrono::system_clock::time_point created);
+  SessionInfo DescribeSaved(const SavedSessionMeta& meta) const;
+  std::chrono::milliseconds ReaperInterval() const;
   // Closes a session whose agent can serve nothing more (`why`), as Close does.
   void Retire(const std::shared_ptr<Session>& session, const std::string& why);
   Result<Limits> EffectiveLimits(const SessionOptions& options) const;
@@ -204,6 +238,14 @@ class SessionManager {
   bool stopping_ = false;
   std::vector<std::shared_ptr<Session>> teardown_;  // guarded by reaper_mutex_
   std::thread reaper_;
+
+  std::unique_ptr<SavedSessions> saved_;  // null: hibernation off
+  std::mutex resume_mutex_;               // one resume at a time (two calls, one sandbox)
+  // Saved, their sandbox being torn down (guarded by mutex_): a call naming one waits until
+  // the sandbox is gone, then resumes it, so "hibernated" always means no process, no cgroup.
+  std::vector<std::string> hibernating_;
+  std::condition_variable hibernated_;
+  void WaitWhileHibernating(std::unique_lock<std::mutex>& lock, const std::string& id);
 
   // Declared last: destroyed (its refill thread stopped) before what it calls into.
   std::unique_ptr<SandboxPool> pool_;

@@ -118,11 +118,11 @@ struct Fixture {
   int next_id = 0;
 };
 
-TEST_CASE("tools: all thirteen are listed, each with schemas a client can check", "[unit]") {
+TEST_CASE("tools: all fourteen are listed, each with schemas a client can check", "[unit]") {
   Fixture f;
   Json list = f.Request({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "tools/list"}});
   const Json& tools = list["result"]["tools"];
-  REQUIRE(tools.size() == 13);
+  REQUIRE(tools.size() == 14);
   for (const auto& tool : tools) {
     INFO(tool["name"]);
     CHECK(tool["name"].get<std::string>().rfind("sandbox_", 0) == 0);

@@ -29,7 +29,7 @@ check "--version names version and commit" inroot sh -c \
 check "the man page is installed" test -s "$root/usr/share/man/man1/mcp-sandbox.1.gz"
 check "the man page is valid roff (no groff warning)" sh -c "zcat '$root/usr/share/man/man1/mcp-sandbox.1.gz' | groff -man -Tutf8 -ww -z 2>&1 | (! grep .)"
 check "bash completion is installed and parses" bash -n "$root/usr/share/bash-completion/completions/mcp-sandbox"
-check "the agent is in /usr/lib/mcp-sandbox" test -x "$root/usr/lib/mcp-sandbox/sandbox-init" -a -s "$root/usr/lib/mcp-sandbox/worker.py"
+check "the agent is in /usr/lib/mcp-sandbox" test -x "$root/usr/lib/mcp-sandbox/sandbox-init" -a -s "$root/usr/lib/mcp-sandbox/worker.py" -a -s "$root/usr/lib/mcp-sandbox/session_state.py"
 # Where the release keeps units: Debian 13's packages ship nothing under /lib (merged /usr).
 unit_dir=usr/lib/systemd/system
 [ "$release" != bookworm ] || unit_dir=lib/systemd/system

@@ -4,6 +4,7 @@
 // backend is usable, 1 when none is, 2 on usage errors and on a SANDBOX_* value serve refuses.
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
+#include "runtime/base/units.h"
 #include "runtime/egress/egress_report.h"
 #include "runtime/limits.h"
 #include "runtime/limits_json.h"
@@ -63,6 +65,17 @@ std::string PoolDetail(const mcp::ServeConfig& config) {
                      config.pool_preload.empty() ? "none" : config.pool_preload);
 }
 
+// Hibernation (README "Hibernate, resume, fork"): when, where and by what mechanism.
+std::string HibernationDetail(const mcp::ServeConfig& config) {
+  auto after = mcp::HibernateAfter(config);
+  if (after.count() == 0) return "off (SANDBOX_HIBERNATE_AFTER_S=0): idle sessions are closed";
+  return fmt::format(
+      "after {} s idle and at an orderly stop; mechanism: dill inside the sandbox (the image's "
+      "python3-dill; pickle without it), no CRIU; at most {} saved for {} s",
+      std::chrono::duration_cast<std::chrono::seconds>(after).count(),
+      FormatBytes(config.saved_max_bytes), config.saved_ttl_s);
+}
+
 nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_dir,
                           const mcp::ServeConfig& config,
                           const std::vector<std::string>& config_errors) {
@@ -102,6 +115,13 @@ nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_d
       {"state_dir", state_dir},
       {"pool",
        {{"size", config.pool_size}, {"image", config.image}, {"preload", config.pool_preload}}},
+      {"hibernation",
+       {{"enabled", mcp::HibernateAfter(config).count() > 0},
+        {"after_s", std::chrono::duration<double>(mcp::HibernateAfter(config)).count()},
+        {"mechanism", "dill"},
+        {"saved_max_bytes", config.saved_max_bytes},
+        {"saved_ttl_s", config.saved_ttl_s},
+        {"detail", HibernationDetail(config)}}},
       {"limits_mode", r.limits.cgroup_mode},
       {"limits", EnforcedLimitsJson(r.limits)["limits"]},
       {"config_errors", config_errors},
@@ -141,6 +161,8 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string
       kW1, kW2);
   PrintRow(out, "state dir", "", state_dir, kW1, kW2);
   PrintRow(out, "warm pool", config.pool_size > 0 ? "on" : "off", PoolDetail(config), kW1, kW2);
+  PrintRow(out, "hibernation", mcp::HibernateAfter(config).count() > 0 ? "on" : "off",
+           HibernationDetail(config), kW1, kW2);
 
   out << fmt::format("\nlimits serve would use ({}):\n", r.limits.cgroup_mode == "none"
                                                              ? "no cgroups: rlimits only"

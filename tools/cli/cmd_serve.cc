@@ -191,6 +191,9 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   session_config.limits = mcp::SessionLimits(config);
   session_config.exec_timeout_s = config.exec_timeout_s;
   session_config.ttl = std::chrono::minutes(config.session_ttl_m);
+  session_config.hibernate_after = HibernateAfter(config);
+  session_config.saved_max_bytes = config.saved_max_bytes;
+  session_config.saved_ttl = std::chrono::seconds(config.saved_ttl_s);
   session_config.max_sessions = config.max_sessions;
   session_config.max_output_bytes = config.max_output_bytes;
   session_config.max_code_bytes = config.max_code_bytes;

@@ -17,6 +17,7 @@
 #include "runtime/session/egress_socket.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/saved_sessions_cli.h"
 #include "tools/cli/wiring.h"
 
 namespace sandbox::cli {
@@ -24,6 +25,7 @@ namespace {
 
 constexpr const char* kHelp = R"(usage: mcp-sandbox sessions ls [--json] [--state-dir DIR]
        mcp-sandbox sessions gc [--state-dir DIR]
+       mcp-sandbox sessions rm ID... [--state-dir DIR]
 
 ls  lists the namespace sandboxes recorded in the state dir: session id, host pid of its init,
     host uid, and whether the sandbox and the server that started it are alive.
@@ -31,6 +33,8 @@ gc  removes what crashed servers left: kills their sandboxes, removes cgroups, h
     and records, egress sockets older than an hour, and (when a Docker daemon answers)
     containers labelled by a dead server.
     Sandboxes of live servers are never touched.
+rm  deletes hibernated sessions (their saved files and Python state), which `ls` lists after
+    the sandboxes; a server resumes a hibernated session at the next call naming it.
 
 example:
   mcp-sandbox sessions gc
@@ -49,11 +53,16 @@ int List(const std::string& state_dir, bool json) {
                      {"server_pid", record.server.pid},
                      {"server_alive", record.server.IsAlive()}});
     }
-    std::cout << nlohmann::json{{"state_dir", state_dir}, {"sessions", out}}.dump() << "\n";
+    std::cout << nlohmann::json{{"state_dir", state_dir},
+                                {"sessions", out},
+                                {"hibernated", SavedSessionsJson(state_dir)}}
+                     .dump()
+              << "\n";
     return kExitOk;
   }
   if (all.empty()) {
     std::cout << "no sandboxes recorded in " << state_dir << "/sessions\n";
+    PrintSavedSessions(state_dir);
     return kExitOk;
   }
   std::printf("%-18s %-9s %-11s %-6s %-11s %s\n", "SESSION", "INIT PID", "HOST UID", "ALIVE",
@@ -63,6 +72,7 @@ int List(const std::string& state_dir, bool json) {
                 record.host_uid, record.init.IsAlive() ? "yes" : "no", record.server.pid,
                 record.server.IsAlive() ? "alive" : "gone (gc removes it)");
   }
+  PrintSavedSessions(state_dir);
   return kExitOk;
 }
 
@@ -99,6 +109,12 @@ int SessionsCommand(const Argv& argv) {
   if (args.Has("--help")) {
     std::cout << kHelp;
     return kExitOk;
+  }
+  if (args.positional().empty()) return args.UsageError("expects ls, gc or rm (see --help)");
+  if (args.positional()[0] == "rm") {
+    if (args.positional().size() < 2) return args.UsageError("rm expects session ids");
+    std::string dir = args.GetOr("--state-dir", rootfs::ImageStore::DefaultStateDir());
+    return RemoveSavedSessions(dir, {args.positional().begin() + 1, args.positional().end()});
   }
   if (args.positional().size() != 1) return args.UsageError("expects ls or gc (see --help)");
   std::string state_dir = args.GetOr("--state-dir", rootfs::ImageStore::DefaultStateDir());

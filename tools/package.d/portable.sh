@@ -41,7 +41,7 @@ mkdir -p "$stage/bin" "$stage/lib/mcp-sandbox" "$stage/share/doc/mcp-sandbox" \
   "$stage/share/man/man1" "$stage/share/doc/bundled"
 install -m 755 -s "$tree/mcp-sandbox" "$stage/bin/"
 install -m 755 -s "$tree/agent/sandbox-init" "$stage/lib/mcp-sandbox/"
-install -m 644 runtime/agent/worker.py "$stage/lib/mcp-sandbox/"
+install -m 644 runtime/agent/worker.py runtime/agent/session_state.py "$stage/lib/mcp-sandbox/"
 install -m 644 LICENSE tools/package.d/copyright "$stage/share/doc/mcp-sandbox/"
 install -m 644 tools/package.d/mcp-sandbox.1 "$stage/share/man/man1/"
 

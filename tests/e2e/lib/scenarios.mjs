@@ -16,7 +16,7 @@ const TOOLS = [
   'sandbox_run_python', 'sandbox_upload_file', 'sandbox_read_artifact', 'sandbox_list_artifacts',
   'sandbox_close_session', 'sandbox_create_session', 'sandbox_list_sessions',
   'sandbox_session_status', 'sandbox_run_command', 'sandbox_install_packages',
-  'sandbox_write_file', 'sandbox_read_file', 'sandbox_run_once',
+  'sandbox_write_file', 'sandbox_read_file', 'sandbox_run_once', 'sandbox_fork_session',
 ];
 const PNG_MAGIC = '89504e470d0a1a0a';
 

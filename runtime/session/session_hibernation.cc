@@ -1,0 +1,83 @@
+#include "runtime/session/session_hibernation.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace sandbox {
+
+namespace {
+
+// runtime/agent/session_state.py's names.
+constexpr std::string_view kArchiveName = ".sandbox-session-state.tar";
+constexpr std::string_view kRestoreName = ".sandbox-session-restore.tar";
+// A report is a few lines of JSON; this bounds what a hostile cell can make us hold.
+constexpr uint64_t kMaxReportOutput = 1 << 20;
+
+// A cell that calls the worker's hook: a single expression of value None, so it prints nothing
+// and binds nothing (not even `_`) in the session's namespace.
+std::string HookCell(std::string_view action, std::string_view argument) {
+  return fmt::format("__import__(\"sys\").modules[\"_sandbox_worker\"]._session_state(\"{}\", {})",
+                     action, argument);
+}
+
+// A Python string literal: JSON's escapes (\" \\ \uXXXX) are Python's too.
+std::string PythonString(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// The last lines of a failed cell's stderr: its exception, for the error message.
+std::string Tail(const std::string& text) {
+  constexpr size_t kTail = 600;
+  std::string tail = text.size() > kTail ? text.substr(text.size() - kTail) : text;
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
+  return tail;
+}
+
+Result<RunResult> RunHook(AgentClient& agent, std::string code, double timeout_s) {
+  RunRequest request;
+  request.code = std::move(code);
+  request.timeout_s = timeout_s;
+  request.max_output_bytes = kMaxReportOutput;
+  return agent.Run(request);
+}
+
+}  // namespace
+
+Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, double timeout_s) {
+  const std::string path = agent.info().tmp_dir + "/" + std::string(kArchiveName);
+  SBX_ASSIGN_OR_RETURN(RunResult run,
+                       RunHook(agent, HookCell("save", std::to_string(max_bytes)), timeout_s));
+  if (run.exit_code != 0 || run.timed_out || run.state_lost) {
+    ErrorCode code = run.stderr_text.find("larger than its cap") != std::string::npos ||
+                             run.stderr_text.find("above its cap") != std::string::npos
+                         ? ErrorCode::kArtifactTooLarge
+                         : ErrorCode::kSandboxUnavailable;
+    return Fail(code, "saving the session failed{}: {}", run.timed_out ? " (timed out)" : "",
+                Tail(run.stderr_text));
+  }
+  SavedArchive saved;
+  SBX_ASSIGN_OR_RETURN(saved.save, ParseSaveReport(run.stdout_text));
+  auto bytes = agent.ReadFile(path, max_bytes);
+  // Removed whatever happened: a session that goes on does not keep the copy in its memory.
+  (void)RunHook(agent, HookCell("discard", PythonString(path)), timeout_s);
+  if (!bytes) {
+    return Fail(std::move(bytes.error()).Context("reading the saved session"));
+  }
+  saved.bytes = std::move(*bytes);
+  return saved;
+}
+
+Result<RestoreReport> RestoreSessionState(AgentClient& agent, std::string_view archive,
+                                          double timeout_s) {
+  const std::string path = agent.info().tmp_dir + "/" + std::string(kRestoreName);
+  SBX_TRY(agent.WriteFile(path, archive, /*overwrite=*/true));
+  SBX_ASSIGN_OR_RETURN(RunResult run,
+                       RunHook(agent, HookCell("restore", PythonString(path)), timeout_s));
+  if (run.exit_code != 0 || run.timed_out || run.state_lost) {
+    return Fail(ErrorCode::kSandboxUnavailable, "restoring the saved session failed{}: {}",
+                run.timed_out ? " (timed out)" : "", Tail(run.stderr_text));
+  }
+  return ParseRestoreReport(run.stdout_text);
+}
+
+}  // namespace sandbox
