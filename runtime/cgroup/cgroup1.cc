@@ -135,14 +135,21 @@ class Cgroup1Group final : public SandboxCgroup {
   }
 
   Result<MemoryPeakReader> StartMemoryPeakWindow() const override {
-    return sandbox::StartMemoryPeakWindow(DirFor("memory"), /*v2=*/false);
+    uint64_t before = 0;
+    auto reader = sandbox::StartMemoryPeakWindow(DirFor("memory"), /*v2=*/false, &before);
+    uint64_t kept = peak_before_resets_.load();
+    while (before > kept && !peak_before_resets_.compare_exchange_weak(kept, before)) {
+    }
+    return reader;
   }
 
   SandboxUsage Usage() const override {
     SandboxUsage usage;
     std::string memory = DirFor("memory");
     usage.memory_bytes = ReadUint(memory + "/memory.usage_in_bytes").value_or(0);
-    usage.memory_peak_bytes = ReadUint(memory + "/memory.max_usage_in_bytes").value_or(0);
+    // The session's peak: what the file says since the last per-call reset, or before it.
+    usage.memory_peak_bytes = std::max(ReadUint(memory + "/memory.max_usage_in_bytes").value_or(0),
+                                       peak_before_resets_.load());
     usage.oom_kills = OomKills();
     if (std::string pids = DirFor("pids"); !pids.empty()) {
       usage.pids = static_cast<uint32_t>(ReadUint(pids + "/pids.current").value_or(0));
@@ -188,6 +195,8 @@ class Cgroup1Group final : public SandboxCgroup {
 
   std::vector<Cgroup1Hierarchy> hierarchies_;
   std::vector<std::string> dirs_;
+  // The largest high-water mark seen just before a per-call reset (memory_peak.h).
+  mutable std::atomic<uint64_t> peak_before_resets_{0};
   bool destroyed_ = false;
   bool attached_ = false;   // a process has joined (SetCpuPriority before that: a pooled start)
   bool uncounted_ = false;  // counted in background_groups

@@ -23,10 +23,15 @@ std::optional<uint64_t> ParseCount(std::string_view text) {
 
 }  // namespace
 
-Result<MemoryPeakReader> StartMemoryPeakWindow(const std::string& memory_group, bool v2) {
+Result<MemoryPeakReader> StartMemoryPeakWindow(const std::string& memory_group, bool v2,
+                                               uint64_t* peak_before) {
   if (memory_group.empty()) return Fail(ErrorCode::kNotFound, "no memory cgroup");
   if (!v2) {
     std::string path = memory_group + "/memory.max_usage_in_bytes";
+    if (peak_before != nullptr) {
+      auto text = ReadFile(path);
+      *peak_before = text ? ParseCount(*text).value_or(0) : 0;
+    }
     SBX_TRY(WriteFile(path, "0"));
     return MemoryPeakReader([path]() -> std::optional<uint64_t> {
       auto text = ReadFile(path);

@@ -20,6 +20,10 @@ namespace sandbox {
 using MemoryPeakReader = std::function<std::optional<uint64_t>()>;
 
 // `memory_group`: the session's group in the memory hierarchy (v1) or its one group (v2).
-Result<MemoryPeakReader> StartMemoryPeakWindow(const std::string& memory_group, bool v2);
+// On v1 the reset is seen by every reader, so the session's own peak would be lost: the mark
+// just before the reset goes to `*peak_before` (when given), for the caller to keep the
+// session's peak as the largest of those and what the file says.
+Result<MemoryPeakReader> StartMemoryPeakWindow(const std::string& memory_group, bool v2,
+                                               uint64_t* peak_before = nullptr);
 
 }  // namespace sandbox

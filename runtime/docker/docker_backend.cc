@@ -1,5 +1,7 @@
 #include "runtime/docker/docker_backend.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #include <spdlog/spdlog.h>
@@ -79,7 +81,12 @@ class DockerSandbox : public Sandbox {
   }
 
   SandboxUsage Usage() override {
-    if (cgroup_) return ReadContainerUsage(*cgroup_);
+    if (cgroup_) {
+      SandboxUsage usage = ReadContainerUsage(*cgroup_);
+      // On cgroup v1 a per-call reset clears the session's mark: keep the larger.
+      usage.memory_peak_bytes = std::max(usage.memory_peak_bytes, peak_before_resets_.load());
+      return usage;
+    }
     SandboxUsage usage;
     if (auto stats = engine_->ContainerStats(id_)) {
       using Pointer = nlohmann::json::json_pointer;
@@ -98,7 +105,11 @@ class DockerSandbox : public Sandbox {
   // From the container's cgroup when this host can see it; the Engine API has no reset.
   std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() override {
     if (!cgroup_) return {};
-    auto reader = sandbox::StartMemoryPeakWindow(cgroup_->memory, cgroup_->v2);
+    uint64_t before = 0;
+    auto reader = sandbox::StartMemoryPeakWindow(cgroup_->memory, cgroup_->v2, &before);
+    uint64_t kept = peak_before_resets_.load();
+    while (before > kept && !peak_before_resets_.compare_exchange_weak(kept, before)) {
+    }
     if (!reader) return {};
     return std::move(*reader);
   }
@@ -123,6 +134,8 @@ class DockerSandbox : public Sandbox {
   std::unique_ptr<AttachStream> stream_;
   EnforcedLimits limits_;
   std::optional<ContainerCgroupPaths> cgroup_;
+  // The largest v1 high-water mark seen just before a per-call reset (memory_peak.h).
+  std::atomic<uint64_t> peak_before_resets_{0};
   int64_t started_unix_;
   std::unique_ptr<CpuPriorityUpdater> priority_;
 };

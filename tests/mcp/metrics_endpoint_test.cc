@@ -2,6 +2,7 @@
 // (SANDBOX_METRICS_ADDR). Each ctest case runs in its own process, so the counters start at 0.
 #include <httplib.h>
 
+#include <algorithm>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -40,6 +41,13 @@ bool Has(const std::string& text, const std::string& line) {
   return text.find(line) != std::string::npos;
 }
 
+// The value of the sample `series` (name and labels, as written) in a scrape; -1 when absent.
+double Value(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
 TEST_CASE("metrics: the HTTP listener serves /metrics behind the token [unit]", "[unit]") {
   Server server{ServerOptions{}, EchoTool()};
   HttpOptions options;
@@ -52,13 +60,18 @@ TEST_CASE("metrics: the HTTP listener serves /metrics behind the token [unit]", 
   {
     httplib::Client client("127.0.0.1", transport.port());
     client.set_read_timeout(10, 0);
-    CHECK(client.Get("/metrics")->status == 401);
     httplib::Headers auth = {{"Authorization", std::string("Bearer ") + kToken},
                              {"Accept", "application/json, text/event-stream"}};
     auto init = client.Post("/mcp", auth, kInit, "application/json");
     REQUIRE(init->status == 200);
     auth.emplace("Mcp-Session-Id", init->get_header_value("Mcp-Session-Id"));
     auth.emplace("MCP-Protocol-Version", "2025-11-25");
+    // The registry is the process's: other tests in this process count too, so the checks
+    // below compare a scrape before with one after.
+    auto before = client.Get("/metrics", auth);
+    REQUIRE(before);
+    REQUIRE(before->status == 200);
+    CHECK(client.Get("/metrics")->status == 401);
     for (int id = 2; id < 5; ++id) {
       auto call = client.Post(
           "/mcp", auth,
@@ -73,10 +86,13 @@ TEST_CASE("metrics: the HTTP listener serves /metrics behind the token [unit]", 
     CHECK(scrape->status == 200);
     CHECK(scrape->get_header_value("Content-Type") == "text/plain; version=0.0.4; charset=utf-8");
     const std::string& text = scrape->body;
-    CHECK(Has(text, "mcp_sandbox_tool_calls_total{tool=\"echo\",outcome=\"ok\"} 3\n"));
-    CHECK(Has(text, "mcp_sandbox_tool_call_duration_seconds_count{tool=\"echo\"} 3\n"));
-    CHECK(Has(text, "mcp_sandbox_http_refusals_total{status=\"401\"} 1\n"));
-    CHECK(Has(text, "mcp_sandbox_http_requests_in_flight 1\n"));  // this scrape
+    auto delta = [&](const std::string& series) {
+      return Value(text, series) - std::max(0.0, Value(before->body, series));
+    };
+    CHECK(delta("mcp_sandbox_tool_calls_total{tool=\"echo\",outcome=\"ok\"}") == 3);
+    CHECK(delta("mcp_sandbox_tool_call_duration_seconds_count{tool=\"echo\"}") == 3);
+    CHECK(delta("mcp_sandbox_http_refusals_total{status=\"401\"}") == 1);
+    CHECK(Value(text, "mcp_sandbox_http_requests_in_flight") >= 1);  // this scrape
     CHECK(Has(text, "mcp_sandbox_http_connections_open "));
     CHECK(Has(text, "process_open_fds "));
     // The token is never part of what is exposed.

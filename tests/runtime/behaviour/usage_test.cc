@@ -28,6 +28,10 @@ BEHAVIOUR_TEST("a run reports its own CPU seconds and memory peak", "") {
       // Reset when it started: the worker's own size, not the 200 MiB before it.
       CHECK(small.memory_peak_bytes < 150 * kMiB);
       CHECK(small.memory_peak_bytes > 0);
+      // The session's own peak survives the per-call reset.
+      auto info = fixture.manager().Get(session);
+      REQUIRE(info);
+      CHECK(info->usage.memory_peak_bytes >= 200 * kMiB);
     } else {
       CHECK(small.memory_peak_scope == "session");
       CHECK(small.memory_peak_bytes >= 200 * kMiB);
