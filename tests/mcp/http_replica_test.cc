@@ -17,6 +17,7 @@
 #include "mcp/tools/sandbox_tools.h"
 #include "runtime/session/session_manager.h"
 #include "tests/support/host_backend.h"
+#include "tests/support/session_support.h"
 
 namespace sandbox::mcp {
 namespace {
@@ -43,11 +44,7 @@ struct Replica {
     config.default_image = "host";
     config.max_sessions = 2;
     config.replica_id = replica;
-    sessions = std::make_unique<SessionManager>(config, backend, [](const std::string& name) {
-      ResolvedImage image;
-      image.name = name;
-      return Result<ResolvedImage>(image);
-    });
+    sessions = std::make_unique<SessionManager>(config, backend, testing::HostImageResolver());
     ToolSettings settings;
     settings.exec_timeout_s = 20;
     settings.max_result_bytes = 256 << 10;

@@ -18,28 +18,14 @@
 #include "runtime/session/session_manager.h"
 #include "tests/support/host_backend.h"
 #include "tests/support/local_agent.h"
+#include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox {
 namespace {
 
 using namespace std::chrono_literals;
-
-class ManualClock {
- public:
-  std::chrono::system_clock::time_point Now() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return now_;
-  }
-  void Advance(std::chrono::system_clock::duration by) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    now_ += by;
-  }
-
- private:
-  std::mutex mutex_;
-  std::chrono::system_clock::time_point now_ = std::chrono::system_clock::now();
-};
+using testing::ManualClock;
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -59,11 +45,7 @@ struct Fixture {
     config.saved_max_bytes = 64ull << 20;
     config.clock = [this] { return clock.Now(); };
     backend = std::make_shared<testing::HostBackend>();
-    manager = std::make_unique<SessionManager>(config, backend, [](const std::string& name) {
-      ResolvedImage image;
-      image.name = name;
-      return Result<ResolvedImage>(image);
-    });
+    manager = std::make_unique<SessionManager>(config, backend, testing::HostImageResolver());
   }
   std::string Create(SessionOptions options = {}) {
     auto info = manager->Create(options);

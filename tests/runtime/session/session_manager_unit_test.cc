@@ -17,29 +17,14 @@
 #include "runtime/base/files.h"
 #include "runtime/session/session_manager.h"
 #include "tests/support/host_backend.h"
+#include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A clock the test moves by hand.
-class ManualClock {
- public:
-  std::chrono::system_clock::time_point Now() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return now_;
-  }
-  void Advance(std::chrono::system_clock::duration by) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    now_ += by;
-  }
-
- private:
-  std::mutex mutex_;
-  std::chrono::system_clock::time_point now_ = std::chrono::system_clock::now();
-};
+using testing::ManualClock;
 
 struct Fixture {
   explicit Fixture(int max_sessions = 4) {
@@ -52,11 +37,7 @@ struct Fixture {
     config.max_output_bytes = 1000;
     config.clock = [this] { return clock.Now(); };
     backend = std::make_shared<testing::HostBackend>();
-    manager = std::make_unique<SessionManager>(config, backend, [](const std::string& name) {
-      ResolvedImage image;
-      image.name = name;
-      return Result<ResolvedImage>(image);
-    });
+    manager = std::make_unique<SessionManager>(config, backend, testing::HostImageResolver());
   }
   std::string Create(SessionOptions options = {}) {
     auto info = manager->Create(options);

@@ -10,6 +10,7 @@
 
 #include "runtime/session/session_manager.h"
 #include "tests/support/host_backend.h"
+#include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox {
@@ -24,11 +25,7 @@ std::unique_ptr<SessionManager> Manager(SubjectQuota quota) {
   config.max_output_bytes = 1000;
   config.subject_quota = quota;
   return std::make_unique<SessionManager>(config, std::make_shared<testing::HostBackend>(),
-                                          [](const std::string& name) {
-                                            ResolvedImage image;
-                                            image.name = name;
-                                            return Result<ResolvedImage>(image);
-                                          });
+                                          testing::HostImageResolver());
 }
 
 std::string Create(SessionManager& manager, const std::string& subject,

@@ -13,6 +13,7 @@
 
 #include "runtime/session/session_manager.h"
 #include "tests/support/host_backend.h"
+#include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox {
@@ -29,11 +30,7 @@ struct PoolFixture {
     config.pool_size = pool_size;
     config.preload = std::move(preload);
     backend = std::make_shared<testing::HostBackend>();
-    manager = std::make_unique<SessionManager>(config, backend, [](const std::string& name) {
-      ResolvedImage image;
-      image.name = name;
-      return Result<ResolvedImage>(image);
-    });
+    manager = std::make_unique<SessionManager>(config, backend, testing::HostImageResolver());
   }
   // Waits until the pool has `ready` sandboxes waiting: the state the test needs, not a sleep.
   PoolStats WaitReady(int ready, std::chrono::seconds timeout = 30s) {
@@ -130,11 +127,7 @@ TEST_CASE("warm pool: a failed start is counted with its error, and the pool tri
   SessionConfig config = f.manager->config();
   config.pool_size = 1;
   f.manager.reset();
-  f.manager = std::make_unique<SessionManager>(config, f.backend, [](const std::string& name) {
-    ResolvedImage image;
-    image.name = name;
-    return Result<ResolvedImage>(image);
-  });
+  f.manager = std::make_unique<SessionManager>(config, f.backend, testing::HostImageResolver());
   PoolStats stats = f.WaitReady(1, 60s);
   CHECK(stats.ready == 1);
   CHECK(stats.failed == 1);
