@@ -114,7 +114,8 @@ def records(state):
 
 
 def leftovers(state, session_ids, pids, cgroups):
-    """What is left of sessions: live processes, cgroups, records, mounts, temp entries."""
+    """What is left of sessions: live processes, cgroups, records, mounts, temp entries (saved
+    sessions are not leftovers)."""
     left = []
     left += ["process %d" % pid for pid in sorted(pids) if alive(pid)]
     left += ["cgroup " + path for path in cgroups if os.path.isdir(path)]
@@ -126,7 +127,11 @@ def leftovers(state, session_ids, pids, cgroups):
         left.append("a mount under " + state)
     for sid in session_ids:
         left += ["temp entry " + path for path in glob.glob("/tmp/*%s*" % sid)]
-        left += ["state entry " + path for path in glob.glob(os.path.join(state, "*", "*%s*" % sid))]
+        # state/hibernated/<id> is not a leftover: an orderly stop saves every live session
+        # there on purpose (README "Hibernate, resume, fork"); it holds no process, cgroup or
+        # mount, and the next server resumes it.
+        left += ["state entry " + path for path in glob.glob(os.path.join(state, "*", "*%s*" % sid))
+                 if os.path.basename(os.path.dirname(path)) != "hibernated"]
     return left
 
 
