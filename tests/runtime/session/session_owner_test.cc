@@ -3,6 +3,7 @@
 // without touching another. Over HostBackend (sandbox-init on the host): real sessions, seconds.
 #include "runtime/session/session_owner.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -140,5 +141,55 @@ TEST_CASE("session owner: a subject at its session quota is refused, others are 
   // The single user (no subject scope, or the unnamed one) is held to the server's cap only.
   Create(*manager, "");
   CHECK(manager->SessionCount() == 5);
+}
+
+TEST_CASE("session owner: a hibernated session stays its owner's, and only its owner resumes it",
+          "[unit]") {
+  testing::TempDir state;
+  SessionConfig config;
+  config.default_image = "host";
+  config.state_dir = state.path();
+  config.max_sessions = 6;
+  config.exec_timeout_s = 30;
+  config.hibernate_after = std::chrono::minutes(10);
+  auto backend = std::make_shared<testing::HostBackend>();
+  SessionManager manager(config, backend, testing::HostImageResolver());
+  RunRequest request;
+  request.timeout_s = 20;
+
+  std::string alices = Create(manager, "token:alice");
+  {
+    ActingSubject alice("token:alice");
+    request.code = "x = 41";
+    REQUIRE(manager.Run(alices, request));
+  }
+  REQUIRE(manager.Hibernate(alices));  // as the reaper does: no subject
+  const size_t sandboxes = backend->started().size();
+  std::string unknown = "sess_0123456789abcdef0123456789abcdef";
+  {
+    ActingSubject bob("token:bob");
+    auto got = manager.Get(alices);
+    REQUIRE_FALSE(got);
+    CHECK(Blanked(got.error(), alices) == Blanked(manager.Get(unknown).error(), unknown));
+    request.code = "print(x)";
+    auto ran = manager.Run(alices, request);
+    REQUIRE_FALSE(ran);
+    CHECK(ran.error().code == ErrorCode::kSessionNotFound);
+    CHECK(manager.Close(alices, /*force=*/true).error().code == ErrorCode::kSessionNotFound);
+    CHECK(manager.Fork(alices).error().code == ErrorCode::kSessionNotFound);
+    CHECK(manager.List().empty());
+  }
+  CHECK(backend->started().size() == sandboxes);  // nothing was resumed for bob
+  {
+    ActingSubject alice("token:alice");
+    auto listed = manager.List();
+    REQUIRE(listed.size() == 1);
+    CHECK(listed[0].state == "hibernated");
+    request.code = "print(x + 1)";
+    auto resumed = manager.Run(alices, request);
+    REQUIRE(resumed);
+    CHECK(resumed->resumed);
+    CHECK(resumed->stdout_text == "42\n");
+  }
 }
 }  // namespace sandbox
