@@ -2,7 +2,8 @@
 // on the include path only when the Catch2 it finds is version 3 (Debian 13; Debian 12 has v2),
 // so one test source builds against both. v3 split the single header and moved the string
 // matchers into Catch::Matchers (Contains became ContainsSubstring): the aliases below give the
-// tests v2's spelling. Catch2 3 has no catch.hpp of its own, so nothing is shadowed.
+// tests v2's spelling, and v2's global Approx (v3 has it in Catch only). Catch2 3 has no
+// catch.hpp of its own, so nothing is shadowed.
 #pragma once
 
 #include <string>
@@ -17,3 +18,5 @@ inline Matchers::StringContainsMatcher Contains(const std::string& text,
 using Matchers::EndsWith;
 using Matchers::StartsWith;
 }  // namespace Catch
+
+using Catch::Approx;
