@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,10 +47,15 @@ class LoopbackServer {
           ::close(fd);
           return;
         }
-        std::thread([this, fd] {
+        // Joined, not detached: a handler must not outlive the server (and the test frame
+        // its handler refers to). Its fd is closed only after the join, so it is never reused
+        // under a handler still running.
+        std::lock_guard<std::mutex> lock(mutex_);
+        accepted_.push_back(fd);
+        handlers_.emplace_back([this, fd] {
           handler_(fd);
-          ::close(fd);
-        }).detach();
+          ::shutdown(fd, SHUT_RDWR);  // the peer sees EOF now, as it did with a close
+        });
       }
     });
   }
@@ -57,6 +63,10 @@ class LoopbackServer {
     stopping_ = true;
     ::shutdown(listener_.get(), SHUT_RDWR);
     thread_.join();
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int fd : accepted_) ::shutdown(fd, SHUT_RDWR);  // ends every handler's recv/send
+    for (auto& handler : handlers_) handler.join();
+    for (int fd : accepted_) ::close(fd);
   }
   uint16_t port() const { return port_; }
 
@@ -65,6 +75,9 @@ class LoopbackServer {
   Fd listener_;
   uint16_t port_ = 0;
   std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::vector<int> accepted_;  // guarded by mutex_
+  std::vector<std::thread> handlers_;
   std::thread thread_;
 };
 
