@@ -214,7 +214,7 @@ void CheckNames(const std::string& name, const std::vector<std::string>& label_n
 }
 }  // namespace
 
-Family<Counter>& Registry::AddCounter(std::string name, std::string help,
+Family<Counter>& Registry::AddCounter(const std::string& name, std::string help,
                                       std::vector<std::string> label_names) {
   CheckNames(name, label_names);
   auto family = std::make_unique<Family<Counter>>(name, std::move(help), MetricType::kCounter,
@@ -224,7 +224,7 @@ Family<Counter>& Registry::AddCounter(std::string name, std::string help,
   return ref;
 }
 
-Family<Gauge>& Registry::AddGauge(std::string name, std::string help,
+Family<Gauge>& Registry::AddGauge(const std::string& name, std::string help,
                                   std::vector<std::string> label_names) {
   CheckNames(name, label_names);
   auto family = std::make_unique<Family<Gauge>>(name, std::move(help), MetricType::kGauge,
@@ -234,7 +234,7 @@ Family<Gauge>& Registry::AddGauge(std::string name, std::string help,
   return ref;
 }
 
-Family<Histogram>& Registry::AddHistogram(std::string name, std::string help,
+Family<Histogram>& Registry::AddHistogram(const std::string& name, std::string help,
                                           std::vector<std::string> label_names,
                                           std::vector<double> bounds) {
   CheckNames(name, label_names);

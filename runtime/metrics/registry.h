@@ -141,12 +141,12 @@ class Family : public FamilyBase {
 class Registry {
  public:
   // Registration aborts on an invalid or duplicate name: names are constants in the code.
-  Family<Counter>& AddCounter(std::string name, std::string help,
+  Family<Counter>& AddCounter(const std::string& name, std::string help,
                               std::vector<std::string> label_names = {});
-  Family<Gauge>& AddGauge(std::string name, std::string help,
+  Family<Gauge>& AddGauge(const std::string& name, std::string help,
                           std::vector<std::string> label_names = {});
   // `bounds`: ascending upper bounds; +Inf is implied.
-  Family<Histogram>& AddHistogram(std::string name, std::string help,
+  Family<Histogram>& AddHistogram(const std::string& name, std::string help,
                                   std::vector<std::string> label_names, std::vector<double> bounds);
   // Families produced at each scrape by `collect` (the process_* figures), after the
   // registered ones.
