@@ -93,7 +93,9 @@ TEST_CASE("values are written as the format reads them [unit]", "[unit]") {
   CHECK(std::stod(FormatValue(0.1 + 0.2)) == 0.1 + 0.2);  // round-trips
 }
 
-TEST_CASE("the server's own exposition passes promtool [unit]", "[unit]") {
+// [promtool], not [unit]: without promtool it skips, which ends the whole executable, and the
+// [unit] tier runs as one process where promtool may be missing (a release's build root).
+TEST_CASE("the server's own exposition passes promtool", "[promtool]") {
   SetServerInfo("r1", "0.1.0", "namespace");
   ToolCallFinished("sandbox_run_python", "ok", 0.02);
   ToolCallFinished("sandbox_run_python", "timeout", 2);

@@ -71,6 +71,9 @@ struct Fixture {
   std::unique_ptr<SessionManager> manager;
 };
 
+// The tests that need the host's python3-dill and pandas are tagged [hibernation], not [unit]:
+// a skip ends the whole executable (SkipTest exits 77), and the [unit] tier runs as one process
+// where those may be missing (a release's build root). ctest runs them one by one.
 bool HaveDill() {
   return testing::PythonHasModule("/usr/bin/python3", "dill") &&
          testing::PythonHasModule("/usr/bin/python3", "pandas");
@@ -82,7 +85,8 @@ std::string Joined(const std::vector<std::string>& items) {
   return text;
 }
 
-TEST_CASE("hibernation: a session is saved, its sandbox stopped, and resumed intact", "[unit]") {
+TEST_CASE("hibernation: a session is saved, its sandbox stopped, and resumed intact",
+          "[hibernation]") {
   if (!HaveDill()) {
     testing::SkipTest(
         "needs Debian's python3-dill and python3-pandas (tools/lib/common.sh TEST_PACKAGES)");
@@ -135,7 +139,7 @@ TEST_CASE("hibernation: a session is saved, its sandbox stopped, and resumed int
 }
 
 TEST_CASE("hibernation: idle time hibernates, an orderly stop saves, a new manager resumes",
-          "[unit]") {
+          "[hibernation]") {
   if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
   Fixture f;
   std::string idle = f.Create();
@@ -157,7 +161,7 @@ TEST_CASE("hibernation: idle time hibernates, an orderly stop saves, a new manag
   CHECK(f.Python(idle, "print(v)").stdout_text == "idle one\n");
 }
 
-TEST_CASE("hibernation: fork copies files and state and the two diverge", "[unit]") {
+TEST_CASE("hibernation: fork copies files and state and the two diverge", "[hibernation]") {
   if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
   Fixture f;
   std::string id = f.Create();
@@ -180,7 +184,8 @@ TEST_CASE("hibernation: fork copies files and state and the two diverge", "[unit
   CHECK(f.manager->Get(id)->state == "hibernated");
 }
 
-TEST_CASE("hibernation: a crafted archive and a symlink farm stay inside the session", "[unit]") {
+TEST_CASE("hibernation: a crafted archive and a symlink farm stay inside the session",
+          "[hibernation]") {
   if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
   Fixture f;
   testing::TempDir outside;  // on the host: nothing may appear here
@@ -255,7 +260,8 @@ TEST_CASE("hibernation: a crafted archive and a symlink farm stay inside the ses
   CHECK_FALSE(Exists(outside.Join("through")));
 }
 
-TEST_CASE("hibernation: a state above its cap is refused and the session goes on", "[unit]") {
+TEST_CASE("hibernation: a state above its cap is refused and the session goes on",
+          "[hibernation]") {
   if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
   Fixture f;
   SessionOptions small;
