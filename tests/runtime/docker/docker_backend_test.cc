@@ -314,7 +314,8 @@ TEST_CASE("docker: the orphan sweep removes containers of gone servers of this h
   // A server of this host that "crashed": its containers carry an owner that no longer runs.
   const std::string dead_here = local.boot_id + "/" + local.pid_ns + "/2147483646/1";
   std::vector<std::string> orphans;
-  for (bool running : {true, false}) orphans.push_back(create({local.host, dead_here, ""}, running));
+  for (bool running : {true, false})
+    orphans.push_back(create({local.host, dead_here, ""}, running));
   // Another host sharing this daemon, whose owner names a pid that is dead *here* (and so
   // looks gone to a sweep that judges it on this host): its sessions must survive.
   const std::string other_host = "another-machine-id/another-host";
