@@ -405,26 +405,29 @@ std::string StringField(const nlohmann::json& json, const char* key) {
 
 }  // namespace
 
-Result<RestoreReport> ParseRestoreReport(std::string_view stdout_text) {
-  SBX_ASSIGN_OR_RETURN(nlohmann::json json, LastJsonLine(stdout_text, "restore"));
+namespace {
+
+// The two reports share one shape: a list of names kept, a list of what was not, a mechanism.
+Result<RestoreReport> ParseReport(std::string_view stdout_text, const char* what,
+                                  const char* kept_key, const char* missing_key) {
+  SBX_ASSIGN_OR_RETURN(nlohmann::json json, LastJsonLine(stdout_text, what));
   RestoreReport report;
-  report.restored = StringList(json, "restored");
-  if (auto it = json.find("not_restored"); it != json.end()) {
+  report.restored = StringList(json, kept_key);
+  if (auto it = json.find(missing_key); it != json.end()) {
     report.not_restored = ReadNotRestored(*it);
   }
   report.mechanism = StringField(json, "mechanism");
   return report;
 }
 
+}  // namespace
+
+Result<RestoreReport> ParseRestoreReport(std::string_view stdout_text) {
+  return ParseReport(stdout_text, "restore", "restored", "not_restored");
+}
+
 Result<RestoreReport> ParseSaveReport(std::string_view stdout_text) {
-  SBX_ASSIGN_OR_RETURN(nlohmann::json json, LastJsonLine(stdout_text, "save"));
-  RestoreReport report;
-  report.restored = StringList(json, "saved");
-  if (auto it = json.find("skipped"); it != json.end()) {
-    report.not_restored = ReadNotRestored(*it);
-  }
-  report.mechanism = StringField(json, "mechanism");
-  return report;
+  return ParseReport(stdout_text, "save", "saved", "skipped");
 }
 
 }  // namespace sandbox
