@@ -27,7 +27,12 @@ while IFS= read -r exe; do
   if "$exe" "[unit]" --reporter junit --out "/build/unit/$name.xml" > "/build/unit/$name.log" 2>&1; then
     printf 'ok   %s [unit]\n' "$name" >&2
   else
+    rc=$?
     printf 'FAIL %s [unit] (/build/unit/%s.log):\n' "$name" "$name" >&2
+    # Exit 77 is a test's skip (tests/support), which ends the whole executable mid-report: a
+    # [unit] test needs something this root lacks and belongs under a tag of its own.
+    [ "$rc" -ne 77 ] || grep -h 'SKIPPED' "/build/unit/$name.log" >&2 ||
+      echo "a [unit] test skipped (exit 77); it needs something this root lacks" >&2
     tail -30 "/build/unit/$name.log" >&2
     unit_failed=1
   fi
