@@ -257,17 +257,16 @@ class Cgroup1Manager final : public CgroupManager {
     return std::unique_ptr<SandboxCgroup>(std::move(group));
   }
 
-  Result<int> SweepOrphans(const std::vector<std::string>& live_session_ids) override {
-    std::set<std::string> live;
-    for (const auto& id : live_session_ids) {
-      if (auto name = GroupNameFor(id)) live.insert(*name);
-    }
-    std::set<std::string> orphans;
+  Result<int> SweepOrphans(const KeepGroup& keep) override {
+    std::set<std::string> listed;
     for (const auto& h : setup_.hierarchies) {
       for (const std::string& name : ListChildGroups(h.parent)) {
-        if (name.rfind(layout::kSessionIdPrefix, 0) == 0 && live.count(name) == 0)
-          orphans.insert(name);
+        if (name.rfind(layout::kSessionIdPrefix, 0) == 0) listed.insert(name);
       }
+    }
+    std::set<std::string> orphans;
+    for (const std::string& name : listed) {
+      if (!keep(name)) orphans.insert(name);
     }
     for (const std::string& name : orphans) {
       std::vector<std::string> dirs;

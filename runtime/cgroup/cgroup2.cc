@@ -319,14 +319,10 @@ class Cgroup2Manager final : public CgroupManager {
     return std::unique_ptr<SandboxCgroup>(std::make_unique<Cgroup2Group>(dir, std::move(fd)));
   }
 
-  Result<int> SweepOrphans(const std::vector<std::string>& live_session_ids) override {
-    std::set<std::string> live;
-    for (const auto& id : live_session_ids) {
-      if (auto name = GroupNameFor(id)) live.insert(*name);
-    }
+  Result<int> SweepOrphans(const KeepGroup& keep) override {
     int swept = 0;
     for (const std::string& name : ListChildGroups(setup_.parent)) {
-      if (name.rfind(layout::kSessionIdPrefix, 0) != 0 || live.count(name) != 0) continue;
+      if (name.rfind(layout::kSessionIdPrefix, 0) != 0 || keep(name)) continue;
       Cgroup2Group orphan(setup_.parent + "/" + name, Fd());
       SBX_TRY(orphan.Destroy().map_error(
           [&](Error e) { return std::move(e).Context("sweep orphan " + name); }));

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,10 +90,14 @@ class CgroupManager {
   // In mode "none" it returns a group that enforces nothing (DirFd() -1, Attach a no-op).
   virtual Result<std::unique_ptr<SandboxCgroup>> Create(const std::string& session_id,
                                                         const Limits& limits) = 0;
-  // Removes cgroups of sessions not in `live_session_ids` (crashed server); returns the count.
-  // Processes still in them are killed first. Every server sharing the parent group must have
-  // its sessions in `live_session_ids` (use a distinct `owner` per independent server).
-  virtual Result<int> SweepOrphans(const std::vector<std::string>& live_session_ids) = 0;
+  // Whether the session group `name` (a session id) is still someone's; asked once per group.
+  using KeepGroup = std::function<bool(const std::string& name)>;
+  // Removes the session groups `keep` refuses (a crashed server's); returns the count. Processes
+  // still in them are killed first. The groups are listed before `keep` is asked, so a group
+  // made after the listing is never a candidate, and `keep` may rely on state its owner wrote
+  // before making the group (the namespace backend's session record). Every server sharing the
+  // parent group must keep its own (use a distinct `owner` per independent server).
+  virtual Result<int> SweepOrphans(const KeepGroup& keep) = 0;
   // The parent directories the session groups are created in (empty in mode "none").
   virtual std::vector<std::string> parent_dirs() const = 0;
 };

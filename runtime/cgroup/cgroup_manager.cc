@@ -51,7 +51,7 @@ class NoCgroupManager final : public CgroupManager {
     SBX_TRY(cgroup::GroupNameFor(session_id));
     return std::unique_ptr<SandboxCgroup>(std::make_unique<NoCgroup>());
   }
-  Result<int> SweepOrphans(const std::vector<std::string>&) override { return 0; }
+  Result<int> SweepOrphans(const KeepGroup&) override { return 0; }
   std::vector<std::string> parent_dirs() const override { return {}; }
 
  private:

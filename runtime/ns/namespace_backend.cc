@@ -285,6 +285,20 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
     mapping.deny_setgroups = true;
   }
 
+  // A first record, before anything that outlives a crash exists: another server on this state
+  // dir that starts now and sweeps orphans must see this sandbox as a live server's, or it
+  // removes its cgroup while the spawn below is under way. The init fields follow the spawn.
+  SessionRecord record;
+  record.session_id = spec.session_id;
+  record.server = state->self;
+  record.host_uid = sandbox->host_uid_;
+  record.host_uid_claimed = sandbox->host_uid_claimed_;
+  record.rootfs = spec.rootfs;
+  if (auto written = state->records.Write(record); !written) {
+    return Fail(std::move(written.error()).Context("write the session record"));
+  }
+  sandbox->record_written_ = true;
+
   SBX_ASSIGN_OR_RETURN(sandbox->cgroup_, state->cgroups->Create(spec.session_id, spec.limits));
   if (spec.cpu_priority != CpuPriority::kNormal) {
     SBX_TRY(sandbox->cgroup_->SetCpuPriority(spec.cpu_priority));  // before the first process
@@ -316,19 +330,13 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
                        state->spawner.Spawn(plan, sandbox->cgroup_->DirFd(), child_fds, owner));
   const auto cloned = Clock::now();
 
-  // The record goes down before the child can do anything: from here a crash leaves a trace.
-  SessionRecord record;
-  record.session_id = spec.session_id;
+  // The record gains its init before the child can do anything: from here a crash leaves a
+  // process the sweep can find.
   if (auto init = IdentifyProcess(sandbox->child_.pid)) record.init = *init;
-  record.server = state->self;
-  record.host_uid = sandbox->host_uid_;
-  record.host_uid_claimed = sandbox->host_uid_claimed_;
   record.cgroups = sandbox->cgroup_->paths();
-  record.rootfs = spec.rootfs;
   if (auto written = state->records.Write(record); !written) {
     return Fail(std::move(written.error()).Context("write the session record"));
   }
-  sandbox->record_written_ = true;
 
   const pid_t pid = sandbox->child_.pid;
   const bool in_cgroup = sandbox->child_.in_cgroup;
@@ -409,7 +417,11 @@ Result<int> NamespaceBackend::SweepOrphans() {
       keep.insert(record.session_id);
       continue;
     }
-    SBX_ASSIGN_OR_RETURN(Fd pidfd, ns::OpenPidfdIfSame(record.init));
+    // No init yet: the server died between the first record and the spawn.
+    Fd pidfd;
+    if (record.init.pid > 0) {
+      SBX_ASSIGN_OR_RETURN(pidfd, ns::OpenPidfdIfSame(record.init));
+    }
     if (pidfd) {
       // Not our child (its parent died): the kernel's reaper takes it; we wait for the exit.
       if (ns::PidfdSendSignal(pidfd.get(), SIGKILL) != 0 && errno != ESRCH) {
@@ -435,8 +447,15 @@ Result<int> NamespaceBackend::SweepOrphans() {
       state.host_ids->Release(claim.host_id);
     }
   }
-  std::vector<std::string> live(keep.begin(), keep.end());
-  if (auto cgroups = state.cgroups->SweepOrphans(live); !cgroups) {
+  // A group is kept when its session was kept above, or when its record, read now (after the
+  // groups were listed), names a live server: another server's sandbox started since the
+  // records were read above (its record goes down before its cgroup is made).
+  auto keep_group = [&](const std::string& name) {
+    if (keep.count(name) != 0) return true;
+    std::optional<ns::SessionRecord> record = state.records.Read(name);
+    return record && record->server.IsAlive();
+  };
+  if (auto cgroups = state.cgroups->SweepOrphans(keep_group); !cgroups) {
     return Fail(std::move(cgroups.error()).Context("sweep cgroups"));
   }
   return swept;

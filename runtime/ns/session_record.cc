@@ -72,6 +72,12 @@ void SessionRecords::Remove(const std::string& session_id) {
   ::unlink(PathFor(session_id).c_str());
 }
 
+std::optional<SessionRecord> SessionRecords::Read(const std::string& session_id) const {
+  Result<std::string> text = ReadFile(PathFor(session_id));
+  if (!text) return std::nullopt;
+  return RecordFromJson(*text);
+}
+
 std::vector<SessionRecord> SessionRecords::ReadAll() const {
   std::vector<SessionRecord> records;
   DIR* dir = ::opendir(dir_.c_str());
@@ -105,7 +111,10 @@ std::vector<std::string> SessionRecords::RunningFrom(const std::string& rootfs) 
     struct stat st {};
     if (record.rootfs.empty() || ::stat(record.rootfs.c_str(), &st) != 0) continue;
     if (st.st_dev != wanted.st_dev || st.st_ino != wanted.st_ino) continue;
-    if (record.init.IsAlive()) ids.push_back(record.session_id);
+    // No init yet: being spawned by a live server.
+    if (record.init.IsAlive() || (record.init.pid == 0 && record.server.IsAlive())) {
+      ids.push_back(record.session_id);
+    }
   }
   std::sort(ids.begin(), ids.end());
   return ids;

@@ -37,6 +37,8 @@ class SessionRecords {
   // power loss that could lose it takes those with it.
   Status Write(const SessionRecord& record);
   void Remove(const std::string& session_id);
+  // The record of `session_id`, or nullopt when there is none (or it is unreadable).
+  std::optional<SessionRecord> Read(const std::string& session_id) const;
   // Every readable record; unreadable files are logged and skipped.
   std::vector<SessionRecord> ReadAll() const;
   // Ids of the sandboxes still running (their init alive) from the tree `rootfs`.

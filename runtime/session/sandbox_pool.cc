@@ -25,8 +25,13 @@ constexpr int kRefillNice = 10;
 // After a claim, the claiming client's first call usually follows at once: a start waits this
 // long for it to begin (and then for it to end).
 constexpr std::chrono::milliseconds kClaimSettle{100};
-// A start never waits longer than this for a quiet moment (a server always busy still refills).
-constexpr std::chrono::milliseconds kMaxQuietWait{2000};
+// How long the server must have been quiet before a start: longer than the gap between one
+// client's response and its next request in a burst, short enough that an idle server refills
+// at once.
+constexpr std::chrono::milliseconds kQuietStretch{250};
+// A start never waits longer than this for a quiet stretch (a server always busy still refills,
+// at most one sandbox per this interval).
+constexpr std::chrono::milliseconds kMaxQuietWait{10000};
 constexpr std::chrono::milliseconds kQuietPoll{5};
 
 bool SameLimits(const Limits& a, const Limits& b) {
@@ -44,8 +49,8 @@ bool PoolKey::operator==(const PoolKey& other) const {
   return image == other.image && SameLimits(limits, other.limits) && egress == other.egress;
 }
 
-SandboxPool::SandboxPool(PoolKey key, int size, Starter start, Quiet quiet)
-    : key_(std::move(key)), size_(size), start_(std::move(start)), quiet_(std::move(quiet)) {
+SandboxPool::SandboxPool(PoolKey key, int size, Starter start, IdleFor idle_for)
+    : key_(std::move(key)), size_(size), start_(std::move(start)), idle_for_(std::move(idle_for)) {
   if (size_ > 0) refill_ = std::thread([this] { RefillLoop(); });
 }
 
@@ -138,7 +143,7 @@ void SandboxPool::WaitQuiet(std::unique_lock<std::mutex>& lock) {
     bool settled = std::chrono::steady_clock::now() >= last_claim_ + kClaimSettle;
     if (settled) {
       lock.unlock();
-      bool quiet = quiet_();
+      bool quiet = idle_for_() >= kQuietStretch;
       lock.lock();
       if (quiet) return;
     }

@@ -2,9 +2,11 @@
 // preload imported, so a new session takes one in a few milliseconds instead of starting one.
 // A background thread keeps `size` of them, starting one at a time at a lower CPU priority than
 // the server's request threads, checks the idle ones now and then, and replaces one that died.
-// A start waits for a quiet moment (no call running, no claim just made; at most kMaxQuietWait):
-// besides CPU, starting a sandbox takes kernel locks (cgroup attach, mounts) a running call's
-// forks and exits also need.
+// A start waits until the server has been quiet for a stretch (no call running, no session being
+// made, for kQuietStretch; at most kMaxQuietWait), as a pre-forking server spawns between
+// requests: besides CPU, starting a sandbox takes kernel locks (cgroup attach, mounts) a running
+// call's forks and exits also need, and an instant with no call running comes often in a burst
+// (between one client's response and its next request) without the burst being over.
 // The pool owns no policy about sessions: SessionManager decides when a request matches the key
 // and turns a claimed sandbox into a session.
 #pragma once
@@ -63,11 +65,13 @@ class SandboxPool {
  public:
   // Starts one sandbox of the key, ready and warm. Called on the refill thread only.
   using Starter = std::function<Result<WarmSandbox>()>;
-  // Whether no call is running now (the session manager's count of busy sessions).
-  using Quiet = std::function<bool()>;
+  // How long the server has been quiet: no call running and no session being made, for this
+  // long (zero while one is). The session manager's count of busy sessions.
+  using IdleFor = std::function<std::chrono::steady_clock::duration()>;
 
   SandboxPool(
-      PoolKey key, int size, Starter start, Quiet quiet = [] { return true; });
+      PoolKey key, int size, Starter start,
+      IdleFor idle_for = [] { return std::chrono::steady_clock::duration::max(); });
   ~SandboxPool();  // stops the refill thread and destroys every pooled sandbox
 
   const PoolKey& key() const { return key_; }
@@ -80,7 +84,8 @@ class SandboxPool {
 
  private:
   void RefillLoop();
-  // Waits (lock held on entry and exit) until quiet, stopping, or kMaxQuietWait has passed.
+  // Waits (lock held on entry and exit) until the server has been quiet for kQuietStretch,
+  // stopping, or kMaxQuietWait has passed.
   void WaitQuiet(std::unique_lock<std::mutex>& lock);
   // Drops pooled sandboxes whose agent no longer answers.
   void CheckIdle();
@@ -88,7 +93,7 @@ class SandboxPool {
   const PoolKey key_;
   const int size_;
   Starter start_;
-  Quiet quiet_;
+  IdleFor idle_for_;
 
   std::mutex mutex_;
   std::condition_variable wake_;

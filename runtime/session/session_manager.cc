@@ -116,6 +116,7 @@ class SessionManager::BusyLease {
   BusyLease(const BusyLease&) = delete;
   ~BusyLease() {
     if (!session_) return;
+    manager_->MarkActivity();
     --manager_->calls_in_flight_;
     session_->Touch(manager_->Now());
     if (session_->preloading && !session_->closed) {
@@ -195,10 +196,7 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
       PoolKey key{config_.default_image, *key_limits, config_.egress.enabled()};
       pool_ = std::make_unique<SandboxPool>(
           key, config_.pool_size, [this, key] { return StartPooled(key); },
-          [this] {
-            std::lock_guard<std::mutex> lock(mutex_);
-            return calls_in_flight_ == 0 && creating_ == 0;
-          });
+          [this] { return IdleFor(); });
     }
   }
 }
@@ -345,6 +343,7 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
     SessionManager* self;
     const std::string& owner;
     ~CreatingGuard() {
+      self->MarkActivity();
       std::lock_guard<std::mutex> lock(self->mutex_);
       --self->creating_;
       if (--self->creating_by_owner_[owner] == 0) self->creating_by_owner_.erase(owner);
@@ -486,6 +485,20 @@ Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
     }
   }
   return warm;
+}
+
+void SessionManager::MarkActivity() {
+  last_activity_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::chrono::steady_clock::duration SessionManager::IdleFor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (calls_in_flight_ > 0 || creating_ > 0) return std::chrono::steady_clock::duration::zero();
+  }
+  std::chrono::steady_clock::time_point last{
+      std::chrono::steady_clock::duration(last_activity_ns_.load())};
+  return std::chrono::steady_clock::now() - last;
 }
 
 std::optional<PoolStats> SessionManager::PoolStatus() {

@@ -217,6 +217,10 @@ class SessionManager {
   Result<WarmSandbox> StartPooled(const PoolKey& key);
   // How long after its hello the zygote of a session started cold now starts (spaced out).
   std::chrono::milliseconds NextColdPreloadDelay();
+  // Stamps the end of a call or a creation; IdleFor is how long ago the last one ended (zero
+  // while one runs): the pool refills only after a quiet stretch.
+  void MarkActivity();
+  std::chrono::steady_clock::duration IdleFor();
   std::chrono::system_clock::time_point Now() const;
   void ReaperLoop();
 
@@ -228,7 +232,8 @@ class SessionManager {
   int creating_ = 0;  // sessions being created (count against max_sessions)
   std::unordered_map<std::string, int> creating_by_owner_;   // the same, per subject
   std::chrono::steady_clock::time_point next_cold_preload_;  // the next free start (spacing)
-  std::atomic<int> calls_in_flight_{0};  // busy leases held (the pool refills when none is)
+  std::atomic<int> calls_in_flight_{0};       // busy leases held (the pool refills when none is)
+  std::atomic<int64_t> last_activity_ns_{0};  // steady clock, when the last call or creation ended
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> drain_idle_ms_{0};
 

@@ -177,8 +177,10 @@ int main(int argc, char** argv) {
       std::string session_id;
       if (set_up && CallOk(first)) {
         session_id = first["result"]["structuredContent"].value("session_id", "");
-      } else {
-        ++setup_failures;
+      } else if (++setup_failures == 1) {
+        // The first failure says why (the rest usually repeat it).
+        std::fprintf(stderr, "http_load_bench: a session was not set up: %.300s\n",
+                     set_up ? first.dump().c_str() : "initialize failed");
       }
       for (int w = 0; w < warmup && !session_id.empty(); ++w) {
         client.Request("tools/call",

@@ -214,7 +214,8 @@ void CheckSweepOrphans(CgroupManager& manager) {
     REQUIRE(cgroup::WriteControl(dir + "/cgroup.procs", std::to_string(child.pid())).has_value());
   }
   child.Go();
-  auto swept = manager.SweepOrphans({"sess_live00000001"});
+  auto swept =
+      manager.SweepOrphans([](const std::string& name) { return name == "sess_live00000001"; });
   REQUIRE(swept.has_value());
   CHECK(*swept == 1);
   for (const auto& dir : orphan_dirs) CHECK_FALSE(cgroup::PathExists(dir));

@@ -285,17 +285,29 @@ TEST_CASE(
   foreign.server = *live_server;
   REQUIRE(records.Write(foreign));
 
+  // Records written before the spawn (no init yet): another live server's sandbox being
+  // started now is kept; a dead server's is removed, with nothing to kill.
+  ns::SessionRecord spawning = foreign;
+  spawning.session_id = NewSessionId();
+  spawning.init = {};
+  REQUIRE(records.Write(spawning));
+  ns::SessionRecord spawning_dead = dead_server;
+  spawning_dead.session_id = NewSessionId();
+  spawning_dead.init = {};
+  REQUIRE(records.Write(spawning_dead));
+
   auto swept = backend->SweepOrphans();
   REQUIRE(swept);
-  CHECK(*swept == 2);
+  CHECK(*swept == 3);
   int status = 0;
   REQUIRE(::waitpid(orphan, &status, 0) == orphan);  // it was SIGKILLed
   CHECK(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGKILL);
-  auto left = records.ReadAll();
-  REQUIRE(left.size() == 1);
-  CHECK(left[0].session_id == foreign.session_id);
+  std::set<std::string> left;
+  for (const auto& record : records.ReadAll()) left.insert(record.session_id);
+  CHECK(left == std::set<std::string>{foreign.session_id, spawning.session_id});
   records.Remove(foreign.session_id);
+  records.Remove(spawning.session_id);
 }
 
 TEST_CASE_METHOD(StartedBackend, "lifecycle: a live sandbox survives the sweep of its own backend",

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `sessions gc` (the orphan sweep every server also runs when it starts) beside a live server on
+# the same state dir, while that server creates sessions as fast as clients ask: the sweep must
+# take none of them. A sandbox being started is a live server's from its first trace: its record
+# goes down before its cgroup, and the cgroup sweep reads a group's record after listing the
+# groups. Before that, a sweep during a burst removed cgroups mid-start (ENOENT on
+# memory.limit_in_bytes or cgroup.procs) and sessions failed to start. Needs root and the
+# default image (`python`) in the shared store; a private state dir borrows its images.
+# Usage: sweep_beside_live_test.sh /path/to/mcp-sandbox /path/to/http_load_bench
+set -u
+bin=$1
+load_bench=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (sandboxes of the shared store)"; exit 77; }
+store=${SANDBOX_SHARED_STORE:-/var/lib/mcp-sandbox}
+"$bin" image ls 2>/dev/null | grep -q '^python ' ||
+  { echo "SKIPPED: the default image (python) is not in the store"; exit 77; }
+source "$root/tools/lib/http_server_url.sh"
+
+work=$(mktemp -d /tmp/mcp-sweep-test.XXXXXX)
+server=
+sweeper=
+cleanup() {
+  [ -n "$sweeper" ] && kill "$sweeper" 2>/dev/null && wait "$sweeper" 2>/dev/null
+  [ -n "$server" ] && kill -TERM "$server" 2>/dev/null && wait "$server" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/state"
+for part in images archives; do
+  [ -e "$store/$part" ] && ln -s "$store/$part" "$work/state/$part"
+done
+export SANDBOX_STATE_DIR=$work/state SANDBOX_IMAGE=python SANDBOX_LOG_FILE=
+failures=0
+check() {  # check WHAT CONDITION-EXIT-STATUS DETAIL
+  if [ "$2" -eq 0 ]; then echo "ok   $1"; else echo "FAIL $1: $3"; failures=$((failures + 1)); fi
+}
+
+SANDBOX_POOL_SIZE=0 SANDBOX_MAX_SESSIONS=100 SANDBOX_LOG_LEVEL=info \
+  "$bin" serve --http 127.0.0.1:0 2>"$work/server.log" &
+server=$!
+url=$(http_server_url "$work/server.log")
+[ -n "$url" ] || { echo "FAIL the server did not listen: $(tail -5 "$work/server.log")"; exit 1; }
+
+# The sweeper: `sessions gc` again and again, each a full sweep of records and cgroups.
+(
+  while [ ! -e "$work/stop" ]; do
+    SANDBOX_LOG_LEVEL=info "$bin" sessions gc >>"$work/gc.log" 2>&1
+    echo run >>"$work/gc.runs"
+  done
+) &
+sweeper=$!
+
+# Three bursts of 30 creates (a sweep lasts about as long as a few creates under load).
+out=
+for _ in 1 2 3; do out+=$("$load_bench" "$url" --sessions 30 --calls 3 --creates 1 2>&1)$'\n'; done
+touch "$work/stop"
+wait "$sweeper"
+sweeper=
+runs=$(wc -l <"$work/gc.runs" 2>/dev/null || echo 0)
+summary=$(grep '^Native clients:' <<<"$out")
+read -r errors not_set_up < <(awk '/^Native clients:/ {e += $3; n += $5} END {print e, n}' <<<"$out")
+check "90 sessions start and answer while sessions gc sweeps ($runs sweeps)" \
+  $([ "${errors:-1}" -eq 0 ] && [ "${not_set_up:-1}" -eq 0 ]; echo $?) \
+  "$summary $(grep 'not set up:' <<<"$out")"
+check "the sweeps ran during the burst" $([ "$runs" -ge 3 ]; echo $?) "only $runs sweep(s)"
+check "no sweep took a live server's sandbox" \
+  $(! grep -q 'swept orphan' "$work/gc.log"; echo $?) "$(grep 'swept orphan' "$work/gc.log" | head -3)"
+
+kill -TERM "$server"
+wait "$server"
+server=
+left=$(ls "$work/state/sessions" 2>/dev/null | head -3)
+check "the server's stop leaves no session record" $([ -z "$left" ]; echo $?) "$left"
+[ "$failures" -eq 0 ]
