@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <set>
+#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -19,6 +22,9 @@ namespace {
 
 // How long a new sandbox may take to say hello (Python start-up on a loaded host included).
 constexpr std::chrono::seconds kReadyTimeout{30};
+// How long an orderly stop may spend saving the live sessions, all together: well inside the
+// packaged unit's TimeoutStopSec (60 s), so the sandboxes are torn down before a SIGKILL.
+constexpr std::chrono::seconds kShutdownSaveBudget{20};
 // How often the reaper looks for idle sessions.
 constexpr std::chrono::seconds kReaperInterval{15};
 // How long a pooled sandbox may take to import the preload (numpy, pandas, matplotlib: about a
@@ -690,14 +696,47 @@ void SessionManager::CloseAll() {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& [id, session] : sessions_) ids.push_back(id);
     }
+    // The saves get kShutdownSaveBudget together: a service manager kills what is left after
+    // its own stop timeout (the unit's TimeoutStopSec), and a stop cut short by SIGKILL leaves
+    // sandboxes and cgroups for the next start's sweep. A session still saving then is stopped
+    // unsaved (its save fails at once), and says so in the log.
+    struct Progress {
+      std::mutex mutex;
+      std::condition_variable done_cv;
+      size_t done = 0;
+      std::set<std::string> finished;
+    };
+    auto progress = std::make_shared<Progress>();
     std::vector<std::thread> savers;
     savers.reserve(ids.size());
     for (const auto& id : ids) {
-      savers.emplace_back([this, id] {
+      savers.emplace_back([this, id, progress] {
         if (auto saved = Hibernate(id); !saved) {
           spdlog::warn("session {} could not be saved at shutdown: {}", id, saved.error().message);
         }
+        std::lock_guard<std::mutex> lock(progress->mutex);
+        ++progress->done;
+        progress->finished.insert(id);
+        progress->done_cv.notify_all();
       });
+    }
+    {
+      std::unique_lock<std::mutex> lock(progress->mutex);
+      if (!progress->done_cv.wait_for(lock, kShutdownSaveBudget,
+                                      [&] { return progress->done == ids.size(); })) {
+        for (const auto& id : ids) {
+          if (progress->finished.count(id) != 0) continue;
+          std::shared_ptr<Session> session;
+          {
+            std::lock_guard<std::mutex> sessions_lock(mutex_);
+            if (auto it = sessions_.find(id); it != sessions_.end()) session = it->second;
+          }
+          if (!session) continue;
+          spdlog::warn("session {}: its save at shutdown took longer than {} s; stopped unsaved", id,
+                       kShutdownSaveBudget.count());
+          (void)session->sandbox->Kill();
+        }
+      }
     }
     for (auto& saver : savers) saver.join();
   }

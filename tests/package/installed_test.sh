@@ -11,10 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 debian_root=$here/../../tools/package.d/debian_root.sh
 root=$work/root
 fail=0
-check() {  # check NAME COMMAND...: runs COMMAND on the host side, against the root
-  local name=$1; shift
-  if out=$("$@" 2>&1); then echo "ok   $name"; else echo "FAIL $name: $(tail -c 1500 <<<"$out")"; fail=1; fi
-}
+source "$here/lib.sh"
 inroot() { "$debian_root" enter "$root" "$@"; }
 
 "$debian_root" make "$root" "$release" || { echo "FAIL fresh $release root: mmdebstrap failed"; exit 1; }
@@ -45,21 +42,7 @@ check "mcp-sandbox run prints and exits 0" inroot sh -c \
 check "mcp-sandbox run passes the snippet's exit code" inroot sh -c \
   "echo 'raise SystemExit(3)' | SANDBOX_STATE_DIR=$state mcp-sandbox run --image python-small -; [ \$? -eq 3 ]"
 
-node=$here/../e2e/node_modules/node/bin/node
-[ -x "$node" ] || node=node
-if [ -d "$here/../e2e/node_modules/@modelcontextprotocol/sdk" ]; then
-  out=$("$node" "$here/serve_client.mjs" "$debian_root" enter "$root" \
-    env SANDBOX_STATE_DIR=$state SANDBOX_IMAGE=python-small SANDBOX_LOG_LEVEL=warn \
-    mcp-sandbox serve 2>&1)
-  rc=$?
-  echo "$out" | grep -E '^(ok|FAIL) ' || true
-  if [ $rc -ne 0 ]; then
-    grep -q '^FAIL ' <<<"$out" || echo "FAIL the SDK client over stdio: $(tail -c 1500 <<<"$out")"
-    fail=1
-  fi
-else
-  echo "FAIL the SDK client: tests/e2e/node_modules is missing (tests/e2e/run.sh installs it)"
-  fail=1
-fi
+serve_checks "$debian_root" enter "$root" \
+  env SANDBOX_STATE_DIR=$state SANDBOX_IMAGE=python-small SANDBOX_LOG_LEVEL=warn mcp-sandbox serve
 rm -rf "$root"
 exit $fail

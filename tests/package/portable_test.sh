@@ -13,10 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 debian_root=$here/../../tools/package.d/debian_root.sh
 root=$work/root
 fail=0
-check() {  # check NAME COMMAND...: runs COMMAND on the host side, against the root
-  local name=$1; shift
-  if out=$("$@" 2>&1); then echo "ok   $name"; else echo "FAIL $name: $(tail -c 1500 <<<"$out")"; fail=1; fi
-}
+source "$here/lib.sh"
 
 "$debian_root" make "$root" "$release" || { echo "FAIL fresh $release root: mmdebstrap failed"; exit 1; }
 # Unpacked at a path that is the same on the host and in the root: the Docker daemon, in the
@@ -65,22 +62,8 @@ check "mcp-sandbox run as an ordinary user, with a state dir of its own" inroot 
     $bin image import /var/tmp/python-small.tar --name python-small >/dev/null &&
     echo \"import os; print(os.getuid() != 0, 6 * 7)\" | $bin run --image python-small -' | grep -qx 'True 42'"
 
-node=$here/../e2e/node_modules/node/bin/node
-[ -x "$node" ] || node=node
-if [ -d "$here/../e2e/node_modules/@modelcontextprotocol/sdk" ]; then
-  out=$("$node" "$here/serve_client.mjs" env DEBIAN_ROOT_BINDS="$binds" "$debian_root" enter "$root" \
-    env SANDBOX_STATE_DIR=$state SANDBOX_IMAGE=python-small SANDBOX_LOG_LEVEL=warn \
-    "$bin" serve 2>&1)
-  rc=$?
-  echo "$out" | grep -E '^(ok|FAIL) ' || true
-  if [ $rc -ne 0 ]; then
-    grep -q '^FAIL ' <<<"$out" || echo "FAIL the SDK client over stdio: $(tail -c 1500 <<<"$out")"
-    fail=1
-  fi
-else
-  echo "FAIL the SDK client: tests/e2e/node_modules is missing (tests/e2e/run.sh installs it)"
-  fail=1
-fi
+serve_checks env DEBIAN_ROOT_BINDS="$binds" "$debian_root" enter "$root" \
+  env SANDBOX_STATE_DIR=$state SANDBOX_IMAGE=python-small SANDBOX_LOG_LEVEL=warn "$bin" serve
 
 if [ -n "$daemon" ]; then
   check "the Docker fallback: run through the host's daemon, its image loaded from the store" \
