@@ -1,7 +1,10 @@
 #include "runtime/session/session_hibernation.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 namespace sandbox {
 
@@ -33,6 +36,14 @@ std::string Tail(const std::string& text) {
   return tail;
 }
 
+// Milliseconds since `since`, for the phase timings in the debug log (tools/bench.d/hibernate.sh
+// reads where the time of a save or a restore goes).
+int64_t MsSince(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               since)
+      .count();
+}
+
 Result<RunResult> RunHook(AgentClient& agent, std::string code, double timeout_s) {
   RunRequest request;
   request.code = std::move(code);
@@ -45,6 +56,7 @@ Result<RunResult> RunHook(AgentClient& agent, std::string code, double timeout_s
 
 Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, double timeout_s) {
   const std::string path = agent.info().tmp_dir + "/" + std::string(kArchiveName);
+  auto started = std::chrono::steady_clock::now();
   SBX_ASSIGN_OR_RETURN(RunResult run,
                        RunHook(agent, HookCell("save", std::to_string(max_bytes)), timeout_s));
   if (run.exit_code != 0 || run.timed_out || run.state_lost) {
@@ -57,26 +69,36 @@ Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, do
   }
   SavedArchive saved;
   SBX_ASSIGN_OR_RETURN(saved.save, ParseSaveReport(run.stdout_text));
+  const int64_t saved_ms = MsSince(started);
+  started = std::chrono::steady_clock::now();
   auto bytes = agent.ReadFile(path, max_bytes);
+  const int64_t read_ms = MsSince(started);
   // Removed whatever happened: a session that goes on does not keep the copy in its memory.
   (void)RunHook(agent, HookCell("discard", PythonString(path)), timeout_s);
   if (!bytes) {
     return Fail(std::move(bytes.error()).Context("reading the saved session"));
   }
   saved.bytes = std::move(*bytes);
+  spdlog::debug("session state: saved in the sandbox in {} ms, {} bytes read out in {} ms", saved_ms,
+                saved.bytes.size(), read_ms);
   return saved;
 }
 
 Result<RestoreReport> RestoreSessionState(AgentClient& agent, std::string_view archive,
                                           double timeout_s) {
   const std::string path = agent.info().tmp_dir + "/" + std::string(kRestoreName);
+  auto started = std::chrono::steady_clock::now();
   SBX_TRY(agent.WriteFile(path, archive, /*overwrite=*/true));
+  const int64_t write_ms = MsSince(started);
+  started = std::chrono::steady_clock::now();
   SBX_ASSIGN_OR_RETURN(RunResult run,
                        RunHook(agent, HookCell("restore", PythonString(path)), timeout_s));
   if (run.exit_code != 0 || run.timed_out || run.state_lost) {
     return Fail(ErrorCode::kSandboxUnavailable, "restoring the saved session failed{}: {}",
                 run.timed_out ? " (timed out)" : "", Tail(run.stderr_text));
   }
+  spdlog::debug("session state: {} bytes written into the sandbox in {} ms, restored in {} ms",
+                archive.size(), write_ms, MsSince(started));
   return ParseRestoreReport(run.stdout_text);
 }
 
