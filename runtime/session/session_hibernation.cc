@@ -79,8 +79,8 @@ Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, do
     return Fail(std::move(bytes.error()).Context("reading the saved session"));
   }
   saved.bytes = std::move(*bytes);
-  spdlog::debug("session state: saved in the sandbox in {} ms, {} bytes read out in {} ms", saved_ms,
-                saved.bytes.size(), read_ms);
+  spdlog::debug("session state: saved in the sandbox in {} ms, {} bytes read out in {} ms",
+                saved_ms, saved.bytes.size(), read_ms);
   return saved;
 }
 

@@ -88,12 +88,17 @@ def logged(what, sid):
 # runtime/session/session_hibernation.cc's debug lines: where a save's and a restore's time goes.
 SAVE_PHASES = re.compile(r"saved in the sandbox in (\d+) ms, \d+ bytes read out in (\d+) ms")
 RESTORE_PHASES = re.compile(r"bytes written into the sandbox in (\d+) ms, restored in (\d+) ms")
+# runtime/session/saved_sessions.cc's: the archive stored (digest, write, fsync) and loaded back.
+STORED = r"saved session %s: \d+ bytes stored \(digest, eviction, written and synced\) in (\d+) ms"
+LOADED = r"saved session %s: \d+ bytes loaded and checked in (\d+) ms"
 
 
 def phases(pattern, mark):
     """The phase timings (seconds) of the first such line written after offset `mark`."""
     found = pattern.findall(open(LOG).read()[mark:])
-    return [int(ms) / 1000 for ms in found[0]] if found else [float("nan")] * pattern.groups
+    if not found:
+        return [float("nan")] * pattern.groups
+    return [int(ms) / 1000 for ms in (found[0] if pattern.groups > 1 else [found[0]])]
 
 
 def cgroup_dirs(sid):
@@ -101,8 +106,8 @@ def cgroup_dirs(sid):
 
 
 def measure(server, setup, runs):
-    rows = {"hibernate": [], "save": [], "read": [], "resume": [], "resume_server": [],
-            "write": [], "restore": [], "saved": 0, "live_pss": [], "left_procs": 0,
+    rows = {"hibernate": [], "save": [], "read": [], "store": [], "resume": [],
+            "resume_server": [], "load": [], "write": [], "restore": [], "saved": 0, "live_pss": [], "left_procs": 0,
             "left_cgroups": 0}
     for _ in range(runs):
         server.wait_ready(2)
@@ -115,6 +120,7 @@ def measure(server, setup, runs):
         save, read = phases(SAVE_PHASES, mark)
         rows["save"].append(save)
         rows["read"].append(read)
+        rows["store"] += phases(re.compile(STORED % sid), mark)
         rows["saved"] = status(server, sid).get("saved_bytes", 0)
         rows["left_procs"] += len(in_cgroup(sid))
         rows["left_cgroups"] += len(cgroup_dirs(sid))
@@ -127,6 +133,7 @@ def measure(server, setup, runs):
         write, restore = phases(RESTORE_PHASES, mark)
         rows["write"].append(write)
         rows["restore"].append(restore)
+        rows["load"] += phases(re.compile(LOADED % sid), mark)
         server.tool("sandbox_close_session", session_id=sid)
     return rows
 
@@ -177,19 +184,22 @@ load = open("/proc/loadavg").read().split()[:3]
 print("Load average (1, 5, 15 min) at the end of the run: %s; the host is shared (2 cores), so "
       "these are loaded figures.\n" % ", ".join(load))
 ms = lambda samples, p=50: "%.0f" % pct(samples, p)
-print("| session | saved | resume p50 / p90, request to response | resume p50, server: all / "
-      "write in / restore | hibernate p50 / max, server | of which save in sandbox / read out "
-      "(p50) | live sandbox PSS | after hibernation |")
+print("| session | saved | resume p50 / p90, request to response | resume p50, server: all = "
+      "load + sandbox + write in + restore | hibernate p50 / max, server | hibernate p50: save in "
+      "sandbox + read out + store + stop | live sandbox PSS | after hibernation |")
 print("|---|---|---|---|---|---|---|---|")
 for name, r in (("small state", small), ("100 MB DataFrame", large)):
     left = "%d processes, %d cgroups" % (r["left_procs"], r["left_cgroups"])
-    print("| %s (%d runs) | %s | %s / %s ms | %s / %s / %s ms | %s / %.0f ms | %s / %s ms | %.0f MB "
-          "| %s |" % (
+    sandbox = [a - b - c - d for a, b, c, d in zip(r["resume_server"], r["load"], r["write"], r["restore"])]
+    stop = [a - b - c - d for a, b, c, d in zip(r["hibernate"], r["save"], r["read"], r["store"])]
+    print("| %s (%d runs) | %s | %s / %s ms | %s = %s + %s + %s + %s ms | %s / %.0f ms | "
+          "%s + %s + %s + %s ms | %.0f MB | %s |" % (
               name, len(r["resume"]),
               "%.1f MB" % (r["saved"] / 1e6) if r["saved"] >= 1e6 else "%.1f KB" % (r["saved"] / 1e3),
-              ms(r["resume"]), ms(r["resume"], 90), ms(r["resume_server"]), ms(r["write"]),
-              ms(r["restore"]), ms(r["hibernate"]), max(r["hibernate"]) * 1000, ms(r["save"]),
-              ms(r["read"]), statistics.median(r["live_pss"]) / 1e6, left))
+              ms(r["resume"]), ms(r["resume"], 90), ms(r["resume_server"]), ms(r["load"]),
+              ms(sandbox), ms(r["write"]), ms(r["restore"]), ms(r["hibernate"]),
+              max(r["hibernate"]) * 1000, ms(r["save"]), ms(r["read"]), ms(r["store"]), ms(stop),
+              statistics.median(r["live_pss"]) / 1e6, left))
 print()
 print("1,000 hibernated sessions (one small session and 999 forks of it): %d listed as "
       "hibernated; disk %.1f MB (%.1f KB each; apparent size %.1f MB); %d processes in the "
