@@ -178,10 +178,10 @@ const HTTP = {
   },
 };
 
-// --- Who runs the server. Root uses the shared state dir; an ordinary user (uid 65534, as
-// tests/runtime/ns/as_unprivileged.sh runs the namespace suites) a state dir of its own, whose
-// image store is root's (readable by all) through a symlink.
-const UNPRIV_UID = 65534;
+// --- Who runs the server. Root uses the shared state dir; an ordinary user (uid 65534, or
+// SANDBOX_TEST_UNPRIV_UID, as tests/runtime/ns/as_unprivileged.sh runs the namespace suites) a
+// state dir of its own, whose image store is root's (readable by all) through a symlink.
+const UNPRIV_UID = Number(process.env.SANDBOX_TEST_UNPRIV_UID ?? 65534);
 const UNPRIV_WRAPPER = ['setpriv', `--reuid=${UNPRIV_UID}`, `--regid=${UNPRIV_UID}`, '--clear-groups',
   '--inh-caps=-all', '--'];
 
