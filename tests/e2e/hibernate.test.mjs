@@ -4,8 +4,9 @@
 // cgroup, no container left) and resumed intact; the same across a server stopped in an orderly
 // way (stdin closed; SIGTERM over HTTP) and a new one on the same state dir; a socket and a
 // thread reported by name; fork diverges; close deletes; kill -9 loses only what was not saved
-// and leaves nothing behind; a tampered and a crafted saved state (stdio only: the transport
-// plays no part there) are clear errors or stay inside the session's own sandbox.
+// and leaves nothing behind; a state above the cap, a tampered and a crafted saved state (stdio
+// only: the transport plays no part there) are clear errors or stay inside the session's own
+// sandbox.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -370,6 +371,25 @@ for (const { label, transport, backend, user, skip, hostile } of VARIANTS) descr
     await waitFor('no process left', async () => processesOf(id).length === 0 && !orphans.some(alive));
     assert.deepEqual(leftOf(id, 0), NOTHING);
   });
+
+  test('a state above the cap is refused, by name, and the session goes on',
+    { skip: hostile ? false : 'the transport plays no part: run over stdio' }, async () => {
+      const server = await start({ SANDBOX_SAVED_MAX_BYTES: '1m' });
+      try {
+        const { structured } = await callOk(server.client, 'sandbox_run_python', {
+          code: 'big = bytes(4 << 20)\nkeep = 1',
+        });
+        const id = structured.session_id;
+        await waitFor('the refusal', async () => server.stderr.text.includes(`session ${id} could not be hibernated`));
+        assert.match(server.stderr.text, /larger than its cap of \d+ bytes \(at 'big', bytes\)/);
+        assert.equal((await status(server.client, id)).state, 'idle');
+        assert.equal(fs.existsSync(savedDir(id)), false);
+        assert.equal((await python(server.client, id, 'print(keep, len(big))')).stdout, `1 ${4 << 20}\n`);
+        await callOk(server.client, 'sandbox_close_session', { session_id: id });
+      } finally {
+        await server.close();
+      }
+    });
 
   test('a tampered or crafted saved state is a clear error or stays in the session\'s sandbox',
     { skip: hostile ? false : 'the transport plays no part: run over stdio' }, async () => {
