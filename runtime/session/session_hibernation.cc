@@ -28,12 +28,22 @@ std::string PythonString(const std::string& text) {
   return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// The last lines of a failed cell's stderr: its exception, for the error message.
-std::string Tail(const std::string& text) {
-  constexpr size_t kTail = 600;
-  std::string tail = text.size() > kTail ? text.substr(text.size() - kTail) : text;
-  while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-  return tail;
+// Why a hook cell failed, for the error message: the exception it ended with (the last line
+// of its traceback, "ValueError: ..."), or the worker's death (killed, e.g. out of memory:
+// the session's variables are gone with it).
+std::string HookFailure(const RunResult& run) {
+  constexpr size_t kMaxLine = 600;
+  std::string text = run.stderr_text;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  size_t newline = text.rfind('\n');
+  std::string last = newline == std::string::npos ? text : text.substr(newline + 1);
+  if (last.size() > kMaxLine) last.resize(kMaxLine);
+  if (run.state_lost) {
+    return "the session's Python worker died (killed, e.g. out of memory); its variables are "
+           "lost" +
+           (last.empty() ? std::string() : ": " + last);
+  }
+  return last.empty() ? std::string("no error output") : last;
 }
 
 // Milliseconds since `since`, for the phase timings in the debug log (tools/bench.d/hibernate.sh
@@ -65,7 +75,7 @@ Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, do
                          ? ErrorCode::kArtifactTooLarge
                          : ErrorCode::kSandboxUnavailable;
     return Fail(code, "saving the session failed{}: {}", run.timed_out ? " (timed out)" : "",
-                Tail(run.stderr_text));
+                HookFailure(run));
   }
   SavedArchive saved;
   SBX_ASSIGN_OR_RETURN(saved.save, ParseSaveReport(run.stdout_text));
@@ -95,7 +105,7 @@ Result<RestoreReport> RestoreSessionState(AgentClient& agent, std::string_view a
                        RunHook(agent, HookCell("restore", PythonString(path)), timeout_s));
   if (run.exit_code != 0 || run.timed_out || run.state_lost) {
     return Fail(ErrorCode::kSandboxUnavailable, "restoring the saved session failed{}: {}",
-                run.timed_out ? " (timed out)" : "", Tail(run.stderr_text));
+                run.timed_out ? " (timed out)" : "", HookFailure(run));
   }
   spdlog::debug("session state: {} bytes written into the sandbox in {} ms, restored in {} ms",
                 archive.size(), write_ms, MsSince(started));

@@ -239,7 +239,7 @@ const UNPRIV = {
 };
 const nsSkip = runtime.ok ? false : runtime.reason;
 const VARIANTS = [
-  { label: 'stdio', transport: STDIO, backend: {}, user: ROOT, skip: nsSkip, hostile: true },
+  { label: 'stdio', transport: STDIO, backend: {}, user: ROOT, skip: nsSkip, hostile: true, bigState: true },
   { label: 'stdio, docker backend', transport: STDIO, backend: DOCKER, user: ROOT, skip: dockerSkip(), hostile: true },
   { label: 'HTTP', transport: HTTP, backend: {}, user: ROOT, skip: nsSkip },
   { label: 'HTTP, docker backend', transport: HTTP, backend: DOCKER, user: ROOT, skip: dockerSkip() },
@@ -249,7 +249,7 @@ const VARIANTS = [
     skip: unprivileged.dockerSkip },
 ];
 
-for (const { label, transport, backend, user, skip, hostile } of VARIANTS) describe(`hibernate, resume, fork (${label})`, { skip }, () => {
+for (const { label, transport, backend, user, skip, hostile, bigState } of VARIANTS) describe(`hibernate, resume, fork (${label})`, { skip }, () => {
   const ENV = { ...BASE_ENV, ...user.env, ...backend };
   const isDocker = backend.SANDBOX_BACKEND === 'docker';
   const start = (env = {}) => transport.start({ ...ENV, ...env }, user.wrapper);
@@ -385,6 +385,26 @@ for (const { label, transport, backend, user, skip, hostile } of VARIANTS) descr
         assert.equal((await status(server.client, id)).state, 'idle');
         assert.equal(fs.existsSync(savedDir(id)), false);
         assert.equal((await python(server.client, id, 'print(keep, len(big))')).stdout, `1 ${4 << 20}\n`);
+        await callOk(server.client, 'sandbox_close_session', { session_id: id });
+      } finally {
+        await server.close();
+      }
+    });
+
+  // The archive is written in the sandbox's /tmp (a tmpfs, 128 MiB by default) before the server
+  // reads it: a state below the memory limit that cannot fit there is refused up front.
+  test('a state too large for the sandbox\'s tmp dir is refused, and the session goes on',
+    { skip: bigState ? false : 'one variant is enough: the check runs in the sandbox' }, async () => {
+      const server = await start();
+      try {
+        const { structured } = await callOk(server.client, 'sandbox_run_python', {
+          code: 'big = bytearray(150 << 20)\nkeep = 1',
+        });
+        const id = structured.session_id;
+        await waitFor('the refusal', async () => server.stderr.text.includes(`session ${id} could not be hibernated`));
+        assert.match(server.stderr.text, /ValueError: the session's state and files take about \d+ bytes, above its cap here: the \d+ bytes free in the sandbox's tmp dir/);
+        assert.equal((await status(server.client, id)).state, 'idle');
+        assert.equal((await python(server.client, id, 'print(keep, len(big))')).stdout, `1 ${150 << 20}\n`);
         await callOk(server.client, 'sandbox_close_session', { session_id: id });
       } finally {
         await server.close();
