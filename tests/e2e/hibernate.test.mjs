@@ -368,8 +368,10 @@ for (const { label, transport, backend, user, skip, hostile, bigState } of VARIA
     } finally {
       await server.close();
     }
-    await waitFor('no process left', async () => processesOf(id).length === 0 && !orphans.some(alive));
-    assert.deepEqual(leftOf(id, 0), NOTHING);
+    // The killed server's sandbox goes when the next one sweeps it, and its container or cgroup
+    // a moment after its processes.
+    await waitFor('nothing left', async () => !orphans.some(alive) &&
+      JSON.stringify(leftOf(id, 0)) === JSON.stringify(NOTHING));
   });
 
   test('a state above the cap is refused, by name, and the session goes on',
