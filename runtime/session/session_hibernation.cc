@@ -1,5 +1,6 @@
 #include "runtime/session/session_hibernation.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -64,6 +65,11 @@ Result<RunResult> RunHook(AgentClient& agent, std::string code, double timeout_s
 
 }  // namespace
 
+bool StateLostInSave(const Error& error) {
+  return std::any_of(error.details.begin(), error.details.end(),
+                     [](const auto& detail) { return detail.first == kStateLostDetail; });
+}
+
 Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, double timeout_s) {
   const std::string path = agent.info().tmp_dir + "/" + std::string(kArchiveName);
   auto started = std::chrono::steady_clock::now();
@@ -74,8 +80,10 @@ Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, do
                              run.stderr_text.find("above its cap") != std::string::npos
                          ? ErrorCode::kArtifactTooLarge
                          : ErrorCode::kSandboxUnavailable;
-    return Fail(code, "saving the session failed{}: {}", run.timed_out ? " (timed out)" : "",
-                HookFailure(run));
+    Error error = MakeError(code, "saving the session failed{}: {}",
+                            run.timed_out ? " (timed out)" : "", HookFailure(run));
+    if (run.state_lost) error.details.emplace_back(kStateLostDetail, "true");
+    return Fail(std::move(error));
   }
   SavedArchive saved;
   SBX_ASSIGN_OR_RETURN(saved.save, ParseSaveReport(run.stdout_text));
