@@ -374,70 +374,69 @@ for (const { label, transport, backend, user, skip, hostile, bigState } of VARIA
       JSON.stringify(leftOf(id, 0)) === JSON.stringify(NOTHING));
   });
 
-  test('a state above the cap is refused, by name, and the session goes on',
-    { skip: hostile ? false : 'the transport plays no part: run over stdio' }, async () => {
-      const server = await start({ SANDBOX_SAVED_MAX_BYTES: '1m' });
-      try {
-        const { structured } = await callOk(server.client, 'sandbox_run_python', {
-          code: 'big = bytes(4 << 20)\nkeep = 1',
-        });
-        const id = structured.session_id;
-        await waitFor('the refusal', async () => server.stderr.text.includes(`session ${id} could not be hibernated`));
-        assert.match(server.stderr.text, /larger than its cap of \d+ bytes \(at 'big', bytes\)/);
-        assert.equal((await status(server.client, id)).state, 'idle');
-        assert.equal(fs.existsSync(savedDir(id)), false);
-        assert.equal((await python(server.client, id, 'print(keep, len(big))')).stdout, `1 ${4 << 20}\n`);
-        await callOk(server.client, 'sandbox_close_session', { session_id: id });
-      } finally {
-        await server.close();
-      }
-    });
+  // The hostile cases run over stdio only (the transport plays no part), the cap and the tmp dir
+  // as root only (nor does the user), the tmp dir on one backend (the check runs in the sandbox).
+  if (hostile && user === ROOT) test('a state above the cap is refused, by name, and the session goes on', async () => {
+    const server = await start({ SANDBOX_SAVED_MAX_BYTES: '1m' });
+    try {
+      const { structured } = await callOk(server.client, 'sandbox_run_python', {
+        code: 'big = bytes(4 << 20)\nkeep = 1',
+      });
+      const id = structured.session_id;
+      await waitFor('the refusal', async () => server.stderr.text.includes(`session ${id} could not be hibernated`));
+      assert.match(server.stderr.text, /larger than its cap of \d+ bytes \(at 'big', bytes\)/);
+      assert.equal((await status(server.client, id)).state, 'idle');
+      assert.equal(fs.existsSync(savedDir(id)), false);
+      assert.equal((await python(server.client, id, 'print(keep, len(big))')).stdout, `1 ${4 << 20}\n`);
+      await callOk(server.client, 'sandbox_close_session', { session_id: id });
+    } finally {
+      await server.close();
+    }
+  });
 
   // The archive is written in the sandbox's /tmp (a tmpfs, 128 MiB by default) before the server
   // reads it: a state below the memory limit that cannot fit there is refused up front.
-  test('a state too large for the sandbox\'s tmp dir is refused, and the session goes on',
-    { skip: bigState ? false : 'one variant is enough: the check runs in the sandbox' }, async () => {
-      const server = await start();
-      try {
-        const { structured } = await callOk(server.client, 'sandbox_run_python', {
-          code: 'big = bytearray(150 << 20)\nkeep = 1',
-        });
-        const id = structured.session_id;
-        await waitFor('the refusal', async () => server.stderr.text.includes(`session ${id} could not be hibernated`));
-        assert.match(server.stderr.text, /ValueError: the session's state and files take about \d+ bytes, above its cap here: the \d+ bytes free in the sandbox's tmp dir/);
-        assert.equal((await status(server.client, id)).state, 'idle');
-        assert.equal((await python(server.client, id, 'print(keep, len(big))')).stdout, `1 ${150 << 20}\n`);
-        await callOk(server.client, 'sandbox_close_session', { session_id: id });
-      } finally {
-        await server.close();
-      }
-    });
+  if (bigState) test('a state too large for the sandbox\'s tmp dir is refused, and the session goes on', async () => {
+    const server = await start();
+    try {
+      const { structured } = await callOk(server.client, 'sandbox_run_python', {
+        code: 'big = bytearray(150 << 20)\nkeep = 1',
+      });
+      const id = structured.session_id;
+      await waitFor('the refusal', async () => server.stderr.text.includes(`session ${id} could not be hibernated`));
+      assert.match(server.stderr.text, /ValueError: the session's state and files take about \d+ bytes, above its cap here: the \d+ bytes free in the sandbox's tmp dir/);
+      assert.equal((await status(server.client, id)).state, 'idle');
+      assert.equal((await python(server.client, id, 'print(keep, len(big))')).stdout, `1 ${150 << 20}\n`);
+      await callOk(server.client, 'sandbox_close_session', { session_id: id });
+    } finally {
+      await server.close();
+    }
+  });
 
-  test('a tampered or crafted saved state is a clear error or stays in the session\'s sandbox',
-    { skip: hostile ? false : 'the transport plays no part: run over stdio' }, async () => {
-      const server = await start();
-      try {
-        // Tampered on disk: refused before any sandbox loads it; close still removes it.
-        const { structured } = await callOk(server.client, 'sandbox_run_python', { code: 'x = 1' });
-        const id = structured.session_id;
-        await waitFor('hibernation', async () => (await status(server.client, id)).state === 'hibernated');
-        const archive = path.join(savedDir(id), 'state.tar');
-        const bytes = fs.readFileSync(archive);
-        bytes[bytes.length >> 1] ^= 0xff;
-        fs.writeFileSync(archive, bytes);
-        const refused = await call(server.client, 'sandbox_run_python', { session_id: id, code: 'print(x)' });
-        assert.equal(refused.isError, true);
-        assert.match(text(refused), /damaged or was altered on disk/);
-        await callOk(server.client, 'sandbox_close_session', { session_id: id });
-        assert.equal(fs.existsSync(savedDir(id)), false);
+  if (hostile) test('a tampered or crafted saved state is a clear error or stays in the session\'s sandbox', async () => {
+    const server = await start();
+    try {
+      // Tampered on disk: refused before any sandbox loads it; close still removes it.
+      const { structured } = await callOk(server.client, 'sandbox_run_python', { code: 'x = 1' });
+      const id = structured.session_id;
+      await waitFor('hibernation', async () => (await status(server.client, id)).state === 'hibernated');
+      const archive = path.join(savedDir(id), 'state.tar');
+      const bytes = fs.readFileSync(archive);
+      bytes[bytes.length >> 1] ^= 0xff;
+      fs.writeFileSync(archive, bytes);
+      const refused = await call(server.client, 'sandbox_run_python', { session_id: id, code: 'print(x)' });
+      assert.equal(refused.isError, true);
+      assert.match(text(refused), /damaged or was altered on disk/);
+      await callOk(server.client, 'sandbox_close_session', { session_id: id });
+      assert.equal(fs.existsSync(savedDir(id)), false);
 
-        // Crafted in the sandbox: a cell replaces the save with an archive whose pickle runs
-        // code when loaded and whose member climbs out. The server stores it without loading
-        // it; the resumed session's own new sandbox loads it, so the code runs there (its /tmp)
-        // and nothing appears on the host.
-        const marker = `hibernate-crafted-${process.pid}-${Date.now()}`;
-        const { structured: hostile } = await callOk(server.client, 'sandbox_run_python', {
-          code: `
+      // Crafted in the sandbox: a cell replaces the save with an archive whose pickle runs
+      // code when loaded and whose member climbs out. The server stores it without loading
+      // it; the resumed session's own new sandbox loads it, so the code runs there (its /tmp)
+      // and nothing appears on the host.
+      const marker = `hibernate-crafted-${process.pid}-${Date.now()}`;
+      const { structured: hostile } = await callOk(server.client, 'sandbox_run_python', {
+        code: `
 import io, json, os, pickle, sys, tarfile
 class Payload:
     def __reduce__(self):
@@ -457,20 +456,20 @@ def crafted(action, argument):
     print(json.dumps({"size": os.path.getsize(path), "mechanism": "pickle", "saved": [], "skipped": []}))
 sys.modules["_sandbox_worker"]._session_state = crafted
 `,
-        });
-        const crafted = hostile.session_id;
-        await waitFor('hibernation', async () => (await status(server.client, crafted)).state === 'hibernated');
-        assert.equal(fs.existsSync(`/tmp/${marker}`), false);
-        const inside = await python(server.client, crafted, `print(open("/tmp/${marker}").read())`);
-        assert.equal(inside.resumed, true);
-        assert.equal(inside.stdout, 'ran\n');
-        assert.ok(inside.not_restored.some((item) => item.includes('unsafe path in the saved archive')),
-          inside.not_restored);
-        assert.equal(fs.existsSync(`/tmp/${marker}`), false);
-        assert.equal(fs.existsSync(`/tmp/${marker}-climbed`), false);
-        await callOk(server.client, 'sandbox_close_session', { session_id: crafted });
-      } finally {
-        await server.close();
-      }
-    });
+      });
+      const crafted = hostile.session_id;
+      await waitFor('hibernation', async () => (await status(server.client, crafted)).state === 'hibernated');
+      assert.equal(fs.existsSync(`/tmp/${marker}`), false);
+      const inside = await python(server.client, crafted, `print(open("/tmp/${marker}").read())`);
+      assert.equal(inside.resumed, true);
+      assert.equal(inside.stdout, 'ran\n');
+      assert.ok(inside.not_restored.some((item) => item.includes('unsafe path in the saved archive')),
+        inside.not_restored);
+      assert.equal(fs.existsSync(`/tmp/${marker}`), false);
+      assert.equal(fs.existsSync(`/tmp/${marker}-climbed`), false);
+      await callOk(server.client, 'sandbox_close_session', { session_id: crafted });
+    } finally {
+      await server.close();
+    }
+  });
 });
