@@ -42,6 +42,37 @@ class _TooLarge(Exception):
     pass
 
 
+# Pickle protocol 5 (PEP 574): numpy arrays, and so pandas frames, hand their buffers to the
+# pickler, which writes them as they are, without the copy (tobytes) protocol 4 makes. Sizing a
+# 100 MB DataFrame then copies nothing, and writing it holds no second copy in memory.
+PROTOCOL = 5
+
+
+class _ExactWriter:
+    """Writes to `out` exactly `size` bytes, as the tar header written before them says; a
+    pickle that comes out longer (a thread of the session changed a global between the sizing
+    and the writing) is stopped before it corrupts the archive, and a shorter one is caught by
+    `close`."""
+
+    def __init__(self, out, size):
+        self.out = out
+        self.left = size
+
+    def write(self, data):
+        if len(data) > self.left:
+            raise _Changed()
+        self.left -= len(data)
+        return self.out.write(data)
+
+    def close(self):
+        if self.left != 0:
+            raise _Changed()
+
+
+class _Changed(Exception):
+    pass
+
+
 def _pickler():
     try:
         import dill
@@ -108,7 +139,7 @@ def save(max_bytes):
             continue
         sink = _CountingSink(budget)
         try:
-            pickler.dump(value, sink)
+            pickler.dump(value, sink, protocol=PROTOCOL)
         except _TooLarge:
             raise ValueError(
                 "the session's state is larger than its cap of %d bytes (at %r, %s): "
@@ -121,48 +152,93 @@ def save(max_bytes):
             continue
         budget -= sink.size
         values[name] = value
+    # The globals' pickle, sized as one (an instance and its class share the memo): its tar
+    # member is written by hand, header then the pickle streamed straight into the archive, so
+    # the state never exists twice in memory.
+    sink = _CountingSink(max_bytes)
+    try:
+        pickler.dump(values, sink, protocol=PROTOCOL)
+    except _TooLarge:
+        raise ValueError("the session's state is larger than its cap of %d bytes: delete large objects "
+                         "(del name) or save them as files" % max_bytes) from None
+    data_dir = _data_dir()
+    _check_room(sink.size, data_dir)
     path = _archive_path()
     if os.path.lexists(path):
         os.unlink(path)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as out, tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
-        data_dir = _data_dir()
-        if os.path.isdir(data_dir):
-            # Symlinks are stored as links (never followed); sockets, fifos and devices skipped.
-            def keep(info):
-                if info.isfile() or info.isdir() or info.issym():
-                    return info
-                skipped.append({"name": info.name, "type": "file", "reason": "not a regular file, directory or symlink"})
-                return None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            info = tarfile.TarInfo(NAMESPACE)
+            info.size = sink.size
+            info.mode = 0o600
+            out.write(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+            exact = _ExactWriter(out, sink.size)
+            try:
+                pickler.dump(values, exact, protocol=PROTOCOL)
+                exact.close()
+            except _Changed:
+                raise ValueError("the session's state changed while it was being saved (a thread of the "
+                                 "session is still changing it); it was not saved") from None
+            out.write(tarfile.NUL * (-sink.size % tarfile.BLOCKSIZE))
+            # The rest through tarfile, which goes on from here (it starts at fileobj.tell()).
+            with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+                if os.path.isdir(data_dir):
+                    # Symlinks are stored as links (never followed); sockets, fifos and devices
+                    # skipped.
+                    def keep(info):
+                        if info.isfile() or info.isdir() or info.issym():
+                            return info
+                        skipped.append({"name": info.name, "type": "file", "reason": "not a regular file, directory or symlink"})
+                        return None
 
-            for entry in sorted(os.listdir(data_dir)):
-                archive.add(os.path.join(data_dir, entry), arcname="data/" + entry, recursive=True, filter=keep)
-        import io
-
-        buffer = io.BytesIO()
-        pickler.dump(values, buffer)
-        blob = buffer.getvalue()
-        info = tarfile.TarInfo(NAMESPACE)
-        info.size = len(blob)
-        info.mode = 0o600
-        buffer.seek(0)
-        archive.addfile(info, buffer)
-        del blob, buffer
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            cwd = data_dir
-        env = {key: value for key, value in os.environ.items() if not key.startswith(_SANDBOX_ENV_PREFIXES)}
-        _add_json(
-            archive,
-            STATE_JSON,
-            {"mechanism": mechanism, "modules": modules, "names": sorted(values), "skipped": skipped, "cwd": cwd, "env": env},
-        )
+                    for entry in sorted(os.listdir(data_dir)):
+                        archive.add(os.path.join(data_dir, entry), arcname="data/" + entry, recursive=True, filter=keep)
+                try:
+                    cwd = os.getcwd()
+                except OSError:
+                    cwd = data_dir
+                env = {key: value for key, value in os.environ.items() if not key.startswith(_SANDBOX_ENV_PREFIXES)}
+                _add_json(
+                    archive,
+                    STATE_JSON,
+                    {"mechanism": mechanism, "modules": modules, "names": sorted(values), "skipped": skipped, "cwd": cwd, "env": env},
+                )
+    except BaseException:
+        # A failed save leaves nothing in the sandbox's tmp dir (a tmpfs: its pages are memory).
+        if os.path.lexists(path):
+            os.unlink(path)
+        raise
     size = os.path.getsize(path)
     if size > max_bytes:
         os.unlink(path)
         raise ValueError("the session's files and state take %d bytes, above its cap of %d bytes" % (size, max_bytes))
     print(json.dumps({"archive": path, "size": size, "mechanism": mechanism, "saved": sorted(values) + sorted(modules), "skipped": skipped}))
+
+
+def _check_room(state_bytes, data_dir):
+    """Refuses, before writing anything, an archive that cannot fit in the tmp dir it is written
+    to (a tmpfs smaller than the memory limit, which caps the state): a clear error instead of
+    ENOSPC halfway, and the session goes on."""
+    files = 0
+    for root, dirs, names in os.walk(data_dir):
+        for name in names:
+            try:
+                files += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    needed = state_bytes + files + (64 << 10)  # headers, state.json
+    try:
+        stat = os.statvfs(_tmp_dir())
+        free = stat.f_bavail * stat.f_frsize
+    except OSError:
+        return
+    if needed > free:
+        raise ValueError(
+            "the session's state and files take about %d bytes, above its cap here: the %d bytes free in "
+            "the sandbox's tmp dir (%s), where the archive is written before the server reads it; "
+            "delete large objects (del name) or files to let it hibernate" % (needed, free, _tmp_dir())
+        )
 
 
 def discard(path):

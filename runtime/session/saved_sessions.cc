@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -53,6 +54,13 @@ std::string Sha256Hex(std::string_view data) {
 
 int64_t Millis(std::chrono::system_clock::time_point at) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+}
+
+// For the debug log's timings (tools/bench.d/hibernate.sh reads them).
+int64_t MillisSince(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               since)
+      .count();
 }
 
 std::chrono::system_clock::time_point FromMillis(int64_t ms) {
@@ -173,6 +181,7 @@ Status SavedSessions::Save(SavedSessionMeta meta, std::string_view archive) {
                 "may take (SANDBOX_SAVED_MAX_BYTES)",
                 archive.size(), config_.max_total_bytes);
   }
+  auto started = std::chrono::steady_clock::now();
   meta.size = archive.size();
   meta.sha256 = Sha256Hex(archive);
   meta.saved_at = Now();
@@ -224,6 +233,8 @@ Status SavedSessions::Save(SavedSessionMeta meta, std::string_view archive) {
   // loading a mix.
   SBX_TRY(WriteFileAtomic(dir + "/" + kArchiveFile, archive, 0600));
   SBX_TRY(WriteFileAtomic(dir + "/" + kMetaFile, json.dump(), 0600));
+  spdlog::debug("saved session {}: {} bytes stored (digest, eviction, written and synced) in {} ms",
+                meta.id, meta.size, MillisSince(started));
   return {};
 }
 
@@ -285,6 +296,7 @@ Result<SavedSessionMeta> SavedSessions::Meta(const std::string& id) {
 }
 
 Result<std::string> SavedSessions::LoadArchive(const SavedSessionMeta& meta) {
+  auto started = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   auto archive = ReadBounded(DirOf(meta.id) + "/" + kArchiveFile, meta.size);
   if (!archive) return Fail(DamagedError(meta.id, archive.error().message));
@@ -294,6 +306,8 @@ Result<std::string> SavedSessions::LoadArchive(const SavedSessionMeta& meta) {
   if (Sha256Hex(*archive) != meta.sha256) {
     return Fail(DamagedError(meta.id, "state.tar's SHA-256 differs from the one saved"));
   }
+  spdlog::debug("saved session {}: {} bytes loaded and checked in {} ms", meta.id, meta.size,
+                MillisSince(started));
   return archive;
 }
 

@@ -24,7 +24,11 @@ struct SavedArchive {
 // Has the session's worker write its files and interpreter state to one archive in its tmp dir
 // and reads it out; refuses (kArtifactTooLarge) an archive above max_bytes, judged in the
 // sandbox and again here. The archive is deleted in the sandbox afterwards, so a session that
-// goes on (fork) keeps no copy in its memory.
+// goes on (fork) keeps no copy in its memory. When the worker died in the save (killed, e.g.
+// out of memory: the session's variables are gone), the error carries the detail
+// {kStateLostDetail, "true"}.
+inline constexpr std::string_view kStateLostDetail = "state_lost";
+bool StateLostInSave(const Error& error);
 Result<SavedArchive> SaveSessionState(AgentClient& agent, uint64_t max_bytes, double timeout_s);
 
 // Writes `archive` into a fresh sandbox's tmp dir and restores it there: files into the data

@@ -99,6 +99,8 @@ struct SessionManager::Session {
   std::optional<std::vector<std::string>> resume_note;
   // The last use at which saving it failed: not retried until it is used again.
   std::atomic<int64_t> unsaveable_at_ms{-1};
+  // Its worker died in a save (killed, e.g. out of memory): the next run says state_lost.
+  std::atomic<bool> state_lost_in_save{false};
 
   void Touch(std::chrono::system_clock::time_point now) {
     last_used_ms =
@@ -863,6 +865,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
   if (result->worker_killed && session->sandbox->OomKills() > oom_before) {
     result->oom = true;
   }
+  if (session->state_lost_in_save.exchange(false)) result->state_lost = true;
   if (session->resume_note) {
     result->resumed = true;
     result->not_restored = std::move(*session->resume_note);
@@ -926,9 +929,12 @@ Status SessionManager::SaveSession(Session& session, const std::string& as_id,
                                    std::chrono::system_clock::time_point created) {
   // The saved state must fit where it came from and will go back to: the session's memory.
   uint64_t cap = std::min(session.limits.memory_bytes, config_.saved_max_bytes);
-  SBX_ASSIGN_OR_RETURN(SavedArchive archive,
-                       SaveSessionState(*session.agent, cap, config_.exec_timeout_s));
-  std::vector<NotRestored> not_saved = archive.save.not_restored;
+  auto archive = SaveSessionState(*session.agent, cap, config_.exec_timeout_s);
+  if (!archive) {
+    if (StateLostInSave(archive.error())) session.state_lost_in_save = true;
+    return Fail(std::move(archive.error()));
+  }
+  std::vector<NotRestored> not_saved = archive->save.not_restored;
   SavedSessionMeta meta{
       .id = as_id,
       .name = session.name,
@@ -940,11 +946,11 @@ Status SessionManager::SaveSession(Session& session, const std::string& as_id,
       .saved_at = {},
       .size = 0,
       .sha256 = "",
-      .mechanism = archive.save.mechanism,
+      .mechanism = archive->save.mechanism,
       .not_saved = std::move(not_saved),
       .owner = session.owner,
   };
-  return saved_->Save(std::move(meta), archive.bytes);
+  return saved_->Save(std::move(meta), archive->bytes);
 }
 
 Status SessionManager::Hibernate(const std::string& id) {

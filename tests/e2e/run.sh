@@ -6,7 +6,8 @@
 #      workflow with user namespaces denied to the server (docker-fallback.test.mjs), OAuth 2.1
 #      with tokens from a real OpenID provider, oidc-provider, on loopback (oauth.test.mjs), a
 #      real Prometheus scraping the server during a workflow on both backends (metrics.test.mjs),
-#      and sessions hibernated, resumed and forked on both backends (hibernate.test.mjs);
+#      and sessions hibernated, resumed and forked on both backends, over stdio and HTTP, as root
+#      and as an ordinary user (hibernate.test.mjs);
 #   2. the official conformance suite against `serve --http`: the scenarios that need no
 #      fixture tools against mcp-sandbox itself, then `--requirements 2025-11-25` and
 #      `--requirements 2026-07-28` (both eras from one server) against mcp-sandbox-conformance

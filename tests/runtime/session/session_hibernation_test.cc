@@ -278,6 +278,28 @@ TEST_CASE("hibernation: a state above its cap is refused and the session goes on
   CHECK_FALSE(Exists(f.SavedDir(id)));
 }
 
+TEST_CASE(
+    "hibernation: a worker that dies in the save loses its variables, and the next run says so",
+    "[hibernation]") {
+  if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
+  Fixture f;
+  std::string id = f.Create();
+  // The worker killed in the middle of the save, as the kernel's OOM killer would.
+  f.Python(id,
+           "import os, sys\nx = 1\n"
+           "def die(action, argument):\n"
+           "    os.kill(os.getpid(), 9)\n"
+           "sys.modules['_sandbox_worker']._session_state = die\n");
+  auto refused = f.manager->Hibernate(id);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("worker died") != std::string::npos);
+  CHECK_FALSE(Exists(f.SavedDir(id)));
+  auto after = f.Python(id, "print('x' in globals())");
+  CHECK(after.state_lost);
+  CHECK(after.stdout_text == "False\n");
+  CHECK_FALSE(f.Python(id, "print(1)").state_lost);  // said once
+}
+
 TEST_CASE("saved sessions: tampering on disk is a clear error, never a load", "[unit]") {
   testing::TempDir dir;
   SavedSessions saved(
