@@ -22,6 +22,10 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export MCP_SANDBOX_BIN=${MCP_SANDBOX_BIN:-$root/build/mcp-sandbox}
+# The servers these tests start use the shared state dir, and an orderly stop saves every live
+# session there (kept for SANDBOX_SAVED_TTL, a week): off, so test runs leave no saved sessions
+# behind. hibernate.test.mjs turns it on for its own servers.
+export SANDBOX_HIBERNATE_AFTER_S=0
 cd "$here"
 log() { printf '%s\n' "$*" >&2; }
 
