@@ -22,6 +22,8 @@ load_bench=$build/tests/mcp/http_load_bench
 sessions=${BENCH_BURST_SESSIONS:-50}
 calls=${BENCH_BURST_CALLS:-20}
 export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python SANDBOX_MAX_SESSIONS=$((sessions + 10))
+# Each server's stop would save its fifty sessions into the shared state dir for a week.
+export SANDBOX_HIBERNATE_AFTER_S=0
 
 # One burst; prints "create_p50 create_p99 call_p50 call_p99 call_max errors".
 stdio_burst() {
