@@ -1,9 +1,10 @@
-// OAuth latency benchmark (run by tools/bench.d/oauth.sh): a warm HTTP call (resources/templates/list, a small answer, in the
-// 2026-07-28 era, one keep-alive connection) to ONE server that accepts both a static bearer token
-// and JWT access tokens from a real oidc-provider on loopback (client credentials, RS256, the
-// resource indicator), in alternating rounds so load on the host hits both alike. The difference
-// of the p50s is what validating a JWT with a cached JWKS adds (target <= 0.1 ms). Prints markdown
-// rows: | measurement | n | p50 ms | p90 ms | p99 ms |. Needs no sandbox runtime.
+// OAuth latency benchmark (run by tools/bench.d/oauth.sh): a warm HTTP call
+// (resources/templates/list, a small answer, in the 2026-07-28 era, one keep-alive connection) to
+// ONE server that accepts both a static bearer token and JWT access tokens from a real
+// oidc-provider on loopback (client credentials, RS256, the resource indicator), in alternating
+// rounds so load on the host hits both alike. The difference of the p50s is what validating a JWT
+// with a cached JWKS adds (target <= 0.1 ms). Prints markdown rows:
+// | measurement | n | p50 ms | p90 ms | p99 ms |. Needs no sandbox runtime.
 // Environment: MCP_SANDBOX_BIN, BENCH_OAUTH_CALLS (2000 per token kind).
 import crypto from 'node:crypto';
 import http from 'node:http';
