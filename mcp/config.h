@@ -47,6 +47,7 @@ struct ServeConfig {
   std::string oauth_resource;             // "" = derived (SANDBOX_PUBLIC_URL + /mcp, or bound)
   std::vector<std::string> oauth_scopes;  // all required
   double oauth_jwks_refresh_s = 0;
+  std::string oauth_quota_claim;  // "" = none (runtime/session/quota_claim.h)
   // SANDBOX_SUBJECT_*: what one named caller may hold (runtime/session/session_owner.h).
   int subject_max_sessions = 0;
   uint64_t subject_max_memory_bytes = 0;

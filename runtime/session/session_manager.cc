@@ -10,6 +10,7 @@
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/call_usage.h"
+#include "runtime/session/quota_claim.h"
 #include "runtime/session/session_hibernation.h"
 #include "runtime/session/session_metrics.h"
 
@@ -303,11 +304,19 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   return info;
 }
 
+SubjectQuota SessionManager::QuotaOf(const std::string& owner) const {
+  auto claim = owner.empty() ? std::nullopt : RememberedQuotaClaim(owner);
+  return claim
+             ? ApplyQuotaClaim(config_.subject_quota, *claim, config_.limits, config_.max_sessions)
+             : config_.subject_quota;
+}
+
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
     const SessionOptions& options, const std::string& fixed_id, const std::string& owner) {
   SessionOptions fitted = options;
+  const SubjectQuota quota = QuotaOf(owner);
   if (!owner.empty()) {
-    SBX_TRY(FitToQuota(config_.subject_quota, config_.limits, fitted.memory_bytes, fitted.cpus));
+    SBX_TRY(FitToQuota(quota, config_.limits, fitted.memory_bytes, fitted.cpus));
   }
   SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(fitted));
   SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
@@ -327,15 +336,15 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
                   "(sandbox_close_session) and try again",
                   config_.max_sessions);
     }
-    if (!owner.empty() && config_.subject_quota.max_sessions > 0) {
+    if (!owner.empty() && quota.max_sessions > 0) {
       int owned = creating_by_owner_[owner];
       for (const auto& [id, open] : sessions_) owned += open->owner == owner ? 1 : 0;
-      if (owned >= config_.subject_quota.max_sessions) {
+      if (owned >= quota.max_sessions) {
         return Fail(ErrorCode::kMaxSessions,
                     "you already have your maximum of {} live sessions "
-                    "(SANDBOX_SUBJECT_MAX_SESSIONS); close one (sandbox_close_session) and try "
-                    "again",
-                    config_.subject_quota.max_sessions);
+                    "(SANDBOX_SUBJECT_MAX_SESSIONS, or your token's quota claim); close one "
+                    "(sandbox_close_session) and try again",
+                    quota.max_sessions);
       }
     }
     ++creating_;

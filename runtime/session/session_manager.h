@@ -193,6 +193,8 @@ class SessionManager {
   Result<std::shared_ptr<Session>> StartSession(const SessionOptions& options,
                                                 const std::string& fixed_id,
                                                 const std::string& owner);
+  // `owner`'s quota: the settings', with its token's quota claim applied (quota_claim.h).
+  SubjectQuota QuotaOf(const std::string& owner) const;
   // Whether `id` is hibernated and the calling subject may see it: another subject's saved
   // session reads as none, as a live one does.
   bool SavedAndVisible(const std::string& id);

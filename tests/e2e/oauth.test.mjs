@@ -50,13 +50,16 @@ class Issuer {
       await new Promise((resolve) => probe.close(resolve));
     }
     const provider = new Provider(`http://127.0.0.1:${this.port}`, {
-      clients: ['alice', 'bob'].map((id) => ({
+      clients: ['alice', 'bob', 'carol'].map((id) => ({
         // client_secret_basic: what the SDKs' ClientCredentialsProvider sends (and RFC 6749 §2.3.1's
         // one method every server has).
         client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'],
         redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_basic',
       })),
       jwks: { keys: keys.map((key) => key.jwk) },
+      // carol's tokens carry a quota of their own (SANDBOX_OAUTH_QUOTA_CLAIM), above the settings'.
+      extraTokenClaims: async (ctx, token) => (token.clientId === 'carol'
+        ? { sandbox_quota: { max_sessions: 3, memory: '4096g' } } : undefined),
       scopes: ['sandbox'],
       features: {
         devInteractions: { enabled: false },
@@ -138,6 +141,7 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
       SANDBOX_OAUTH_SCOPES: 'sandbox',
       SANDBOX_OAUTH_JWKS_REFRESH_S: '1',
       SANDBOX_SUBJECT_MAX_SESSIONS: '2',
+      SANDBOX_OAUTH_QUOTA_CLAIM: 'sandbox_quota',
       SANDBOX_IMAGE: runtime.ok ? 'python-small' : 'python',
     });
     tokens = { alice: await issuer.token('alice', server.url), bob: await issuer.token('bob', server.url) };
@@ -348,5 +352,24 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
     for (const [client, id] of [[alice, a1.session_id], [alice, a2.session_id], [bob, b1.session_id]]) {
       await callOk(client, 'sandbox_close_session', { session_id: id });
     }
+  });
+
+  rtest('a quota claim in the token sets its subject\'s quota, capped by the server\'s limits', async () => {
+    const token = await issuer.token('carol', server.url);
+    assert.deepEqual(claimsOf(token).sandbox_quota, { max_sessions: 3, memory: '4096g' });
+    const carol = await connect('modern', server.url, token);
+    clients.push(carol);
+    // Three sessions (the claim's, where the settings give two); the fourth is refused.
+    const made = [];
+    for (let i = 0; i < 3; ++i) made.push((await callOk(carol, 'sandbox_create_session', {})).session_id);
+    const fourth = await call(carol, 'sandbox_create_session', {});
+    assert.ok(fourth.isError, text(fourth));
+    assert.match(text(fourth), /maximum of 3 live sessions/);
+    // memory "4096g" is capped by the server's own limit: asking for more than it is refused
+    // by the server's limit, not granted by the claim.
+    await callOk(carol, 'sandbox_close_session', { session_id: made.pop() });
+    const huge = await call(carol, 'sandbox_create_session', { memory_limit: '4000g' });
+    assert.ok(huge.isError, text(huge));
+    for (const id of made) await callOk(carol, 'sandbox_close_session', { session_id: id });
   });
 });

@@ -295,7 +295,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
                         .resource = config.oauth_resource,
                         .scopes = config.oauth_scopes,
                         .jwks_min_refresh = std::chrono::milliseconds(
-                            static_cast<int64_t>(config.oauth_jwks_refresh_s * 1000))};
+                            static_cast<int64_t>(config.oauth_jwks_refresh_s * 1000)),
+                        .quota_claim = config.oauth_quota_claim};
   http_options.allowed_origins = config.allowed_origins;
   http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
   // Threads for requests being worked on (idle connections hold none): several per session.

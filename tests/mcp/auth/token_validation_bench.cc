@@ -68,15 +68,21 @@ int main(int argc, char** argv) {
                            .resource = kResource,
                            .scopes = {"sandbox"},
                            .skew = std::chrono::seconds(60),
-                           .max_token_bytes = 8u << 10},
+                           .max_token_bytes = 8u << 10,
+                           .quota_claim = ""},
       [cache](const std::string& kid) { return cache->Key(kid); });
 
   auto now = std::chrono::system_clock::now();
   int64_t epoch = std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
   // A token as oidc-provider issues them for client credentials (a few hundred bytes of claims).
-  Json claims = {{"iss", kIssuer},          {"aud", kResource},       {"sub", "alice"},
-                 {"client_id", "alice"},    {"exp", epoch + 3600},    {"iat", epoch},
-                 {"jti", "bench-0123456789"}, {"scope", "sandbox"}};
+  Json claims = {{"iss", kIssuer},
+                 {"aud", kResource},
+                 {"sub", "alice"},
+                 {"client_id", "alice"},
+                 {"exp", epoch + 3600},
+                 {"iat", epoch},
+                 {"jti", "bench-0123456789"},
+                 {"scope", "sandbox"}};
   struct Kind {
     const char* label;
     std::string header;
