@@ -24,6 +24,10 @@ struct Families {
                                           {"replica", "version", "backend"});
   Family<Gauge>& sessions_live = registry.AddGauge(
       "mcp_sandbox_sessions_live", "Sessions open now (not the warm pool's).", {"backend"});
+  Family<Gauge>& sessions_hibernated = registry.AddGauge(
+      "mcp_sandbox_sessions_hibernated",
+      "Sessions saved to disk with no sandbox running, resumed by the next call naming them.",
+      {"backend"});
   Family<Counter>& sessions_started =
       registry.AddCounter("mcp_sandbox_sessions_started_total", "Sessions created.", {"backend"});
   Family<Counter>& sessions_closed =
@@ -127,6 +131,9 @@ void SessionExpired(std::string_view backend) { F().sessions_expired.Labels({S(b
 
 GaugeTracker TrackLiveSessions(std::string_view backend, std::function<double()> count) {
   return F().sessions_live.Labels({S(backend)}).Track(std::move(count));
+}
+GaugeTracker TrackHibernatedSessions(std::string_view backend, std::function<double()> count) {
+  return F().sessions_hibernated.Labels({S(backend)}).Track(std::move(count));
 }
 GaugeTracker TrackPoolReady(std::function<double()> ready) {
   return F().pool_ready.Labels().Track(std::move(ready));

@@ -30,6 +30,10 @@ void SessionExpired(std::string_view backend);  // also counted as closed, by Se
 // mcp_sandbox_sessions_live{backend} reads `count` at each scrape while the tracker lives.
 [[nodiscard]] GaugeTracker TrackLiveSessions(std::string_view backend,
                                              std::function<double()> count);
+// mcp_sandbox_sessions_hibernated{backend} likewise (saved sessions not live; 0 without
+// hibernation).
+[[nodiscard]] GaugeTracker TrackHibernatedSessions(std::string_view backend,
+                                                   std::function<double()> count);
 // The warm pool: its target size and ready sandboxes read at each scrape; claims and misses
 // (a poolable session that found the pool empty) counted as they happen.
 [[nodiscard]] GaugeTracker TrackPoolReady(std::function<double()> ready);

@@ -85,6 +85,10 @@ struct SessionManager::Session {
   std::chrono::system_clock::time_point created;
   std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
   std::atomic<uint64_t> runs{0};
+  // The bytes on its /mnt/data and /tmp after its last run, as the agent read them; -1 = not
+  // known yet (no run since it started or resumed, or not a tmpfs).
+  std::atomic<int64_t> data_bytes{-1};
+  std::atomic<int64_t> tmp_bytes{-1};
   // Started cold with the preload, which its worker does not have yet: at background CPU
   // priority except during its own calls (its zygote imports only between them), until a
   // run's result says the preload is in place. Read and cleared under the busy flag.
@@ -568,6 +572,8 @@ SessionInfo SessionManager::Describe(const Session& session) const {
   info.limits = session.limits;
   info.enforced = session.sandbox->enforced_limits();
   info.usage = session.sandbox->Usage();
+  if (int64_t data = session.data_bytes; data >= 0) info.data_bytes = static_cast<uint64_t>(data);
+  if (int64_t tmp = session.tmp_bytes; tmp >= 0) info.tmp_bytes = static_cast<uint64_t>(tmp);
   info.egress = DescribeEgress(config_.egress, session.egress.get());
   return info;
 }
@@ -770,6 +776,15 @@ size_t SessionManager::SessionCount() {
   return sessions_.size();
 }
 
+size_t SessionManager::HibernatedCount() {
+  if (!saved_) return 0;
+  auto metas = saved_->List();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<size_t>(std::count_if(metas.begin(), metas.end(), [this](const auto& meta) {
+    return sessions_.count(meta.id) == 0;
+  }));
+}
+
 Status SessionManager::CheckRunRequest(const RunRequest& request) const {
   if (request.code.size() > config_.max_code_bytes) {
     return Fail(ErrorCode::kCodeTooLarge,
@@ -826,6 +841,8 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     session->resume_note.reset();
   }
   usage.Finish(*result);
+  if (result->data_bytes) session->data_bytes = static_cast<int64_t>(*result->data_bytes);
+  if (result->tmp_bytes) session->tmp_bytes = static_cast<int64_t>(*result->tmp_bytes);
   CountRunEnd(backend_->name(), *result);
   return result;
 }

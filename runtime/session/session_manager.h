@@ -90,6 +90,10 @@ struct SessionInfo {
   Limits limits;            // requested
   EnforcedLimits enforced;  // in force
   SandboxUsage usage;
+  // Bytes on its /mnt/data and /tmp after its last run (the agent's statfs of the tmpfs);
+  // nullopt before the first run since it started or resumed.
+  std::optional<uint64_t> data_bytes;
+  std::optional<uint64_t> tmp_bytes;
   EgressInfo egress;         // the egress policy in force and what it carried
   uint64_t saved_bytes = 0;  // hibernated: the size of its saved files and state
 };
@@ -166,6 +170,8 @@ class SessionManager {
   bool draining() const { return draining_; }
   // Sessions open now (not counting the warm pool's sandboxes).
   size_t SessionCount();
+  // Saved sessions that are not live now (0 without hibernation); every subject's.
+  size_t HibernatedCount();
 
   // Hibernation (runtime/session/saved_sessions.h; off when config().hibernate_after is 0).
   // Saves the session's files and interpreter state and stops its sandbox; the next call naming

@@ -1,7 +1,8 @@
 // What the session manager feeds the metrics registry (runtime/metrics/sandbox_metrics.h): the
-// gauges read from a SessionManager at each scrape (sessions live, the warm pool's ready and
-// target size) and the count of a run's end (timed out, OOM-killed, cancelled). The counters
-// of events (started, closed, expired, start failures) are one-line hooks in the manager.
+// gauges read from a SessionManager at each scrape (sessions live and hibernated, the warm
+// pool's ready and target size) and the count of a run's end (timed out, OOM-killed, cancelled).
+// The counters of events (started, closed, expired, start failures) are one-line hooks in the
+// manager.
 #pragma once
 
 #include <string_view>
@@ -16,6 +17,7 @@ class SessionManager;
 // Keeps the gauges reading `sessions` while it lives; destroy it before the manager.
 struct SessionMetricsFeed {
   metrics::GaugeTracker live;
+  metrics::GaugeTracker hibernated;
   metrics::GaugeTracker pool_ready;
   metrics::GaugeTracker pool_size;
 };
