@@ -778,11 +778,10 @@ size_t SessionManager::SessionCount() {
 
 size_t SessionManager::HibernatedCount() {
   if (!saved_) return 0;
-  auto metas = saved_->List();
+  auto ids = SavedSessionIds(saved_->config().dir);
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<size_t>(std::count_if(metas.begin(), metas.end(), [this](const auto& meta) {
-    return sessions_.count(meta.id) == 0;
-  }));
+  return static_cast<size_t>(std::count_if(
+      ids.begin(), ids.end(), [this](const std::string& id) { return sessions_.count(id) == 0; }));
 }
 
 Status SessionManager::CheckRunRequest(const RunRequest& request) const {
