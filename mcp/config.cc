@@ -578,6 +578,14 @@ const std::vector<ConfigVariable> kVariables = {
        SBX_ASSIGN_FIELD(drain_idle_s, Number(value, 0, 7 * 86400));
        return {};
      }},
+    {"SANDBOX_USAGE", "--usage", "on",
+     "on: every run measures what it used (CPU, memory peak) and the metrics count events; off: "
+     "neither (runs report no usage, /metrics only the gauges), for the benchmark that compares",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_TRY(OneOf(value, {"on", "off"}));
+       config.usage = value == "on";
+       return {};
+     }},
     {"SANDBOX_METRICS_ADDR", "--metrics-addr", "",
      "HOST:PORT of a listener of its own serving GET /metrics (Prometheus text format) without "
      "a token, for a scraper on the node; the only way to scrape a stdio server. The HTTP "

@@ -68,6 +68,7 @@ struct ServeConfig {
   double drain_idle_s = 0;     // SANDBOX_DRAIN_IDLE_S
   std::string public_url;      // SANDBOX_PUBLIC_URL ("" = http:// + the request's Host)
   std::string metrics_addr;    // SANDBOX_METRICS_ADDR ("" = /metrics on the HTTP listener only)
+  bool usage = true;           // SANDBOX_USAGE: per-call usage and metric counting
   // SANDBOX_HTTP_*: the HTTP transport's limits (mcp/http_transport.h HttpOptions).
   int http_max_connections = 0;
   int http_max_connections_per_peer = 0;

@@ -19,6 +19,11 @@ Registry& Global();
 // Global() rendered in the text format, ready to serve (exposition.h's content type).
 std::string Scrape();
 
+// SANDBOX_USAGE: off makes the event hooks below count nothing (for the benchmark that weighs
+// them); the gauges read at scrape time still answer. HTTP connections and in-flight requests
+// stay counted either way (an open-connection gauge must see both ends).
+void SetRecording(bool on);
+
 // mcp_sandbox_info{replica,version,backend} 1, and the backend's series created at 0 so that
 // rate() and alerts see them before the first event.
 void SetServerInfo(std::string_view replica, std::string_view version, std::string_view backend);

@@ -817,7 +817,8 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     }
     cancel->on_cancel_ = [agent] { agent->Cancel(); };
   }
-  CallUsage usage(*session->sandbox);
+  std::optional<CallUsage> usage;
+  if (config_.measure_calls) usage.emplace(*session->sandbox);
   auto result = agent->Run(request, on_output);
   if (cancel != nullptr) {
     std::lock_guard<std::mutex> lock(cancel->mutex_);
@@ -839,7 +840,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     result->not_restored = std::move(*session->resume_note);
     session->resume_note.reset();
   }
-  usage.Finish(*result);
+  if (usage) usage->Finish(*result);
   if (result->data_bytes) session->data_bytes = static_cast<int64_t>(*result->data_bytes);
   if (result->tmp_bytes) session->tmp_bytes = static_cast<int64_t>(*result->tmp_bytes);
   CountRunEnd(backend_->name(), *result);

@@ -39,6 +39,7 @@ struct SessionConfig {
   double exec_timeout_s = 60;               // SANDBOX_EXEC_TIMEOUT_S: default and maximum per call
   std::chrono::minutes ttl{30};             // SANDBOX_SESSION_TTL_M
   int max_sessions = 10;                    // SANDBOX_MAX_SESSIONS
+  bool measure_calls = true;                // SANDBOX_USAGE: CallUsage around every run
   uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
   uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
   uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES

@@ -272,6 +272,14 @@ TEST_CASE("oauth settings: issuer, resource, scopes", "[unit]") {
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_OAUTH_QUOTA_CLAIM", "two words"}}), {}));
 }
 
+TEST_CASE("usage settings: per-call usage and metric counting on by default", "[unit]") {
+  CHECK(LoadServeConfig(Env({}), {})->usage);
+  auto off = LoadServeConfig(Env({{"SANDBOX_USAGE", "off"}}), {});
+  REQUIRE(off);
+  CHECK_FALSE(off->usage);
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_USAGE", "maybe"}}), {}));
+}
+
 TEST_CASE("replica settings: the id, drain, public URL and HTTP limits", "[unit]") {
   auto defaults = *LoadServeConfig(Env({}), {});
   CHECK(defaults.replica_id.empty());
