@@ -35,6 +35,7 @@ const provider = new Provider(issuerUrl, {
   // A key of its own (RS256, as most IdPs sign), not the provider's development keys.
   jwks: { keys: [{ ...crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'bench', alg: 'RS256', use: 'sig' }] },
   scopes: ['sandbox'],
+  ttl: { ClientCredentials: 3600 },  // set, so the provider prints no notice into the table
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
