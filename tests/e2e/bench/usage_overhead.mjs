@@ -144,16 +144,26 @@ async function runScrape() {
   // Sessions started four at a time (each is a sandbox with its Python worker).
   const started = Date.now();
   let made = 0;
+  let retried = 0;
+  // A start that fails (a host shared with other test runs) is tried again, at most twice.
   const worker = async () => {
     while (made < SESSIONS) {
       made++;
-      await server.tool('sandbox_create_session', {});
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await server.tool('sandbox_create_session', {});
+          break;
+        } catch (error) {
+          if (attempt >= 3) throw error;
+          retried++;
+        }
+      }
     }
   };
   await Promise.all(Array.from({ length: 4 }, worker));
   const full = await scrapeTimes(port);
   row(`GET /metrics, ${SESSIONS} live sessions (ms; target p50 <= 10)`, full.stats,
-    `${full.bytes} bytes; sessions started in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    `${full.bytes} bytes; sessions started in ${((Date.now() - started) / 1000).toFixed(0)} s, ${retried} start(s) retried`);
   await server.close();
 }
 
