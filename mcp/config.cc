@@ -420,6 +420,16 @@ const std::vector<ConfigVariable> kVariables = {
        SBX_ASSIGN_FIELD(oauth_jwks_refresh_s, Number(value, 0.1, 3600));
        return {};
      }},
+    {"SANDBOX_OAUTH_QUOTA_CLAIM", "--oauth-quota-claim", "",
+     "Access-token claim whose object {max_sessions, memory, cpus} sets that subject's quota "
+     "in place of SANDBOX_SUBJECT_*, capped by the server's own limits; \"\" = none",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (HasControlOrSpace(value) || value.size() > 200) {
+         return Invalid("a claim name has no spaces and at most 200 characters");
+       }
+       config.oauth_quota_claim = value;
+       return {};
+     }},
     {"SANDBOX_SUBJECT_MAX_SESSIONS", "--subject-max-sessions", "0",
      "Live sessions one named caller (a named token, an OAuth subject) may hold at once; 0 = "
      "only SANDBOX_MAX_SESSIONS",
@@ -566,6 +576,14 @@ const std::vector<ConfigVariable> kVariables = {
      "SANDBOX_SESSION_TTL_M)",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(drain_idle_s, Number(value, 0, 7 * 86400));
+       return {};
+     }},
+    {"SANDBOX_USAGE", "--usage", "on",
+     "on: every run measures what it used (CPU, memory peak) and the metrics count events; off: "
+     "neither (runs report no usage, /metrics only the gauges), for the benchmark that compares",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_TRY(OneOf(value, {"on", "off"}));
+       config.usage = value == "on";
        return {};
      }},
     {"SANDBOX_METRICS_ADDR", "--metrics-addr", "",

@@ -47,6 +47,7 @@ struct ServeConfig {
   std::string oauth_resource;             // "" = derived (SANDBOX_PUBLIC_URL + /mcp, or bound)
   std::vector<std::string> oauth_scopes;  // all required
   double oauth_jwks_refresh_s = 0;
+  std::string oauth_quota_claim;  // "" = none (runtime/session/quota_claim.h)
   // SANDBOX_SUBJECT_*: what one named caller may hold (runtime/session/session_owner.h).
   int subject_max_sessions = 0;
   uint64_t subject_max_memory_bytes = 0;
@@ -67,6 +68,7 @@ struct ServeConfig {
   double drain_idle_s = 0;     // SANDBOX_DRAIN_IDLE_S
   std::string public_url;      // SANDBOX_PUBLIC_URL ("" = http:// + the request's Host)
   std::string metrics_addr;    // SANDBOX_METRICS_ADDR ("" = /metrics on the HTTP listener only)
+  bool usage = true;           // SANDBOX_USAGE: per-call usage and metric counting
   // SANDBOX_HTTP_*: the HTTP transport's limits (mcp/http_transport.h HttpOptions).
   int http_max_connections = 0;
   int http_max_connections_per_peer = 0;

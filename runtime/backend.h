@@ -97,6 +97,9 @@ class Sandbox {
   virtual std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() { return {}; }
   // Usage().oom_kills alone; read around every run, so backends make it cheaper than Usage().
   virtual uint64_t OomKills() { return Usage().oom_kills; }
+  // Usage().cpu_seconds alone; read around every run (call_usage.h), so backends make it one
+  // file where they can.
+  virtual double CpuSeconds() { return Usage().cpu_seconds; }
   // Changes the sandbox's CPU priority (cgroup cpu.weight / cpu.shares, the container's CPU
   // shares). Where the backend has no means to, a no-op that succeeds: priority is a hint.
   virtual Status SetCpuPriority(CpuPriority /*priority*/) { return {}; }

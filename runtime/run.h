@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,10 @@ struct RunResult {
   double cpu_seconds = 0;
   uint64_t memory_peak_bytes = 0;
   std::string memory_peak_scope;
+  // The bytes in use on the session's /mnt/data and /tmp (tmpfs) after the run, as the agent
+  // read them (runtime/agent/init/disk_use.h); nullopt where it could not tell.
+  std::optional<uint64_t> data_bytes;
+  std::optional<uint64_t> tmp_bytes;
   std::vector<FileInfo> artifacts;  // files new or changed under /mnt/data during the run
   std::vector<Figure> figures;      // open matplotlib figures, as PNG (also saved as artifacts)
   // Set by the SessionManager on the first run after the session was resumed from its saved

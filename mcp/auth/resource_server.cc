@@ -1,12 +1,14 @@
 #include "mcp/auth/resource_server.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "mcp/auth/jwks_cache.h"
 #include "mcp/http_admission.h"  // SecretEquals
+#include "runtime/session/quota_claim.h"
 
 namespace sandbox::mcp::auth {
 
@@ -134,7 +136,27 @@ AuthDecision ResourceServer::Authenticate(std::string_view authorization,
   AuthDecision decision;
   decision.subject = "oauth:" + verified->subject;
   decision.claims = std::move(verified->claims);
+  if (!policy_.quota_claim.empty()) RememberQuota(decision);
   return decision;
+}
+
+void ResourceServer::RememberQuota(const AuthDecision& decision) const {
+  auto it = decision.claims.find(policy_.quota_claim);
+  if (it == decision.claims.end()) {
+    RememberQuotaClaim(decision.subject, std::nullopt);
+    return;
+  }
+  auto claim = ParseQuotaClaim(*it);
+  if (!claim) {
+    // The identity provider's mapping is wrong: the settings' quota holds, and the operator is
+    // told (once: every request of that subject would say the same).
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      spdlog::warn("OAuth: ignoring the {} claim of {}: {} (the SANDBOX_SUBJECT_* quota holds)",
+                   policy_.quota_claim, decision.subject, claim.error().message);
+    }
+  }
+  RememberQuotaClaim(decision.subject, claim ? std::optional<QuotaClaim>(*claim) : std::nullopt);
 }
 
 std::shared_ptr<const ResourceServer> MakeResourceServer(const std::vector<std::string>& secrets,
@@ -150,6 +172,7 @@ std::shared_ptr<const ResourceServer> MakeResourceServer(const std::vector<std::
     policy.issuer = oauth.issuer;
     policy.resource = oauth.resource.empty() ? default_resource : oauth.resource;
     policy.scopes = oauth.scopes;
+    policy.quota_claim = oauth.quota_claim;
     JwksOptions options;
     options.issuer = oauth.issuer;
     options.min_refresh = oauth.jwks_min_refresh;

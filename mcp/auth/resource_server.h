@@ -31,6 +31,9 @@ struct ResourceServerPolicy {
   std::vector<std::string> scopes;    // SANDBOX_OAUTH_SCOPES: every one required
   std::chrono::seconds skew{60};      // for exp/nbf
   size_t max_token_bytes = 8u << 10;  // larger tokens are refused unread
+  // SANDBOX_OAUTH_QUOTA_CLAIM: the claim whose object sets a subject's quota
+  // (runtime/session/quota_claim.h); "" = the settings' quota alone.
+  std::string quota_claim;
 };
 
 struct AuthDecision {
@@ -66,6 +69,8 @@ class ResourceServer {
 
  private:
   AuthDecision Refuse(int status, std::string error, std::string description) const;
+  // Remembers the quota the admitted token's claim sets for its subject (or that it sets none).
+  void RememberQuota(const AuthDecision& decision) const;
 
   ResourceServerPolicy policy_;
   KeyLookup keys_;
@@ -77,6 +82,7 @@ struct OAuthSettings {
   std::string resource;
   std::vector<std::string> scopes;
   std::chrono::milliseconds jwks_min_refresh{10000};
+  std::string quota_claim;  // SANDBOX_OAUTH_QUOTA_CLAIM
 };
 
 // The resource server of a configuration: the static tokens (names[i] names secrets[i]; a

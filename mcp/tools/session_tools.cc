@@ -24,12 +24,28 @@ Json LimitsJson(const Limits& limits) {
           {"disk_bytes", limits.disk_bytes}};
 }
 
-Json UsageJson(const SandboxUsage& usage) {
-  return {{"memory_bytes", usage.memory_bytes},
-          {"memory_peak_bytes", usage.memory_peak_bytes},
-          {"pids", usage.pids},
-          {"oom_kills", usage.oom_kills},
-          {"cpu_seconds", usage.cpu_seconds}};
+// The sandbox's figures now, the disk use after its last run (absent before one) and the bytes
+// its egress carried.
+Json UsageJson(const SessionInfo& info) {
+  Json usage = {{"memory_bytes", info.usage.memory_bytes},
+                {"memory_peak_bytes", info.usage.memory_peak_bytes},
+                {"pids", info.usage.pids},
+                {"oom_kills", info.usage.oom_kills},
+                {"cpu_seconds", info.usage.cpu_seconds},
+                {"egress_bytes", info.egress.usage.bytes}};
+  if (info.data_bytes) usage["data_bytes"] = *info.data_bytes;
+  if (info.tmp_bytes) usage["tmp_bytes"] = *info.tmp_bytes;
+  return usage;
+}
+
+// "/mnt/data 50.0 MiB, /tmp 4.0 KiB (after the last run)", or why there is no figure yet.
+std::string DiskText(const SessionInfo& info) {
+  if (!info.data_bytes && !info.tmp_bytes) return "not measured yet (read after each run)";
+  auto bytes = [](const std::optional<uint64_t>& value) {
+    return value ? FormatBytes(*value) : std::string("?");
+  };
+  return fmt::format("/mnt/data {}, /tmp {} (after the last run)", bytes(info.data_bytes),
+                     bytes(info.tmp_bytes));
 }
 
 Json SessionJson(const SessionInfo& info) {
@@ -41,7 +57,7 @@ Json SessionJson(const SessionInfo& info) {
                {"age_s", static_cast<int64_t>(SecondsSince(info.created))},
                {"idle_s", static_cast<int64_t>(SecondsSince(info.last_used))},
                {"runs", info.runs},
-               {"usage", UsageJson(info.usage)},
+               {"usage", UsageJson(info)},
                {"egress", egress::EgressJson(info.egress, /*with_usage=*/true)}};
   if (!info.replica.empty()) json["replica"] = info.replica;
   if (info.state == "hibernated") json["saved_bytes"] = info.saved_bytes;
@@ -182,11 +198,13 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
     Json list = Json::array();
     for (const auto& info : sessions) {
       text += fmt::format(
-          "  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  {} {}\n", info.id,
+          "  {}{}  {}  age {:.0f} s  idle {:.0f} s  runs {}  {} {}{}{}\n", info.id,
           info.name.empty() ? "" : " \"" + ValidUtf8(info.name) + "\"", info.state,
           SecondsSince(info.created), SecondsSince(info.last_used), info.runs,
           info.state == "hibernated" ? "saved" : "memory",
-          FormatBytes(info.state == "hibernated" ? info.saved_bytes : info.usage.memory_bytes));
+          FormatBytes(info.state == "hibernated" ? info.saved_bytes : info.usage.memory_bytes),
+          info.data_bytes ? "  data " + FormatBytes(*info.data_bytes) : "",
+          info.egress.enabled ? "  egress " + FormatBytes(info.egress.usage.bytes) : "");
       list.push_back(SessionJson(info));
     }
     Json structured{{"sessions", std::move(list)}, {"max_sessions", max_sessions}};
@@ -259,11 +277,11 @@ Tool MakeSessionStatusTool(const ContextPtr& context) {
     result.AddText(fmt::format(
         "Session {}{}: {}, image {}, {} backend\nage {:.0f} s, idle {:.0f} s (closes after {} s "
         "more idle), {} run(s)\nusage: memory {} (peak {}), {} process(es), {:.2f} CPU s, {} OOM "
-        "kill(s)\n{}limits in force ({}):\n{}",
+        "kill(s)\ndisk: {}\n{}limits in force ({}):\n{}",
         info->id, info->name.empty() ? "" : " \"" + ValidUtf8(info->name) + "\"", info->state,
         info->image, info->backend, SecondsSince(info->created), idle, expires_in, info->runs,
         FormatBytes(info->usage.memory_bytes), FormatBytes(info->usage.memory_peak_bytes),
-        info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills,
+        info->usage.pids, info->usage.cpu_seconds, info->usage.oom_kills, DiskText(*info),
         "egress: " + egress::EgressLine(info->egress, /*with_usage=*/true) + "\n" +
             (info->state == "hibernated"
                  ? fmt::format("hibernated: {} saved on disk, no sandbox running; the next call "

@@ -154,11 +154,14 @@ class Cgroup1Group final : public SandboxCgroup {
     if (std::string pids = DirFor("pids"); !pids.empty()) {
       usage.pids = static_cast<uint32_t>(ReadUint(pids + "/pids.current").value_or(0));
     }
-    if (std::string cpuacct = DirFor("cpuacct"); !cpuacct.empty()) {
-      usage.cpu_seconds =
-          static_cast<double>(ReadUint(cpuacct + "/cpuacct.usage").value_or(0)) / 1e9;
-    }
+    usage.cpu_seconds = CpuSeconds();
     return usage;
+  }
+
+  double CpuSeconds() const override {
+    std::string cpuacct = DirFor("cpuacct");
+    if (cpuacct.empty()) return 0;
+    return static_cast<double>(ReadUint(cpuacct + "/cpuacct.usage").value_or(0)) / 1e9;
   }
 
   uint64_t OomKills() const override {

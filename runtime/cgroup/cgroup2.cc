@@ -235,11 +235,13 @@ class Cgroup2Group final : public SandboxCgroup {
     usage.memory_peak_bytes = ReadUint(dir_ + "/memory.peak").value_or(0);
     usage.pids = static_cast<uint32_t>(ReadUint(dir_ + "/pids.current").value_or(0));
     usage.oom_kills = OomKills();
-    if (auto stat = ReadFile(dir_ + "/cpu.stat")) {
-      usage.cpu_seconds =
-          static_cast<double>(FindKeyedValue(*stat, "usage_usec").value_or(0)) / 1e6;
-    }
+    usage.cpu_seconds = CpuSeconds();
     return usage;
+  }
+
+  double CpuSeconds() const override {
+    auto stat = ReadFile(dir_ + "/cpu.stat");
+    return stat ? static_cast<double>(FindKeyedValue(*stat, "usage_usec").value_or(0)) / 1e6 : 0;
   }
 
   uint64_t OomKills() const override {

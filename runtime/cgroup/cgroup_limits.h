@@ -40,6 +40,8 @@ class SandboxCgroup {
   virtual SandboxUsage Usage() const = 0;
   // Usage().oom_kills from the one file that holds it.
   virtual uint64_t OomKills() const = 0;
+  // Usage().cpu_seconds from the one file that holds it.
+  virtual double CpuSeconds() const { return Usage().cpu_seconds; }
   // Kills every process, waits (briefly) for the group to drain and removes its directories.
   // Idempotent; the destructor calls it and logs a failure it cannot return.
   virtual Status Destroy() = 0;

@@ -1,6 +1,7 @@
 #include "runtime/metrics/sandbox_metrics.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "runtime/metrics/exposition.h"
 #include "runtime/metrics/process_metrics.h"
@@ -24,6 +25,10 @@ struct Families {
                                           {"replica", "version", "backend"});
   Family<Gauge>& sessions_live = registry.AddGauge(
       "mcp_sandbox_sessions_live", "Sessions open now (not the warm pool's).", {"backend"});
+  Family<Gauge>& sessions_hibernated = registry.AddGauge(
+      "mcp_sandbox_sessions_hibernated",
+      "Sessions saved to disk with no sandbox running, resumed by the next call naming them.",
+      {"backend"});
   Family<Counter>& sessions_started =
       registry.AddCounter("mcp_sandbox_sessions_started_total", "Sessions created.", {"backend"});
   Family<Counter>& sessions_closed =
@@ -103,7 +108,13 @@ std::string BoundedOutcome(std::string_view outcome) {
   return word ? std::string(outcome) : std::string("error");
 }
 
+// SANDBOX_USAGE=off: the event hooks below count nothing (the gauges are still read at scrape).
+std::atomic<bool> recording{true};
+bool Off() { return !recording.load(std::memory_order_relaxed); }
+
 }  // namespace
+
+void SetRecording(bool on) { recording = on; }
 
 Registry& Global() { return F().registry; }
 
@@ -121,12 +132,24 @@ void SetServerInfo(std::string_view replica, std::string_view version, std::stri
   f.runs_cancelled.Labels(b);
 }
 
-void SessionStarted(std::string_view backend) { F().sessions_started.Labels({S(backend)}).Inc(); }
-void SessionClosed(std::string_view backend) { F().sessions_closed.Labels({S(backend)}).Inc(); }
-void SessionExpired(std::string_view backend) { F().sessions_expired.Labels({S(backend)}).Inc(); }
+void SessionStarted(std::string_view backend) {
+  if (Off()) return;
+  F().sessions_started.Labels({S(backend)}).Inc();
+}
+void SessionClosed(std::string_view backend) {
+  if (Off()) return;
+  F().sessions_closed.Labels({S(backend)}).Inc();
+}
+void SessionExpired(std::string_view backend) {
+  if (Off()) return;
+  F().sessions_expired.Labels({S(backend)}).Inc();
+}
 
 GaugeTracker TrackLiveSessions(std::string_view backend, std::function<double()> count) {
   return F().sessions_live.Labels({S(backend)}).Track(std::move(count));
+}
+GaugeTracker TrackHibernatedSessions(std::string_view backend, std::function<double()> count) {
+  return F().sessions_hibernated.Labels({S(backend)}).Track(std::move(count));
 }
 GaugeTracker TrackPoolReady(std::function<double()> ready) {
   return F().pool_ready.Labels().Track(std::move(ready));
@@ -134,27 +157,48 @@ GaugeTracker TrackPoolReady(std::function<double()> ready) {
 GaugeTracker TrackPoolSize(std::function<double()> size) {
   return F().pool_size.Labels().Track(std::move(size));
 }
-void PoolClaimed() { F().pool_claims.Labels().Inc(); }
-void PoolMissed() { F().pool_misses.Labels().Inc(); }
+void PoolClaimed() {
+  if (Off()) return;
+  F().pool_claims.Labels().Inc();
+}
+void PoolMissed() {
+  if (Off()) return;
+  F().pool_misses.Labels().Inc();
+}
 
 void SandboxStartFailed(std::string_view backend, std::string_view reason) {
+  if (Off()) return;
   F().start_failures.Labels({S(backend), S(reason)}).Inc();
 }
 
-void RunTimedOut(std::string_view backend) { F().runs_timed_out.Labels({S(backend)}).Inc(); }
-void RunOomKilled(std::string_view backend) { F().runs_oom_killed.Labels({S(backend)}).Inc(); }
-void RunCancelled(std::string_view backend) { F().runs_cancelled.Labels({S(backend)}).Inc(); }
+void RunTimedOut(std::string_view backend) {
+  if (Off()) return;
+  F().runs_timed_out.Labels({S(backend)}).Inc();
+}
+void RunOomKilled(std::string_view backend) {
+  if (Off()) return;
+  F().runs_oom_killed.Labels({S(backend)}).Inc();
+}
+void RunCancelled(std::string_view backend) {
+  if (Off()) return;
+  F().runs_cancelled.Labels({S(backend)}).Inc();
+}
 
 void ToolCallFinished(std::string_view tool, std::string_view outcome, double seconds) {
+  if (Off()) return;
   auto& f = F();
   f.tool_calls.Labels({S(tool), BoundedOutcome(outcome)}).Inc();
   f.tool_call_seconds.Labels({S(tool)}).Observe(seconds);
 }
 
 void EgressConnection(bool allowed) {
+  if (Off()) return;
   F().egress_connections.Labels({allowed ? "allowed" : "refused"}).Inc();
 }
-void EgressBytes(uint64_t bytes) { F().egress_bytes.Labels().Inc(static_cast<double>(bytes)); }
+void EgressBytes(uint64_t bytes) {
+  if (Off()) return;
+  F().egress_bytes.Labels().Inc(static_cast<double>(bytes));
+}
 
 void HttpConnectionOpened() {
   auto& f = F();
@@ -164,6 +208,7 @@ void HttpConnectionOpened() {
 void HttpConnectionClosed() { F().http_connections_open.Labels().Add(-1); }
 
 void HttpRefused(int status) {
+  if (Off()) return;
   bool known = std::find(std::begin(kRefusalStatuses), std::end(kRefusalStatuses), status) !=
                std::end(kRefusalStatuses);
   F().http_refusals.Labels({known ? std::to_string(status) : "other"}).Inc();

@@ -19,6 +19,11 @@ Registry& Global();
 // Global() rendered in the text format, ready to serve (exposition.h's content type).
 std::string Scrape();
 
+// SANDBOX_USAGE: off makes the event hooks below count nothing (for the benchmark that weighs
+// them); the gauges read at scrape time still answer. HTTP connections and in-flight requests
+// stay counted either way (an open-connection gauge must see both ends).
+void SetRecording(bool on);
+
 // mcp_sandbox_info{replica,version,backend} 1, and the backend's series created at 0 so that
 // rate() and alerts see them before the first event.
 void SetServerInfo(std::string_view replica, std::string_view version, std::string_view backend);
@@ -30,6 +35,10 @@ void SessionExpired(std::string_view backend);  // also counted as closed, by Se
 // mcp_sandbox_sessions_live{backend} reads `count` at each scrape while the tracker lives.
 [[nodiscard]] GaugeTracker TrackLiveSessions(std::string_view backend,
                                              std::function<double()> count);
+// mcp_sandbox_sessions_hibernated{backend} likewise (saved sessions not live; 0 without
+// hibernation).
+[[nodiscard]] GaugeTracker TrackHibernatedSessions(std::string_view backend,
+                                                   std::function<double()> count);
 // The warm pool: its target size and ready sandboxes read at each scrape; claims and misses
 // (a poolable session that found the pool empty) counted as they happen.
 [[nodiscard]] GaugeTracker TrackPoolReady(std::function<double()> ready);

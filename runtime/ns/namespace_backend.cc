@@ -156,6 +156,11 @@ class Sandbox final : public NamespaceSandbox {
     return std::move(*reader);
   }
 
+  double CpuSeconds() override {
+    if (cgroup_ && state_->cgroups->mode() != "none") return cgroup_->CpuSeconds();
+    return child_.pidfd ? ProcessTreeUsage(child_.pid).cpu_seconds : 0;
+  }
+
   uint64_t OomKills() override {
     if (cgroup_ && state_->cgroups->mode() != "none") return cgroup_->OomKills();
     return 0;  // without a memory cgroup nothing is killed for memory (rlimits make it fail)

@@ -9,19 +9,20 @@ CallUsage::CallUsage(Sandbox& sandbox) : sandbox_(sandbox), peak_(sandbox.StartM
   // cgroup is out of sight (a remote daemon): there it is the Engine API's stats, which sample
   // for about a second. No per-call figures there rather than two seconds added to every run.
   measured_ = peak_ || sandbox_.backend_name() != "docker";
-  if (measured_) cpu_before_ = sandbox_.Usage().cpu_seconds;
+  if (measured_) cpu_before_ = sandbox_.CpuSeconds();
 }
 
 void CallUsage::Finish(RunResult& run) {
   if (!measured_) return;
-  SandboxUsage after = sandbox_.Usage();
-  run.cpu_seconds = std::max(0.0, after.cpu_seconds - cpu_before_);
+  // The CPU figure and the call's peak are one file each; the whole Usage() (five or six files)
+  // only where the session's peak must stand in for the call's.
+  run.cpu_seconds = std::max(0.0, sandbox_.CpuSeconds() - cpu_before_);
   std::optional<uint64_t> call_peak = peak_ ? peak_() : std::nullopt;
   if (call_peak) {
     run.memory_peak_bytes = *call_peak;
     run.memory_peak_scope = "call";
-  } else if (after.memory_peak_bytes > 0) {
-    run.memory_peak_bytes = after.memory_peak_bytes;
+  } else if (uint64_t session_peak = sandbox_.Usage().memory_peak_bytes; session_peak > 0) {
+    run.memory_peak_bytes = session_peak;
     run.memory_peak_scope = "session";
   }
 }

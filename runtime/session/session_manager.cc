@@ -13,6 +13,7 @@
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/call_usage.h"
+#include "runtime/session/quota_claim.h"
 #include "runtime/session/session_hibernation.h"
 #include "runtime/session/session_metrics.h"
 
@@ -90,6 +91,10 @@ struct SessionManager::Session {
   std::chrono::system_clock::time_point created;
   std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
   std::atomic<uint64_t> runs{0};
+  // The bytes on its /mnt/data and /tmp after its last run, as the agent read them; -1 = not
+  // known yet (no run since it started or resumed, or not a tmpfs).
+  std::atomic<int64_t> data_bytes{-1};
+  std::atomic<int64_t> tmp_bytes{-1};
   // Started cold with the preload, which its worker does not have yet: at background CPU
   // priority except during its own calls (its zygote imports only between them), until a
   // run's result says the preload is in place. Read and cleared under the busy flag.
@@ -309,11 +314,19 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   return info;
 }
 
+SubjectQuota SessionManager::QuotaOf(const std::string& owner) const {
+  auto claim = owner.empty() ? std::nullopt : RememberedQuotaClaim(owner);
+  return claim
+             ? ApplyQuotaClaim(config_.subject_quota, *claim, config_.limits, config_.max_sessions)
+             : config_.subject_quota;
+}
+
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
     const SessionOptions& options, const std::string& fixed_id, const std::string& owner) {
   SessionOptions fitted = options;
+  const SubjectQuota quota = QuotaOf(owner);
   if (!owner.empty()) {
-    SBX_TRY(FitToQuota(config_.subject_quota, config_.limits, fitted.memory_bytes, fitted.cpus));
+    SBX_TRY(FitToQuota(quota, config_.limits, fitted.memory_bytes, fitted.cpus));
   }
   SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(fitted));
   SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
@@ -333,15 +346,15 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
                   "(sandbox_close_session) and try again",
                   config_.max_sessions);
     }
-    if (!owner.empty() && config_.subject_quota.max_sessions > 0) {
+    if (!owner.empty() && quota.max_sessions > 0) {
       int owned = creating_by_owner_[owner];
       for (const auto& [id, open] : sessions_) owned += open->owner == owner ? 1 : 0;
-      if (owned >= config_.subject_quota.max_sessions) {
+      if (owned >= quota.max_sessions) {
         return Fail(ErrorCode::kMaxSessions,
                     "you already have your maximum of {} live sessions "
-                    "(SANDBOX_SUBJECT_MAX_SESSIONS); close one (sandbox_close_session) and try "
-                    "again",
-                    config_.subject_quota.max_sessions);
+                    "(SANDBOX_SUBJECT_MAX_SESSIONS, or your token's quota claim); close one "
+                    "(sandbox_close_session) and try again",
+                    quota.max_sessions);
       }
     }
     ++creating_;
@@ -580,6 +593,8 @@ SessionInfo SessionManager::Describe(const Session& session) const {
   info.limits = session.limits;
   info.enforced = session.sandbox->enforced_limits();
   info.usage = session.sandbox->Usage();
+  if (int64_t data = session.data_bytes; data >= 0) info.data_bytes = static_cast<uint64_t>(data);
+  if (int64_t tmp = session.tmp_bytes; tmp >= 0) info.tmp_bytes = static_cast<uint64_t>(tmp);
   info.egress = DescribeEgress(config_.egress, session.egress.get());
   return info;
 }
@@ -815,6 +830,14 @@ size_t SessionManager::SessionCount() {
   return sessions_.size();
 }
 
+size_t SessionManager::HibernatedCount() {
+  if (!saved_) return 0;
+  auto ids = SavedSessionIds(saved_->config().dir);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<size_t>(std::count_if(
+      ids.begin(), ids.end(), [this](const std::string& id) { return sessions_.count(id) == 0; }));
+}
+
 Status SessionManager::CheckRunRequest(const RunRequest& request) const {
   if (request.code.size() > config_.max_code_bytes) {
     return Fail(ErrorCode::kCodeTooLarge,
@@ -848,7 +871,8 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     }
     cancel->on_cancel_ = [agent] { agent->Cancel(); };
   }
-  CallUsage usage(*session->sandbox);
+  std::optional<CallUsage> usage;
+  if (config_.measure_calls) usage.emplace(*session->sandbox);
   auto result = agent->Run(request, on_output);
   if (cancel != nullptr) {
     std::lock_guard<std::mutex> lock(cancel->mutex_);
@@ -871,7 +895,9 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
     result->not_restored = std::move(*session->resume_note);
     session->resume_note.reset();
   }
-  usage.Finish(*result);
+  if (usage) usage->Finish(*result);
+  if (result->data_bytes) session->data_bytes = static_cast<int64_t>(*result->data_bytes);
+  if (result->tmp_bytes) session->tmp_bytes = static_cast<int64_t>(*result->tmp_bytes);
   CountRunEnd(backend_->name(), *result);
   return result;
 }

@@ -39,6 +39,7 @@ struct SessionConfig {
   double exec_timeout_s = 60;               // SANDBOX_EXEC_TIMEOUT_S: default and maximum per call
   std::chrono::minutes ttl{30};             // SANDBOX_SESSION_TTL_M
   int max_sessions = 10;                    // SANDBOX_MAX_SESSIONS
+  bool measure_calls = true;                // SANDBOX_USAGE: CallUsage around every run
   uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
   uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
   uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES
@@ -90,6 +91,10 @@ struct SessionInfo {
   Limits limits;            // requested
   EnforcedLimits enforced;  // in force
   SandboxUsage usage;
+  // Bytes on its /mnt/data and /tmp after its last run (the agent's statfs of the tmpfs);
+  // nullopt before the first run since it started or resumed.
+  std::optional<uint64_t> data_bytes;
+  std::optional<uint64_t> tmp_bytes;
   EgressInfo egress;         // the egress policy in force and what it carried
   uint64_t saved_bytes = 0;  // hibernated: the size of its saved files and state
 };
@@ -166,6 +171,8 @@ class SessionManager {
   bool draining() const { return draining_; }
   // Sessions open now (not counting the warm pool's sandboxes).
   size_t SessionCount();
+  // Saved sessions that are not live now (0 without hibernation); every subject's.
+  size_t HibernatedCount();
 
   // Hibernation (runtime/session/saved_sessions.h; off when config().hibernate_after is 0).
   // Saves the session's files and interpreter state and stops its sandbox; the next call naming
@@ -193,6 +200,8 @@ class SessionManager {
   Result<std::shared_ptr<Session>> StartSession(const SessionOptions& options,
                                                 const std::string& fixed_id,
                                                 const std::string& owner);
+  // `owner`'s quota: the settings', with its token's quota claim applied (quota_claim.h).
+  SubjectQuota QuotaOf(const std::string& owner) const;
   // Whether `id` is hibernated and the calling subject may see it: another subject's saved
   // session reads as none, as a live one does.
   bool SavedAndVisible(const std::string& id);

@@ -1,7 +1,9 @@
 // OAuth 2.1 end to end: a real OpenID provider (oidc-provider, OpenID-certified) on loopback
 // issues client-credentials access tokens with a resource indicator (RFC 8707) for the server;
 // the official SDK clients (v1 for the 2025 era, v2 for 2026-07-28) drive the server as two
-// subjects. B naming A's session ids, resource URIs and download links learns nothing and
+// subjects, first through the SDKs' own OAuth support (ClientCredentialsProvider: discovery from
+// our 401 and the Protected Resource Metadata, a client_credentials token with the resource
+// indicator), then with tokens obtained from the provider by hand. B naming A's session ids, resource URIs and download links learns nothing and
 // changes nothing; a quota holds for one without touching the other; every bad token is
 // refused with the right status before anything runs; a key rotation is followed.
 import assert from 'node:assert/strict';
@@ -9,7 +11,11 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
+import {
+  ClientCredentialsProvider as ModernClientCredentials, Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+} from '@modelcontextprotocol/client';
+import { ClientCredentialsProvider as LegacyClientCredentials } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import Provider from 'oidc-provider';
@@ -44,11 +50,16 @@ class Issuer {
       await new Promise((resolve) => probe.close(resolve));
     }
     const provider = new Provider(`http://127.0.0.1:${this.port}`, {
-      clients: ['alice', 'bob'].map((id) => ({
+      clients: ['alice', 'bob', 'carol'].map((id) => ({
+        // client_secret_basic: what the SDKs' ClientCredentialsProvider sends (and RFC 6749 §2.3.1's
+        // one method every server has).
         client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'],
-        redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_post',
+        redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_basic',
       })),
       jwks: { keys: keys.map((key) => key.jwk) },
+      // carol's tokens carry a quota of their own (SANDBOX_OAUTH_QUOTA_CLAIM), above the settings'.
+      extraTokenClaims: async (ctx, token) => (token.clientId === 'carol'
+        ? { sandbox_quota: { max_sessions: 3, memory: '4096g' } } : undefined),
       scopes: ['sandbox'],
       features: {
         devInteractions: { enabled: false },
@@ -73,28 +84,41 @@ class Issuer {
   }
   // An access token from the token endpoint (client credentials, RFC 8707 resource).
   async token(client, resource, scope = 'sandbox') {
-    const body = new URLSearchParams({
-      grant_type: 'client_credentials', client_id: client, client_secret: `${client}-secret`, resource,
-    });
+    const body = new URLSearchParams({ grant_type: 'client_credentials', resource });
     if (scope) body.set('scope', scope);
-    const response = await fetch(`${this.url}/token`, { method: 'POST', body });
+    const basic = Buffer.from(`${client}:${client}-secret`).toString('base64');
+    const response = await fetch(`${this.url}/token`, {
+      method: 'POST', body, headers: { Authorization: `Basic ${basic}` },
+    });
     const json = await response.json();
     assert.equal(response.status, 200, JSON.stringify(json));
     return json.access_token;
   }
 }
 
-async function connect(era, url, token) {
-  const requestInit = { headers: { Authorization: `Bearer ${token}` } };
+// `auth` is a token (sent as is) or an SDK auth provider (the SDK gets its own tokens).
+async function connect(era, url, auth, fetchFn = undefined) {
+  const options = typeof auth === 'string'
+    ? { requestInit: { headers: { Authorization: `Bearer ${auth}` } } }
+    : { authProvider: auth };
+  if (fetchFn) options.fetch = fetchFn;
   const client = era === 'modern'
     ? new ModernClient({ name: 'oauth-e2e', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } })
     : new LegacyClient({ name: 'oauth-e2e', version: '1.0.0' });
   const transport = era === 'modern'
-    ? new ModernTransport(new URL(url), { requestInit })
-    : new LegacyTransport(new URL(url), { requestInit });
+    ? new ModernTransport(new URL(url), options)
+    : new LegacyTransport(new URL(url), options);
   await client.connect(transport);
   return client;
 }
+// The SDK's client-credentials provider of `era` for `client`, told which issuer its secret is for.
+function clientCredentials(era, client, issuerUrl) {
+  const Provider = era === 'modern' ? ModernClientCredentials : LegacyClientCredentials;
+  return new Provider({
+    clientId: client, clientSecret: `${client}-secret`, expectedIssuer: issuerUrl, scope: 'sandbox',
+  });
+}
+const claimsOf = (jwt) => JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url'));
 // v1's callTool takes a result schema second, v2's the options.
 const call = (client, name, args) => (client instanceof LegacyClient
   ? client.callTool({ name, arguments: args }, undefined, { timeout: 120000 })
@@ -117,6 +141,7 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
       SANDBOX_OAUTH_SCOPES: 'sandbox',
       SANDBOX_OAUTH_JWKS_REFRESH_S: '1',
       SANDBOX_SUBJECT_MAX_SESSIONS: '2',
+      SANDBOX_OAUTH_QUOTA_CLAIM: 'sandbox_quota',
       SANDBOX_IMAGE: runtime.ok ? 'python-small' : 'python',
     });
     tokens = { alice: await issuer.token('alice', server.url), bob: await issuer.token('bob', server.url) };
@@ -216,6 +241,44 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
   });
 
   for (const era of ['legacy', 'modern']) {
+    test(`${era} era: the SDK's own OAuth client (client credentials) finds the issuer from our 401 and connects`, async () => {
+      // No token at first: the SDK is refused, reads resource_metadata from WWW-Authenticate, the
+      // Protected Resource Metadata, then the provider's metadata, and asks its token endpoint.
+      const provider = clientCredentials(era, 'alice', issuer.url);
+      const seen = [];  // what the SDK fetched, in order: "<status> <method> <url>"
+      const recording = async (url, init) => {
+        const response = await fetch(url, init);
+        seen.push(`${response.status} ${init?.method ?? 'GET'} ${url}`);
+        return response;
+      };
+      const client = await connect(era, server.url, provider, recording);
+      clients.push(client);
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((tool) => tool.name === 'sandbox_run_python'));
+      const step = (pattern) => seen.findIndex((line) => pattern.test(line));
+      const refused = step(new RegExp(`^401 POST ${server.url}$`));
+      const metadata = step(/^200 GET http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/mcp$/);
+      const granted = step(new RegExp(`^200 POST ${issuer.url}/token$`));
+      assert.ok(refused >= 0 && refused < metadata && metadata < granted, seen.join('\n'));
+      const token = provider.tokens()?.access_token;
+      assert.ok(token, 'the SDK saved no token');
+      const claims = claimsOf(token);
+      assert.equal(claims.iss, issuer.url);
+      assert.equal(claims.aud, server.url, 'the SDK asked for a token without our resource indicator');
+      assert.equal(claims.client_id, 'alice');
+      // The token is alice's: her sessions made through it are hers and no one else's.
+      const listed = await callOk(client, 'sandbox_list_sessions', {});
+      assert.ok(Array.isArray(listed.sessions));
+      if (!runtime.ok) return;
+      const made = await callOk(client, 'sandbox_create_session', {});
+      const byHand = await connect(era, server.url, tokens.alice);
+      const other = await connect(era, server.url, tokens.bob);
+      clients.push(byHand, other);
+      assert.ok(JSON.stringify(await callOk(byHand, 'sandbox_list_sessions', {})).includes(made.session_id));
+      assert.ok(!JSON.stringify(await callOk(other, 'sandbox_list_sessions', {})).includes(made.session_id));
+      await callOk(client, 'sandbox_close_session', { session_id: made.session_id });
+    });
+
     rtest(`${era} era: B naming A's sessions, resources and downloads learns nothing, changes nothing`, async () => {
       const alice = await connect(era, server.url, tokens.alice);
       const bob = await connect(era, server.url, tokens.bob);
@@ -289,5 +352,24 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
     for (const [client, id] of [[alice, a1.session_id], [alice, a2.session_id], [bob, b1.session_id]]) {
       await callOk(client, 'sandbox_close_session', { session_id: id });
     }
+  });
+
+  rtest('a quota claim in the token sets its subject\'s quota, capped by the server\'s limits', async () => {
+    const token = await issuer.token('carol', server.url);
+    assert.deepEqual(claimsOf(token).sandbox_quota, { max_sessions: 3, memory: '4096g' });
+    const carol = await connect('modern', server.url, token);
+    clients.push(carol);
+    // Three sessions (the claim's, where the settings give two); the fourth is refused.
+    const made = [];
+    for (let i = 0; i < 3; ++i) made.push((await callOk(carol, 'sandbox_create_session', {})).session_id);
+    const fourth = await call(carol, 'sandbox_create_session', {});
+    assert.ok(fourth.isError, text(fourth));
+    assert.match(text(fourth), /maximum of 3 live sessions/);
+    // memory "4096g" is capped by the server's own limit: asking for more than it is refused
+    // by the server's limit, not granted by the claim.
+    await callOk(carol, 'sandbox_close_session', { session_id: made.pop() });
+    const huge = await call(carol, 'sandbox_create_session', { memory_limit: '4000g' });
+    assert.ok(huge.isError, text(huge));
+    for (const id of made) await callOk(carol, 'sandbox_close_session', { session_id: id });
   });
 });

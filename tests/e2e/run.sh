@@ -6,6 +6,7 @@
 #      workflow with user namespaces denied to the server (docker-fallback.test.mjs), OAuth 2.1
 #      with tokens from a real OpenID provider, oidc-provider, on loopback (oauth.test.mjs), a
 #      real Prometheus scraping the server during a workflow on both backends (metrics.test.mjs),
+#      disk and egress bytes per session (usage.test.mjs),
 #      and sessions hibernated, resumed and forked on both backends, over stdio and HTTP, as root
 #      and as an ordinary user (hibernate.test.mjs);
 #   2. the official conformance suite against `serve --http`: the scenarios that need no
@@ -65,7 +66,7 @@ log "== e2e: SDK client over stdio and HTTP (node --test)"
   --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
   --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
   stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs oauth.test.mjs docker-fallback.test.mjs \
-  metrics.test.mjs hibernate.test.mjs scaleout_manifests.test.mjs scaleout.test.mjs scaleout_swarm.test.mjs \
+  metrics.test.mjs usage.test.mjs hibernate.test.mjs scaleout_manifests.test.mjs scaleout.test.mjs scaleout_swarm.test.mjs \
   2>"$results/sdk.stderr"
 sdk_status=$?
 sed 's/^/  /' "$results/sdk.txt" >&2

@@ -265,6 +265,19 @@ TEST_CASE("oauth settings: issuer, resource, scopes", "[unit]") {
   CHECK(set->oauth_scopes == std::vector<std::string>{"sandbox", "files", "run"});
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_OAUTH_ISSUER", "idp.test"}}), {}));
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_OAUTH_SCOPES", "a\"b"}}), {}));
+  CHECK(defaults.oauth_quota_claim.empty());
+  auto quota = LoadServeConfig(Env({{"SANDBOX_OAUTH_QUOTA_CLAIM", "sandbox_quota"}}), {});
+  REQUIRE(quota);
+  CHECK(quota->oauth_quota_claim == "sandbox_quota");
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_OAUTH_QUOTA_CLAIM", "two words"}}), {}));
+}
+
+TEST_CASE("usage settings: per-call usage and metric counting on by default", "[unit]") {
+  CHECK(LoadServeConfig(Env({}), {})->usage);
+  auto off = LoadServeConfig(Env({{"SANDBOX_USAGE", "off"}}), {});
+  REQUIRE(off);
+  CHECK_FALSE(off->usage);
+  CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_USAGE", "maybe"}}), {}));
 }
 
 TEST_CASE("replica settings: the id, drain, public URL and HTTP limits", "[unit]") {

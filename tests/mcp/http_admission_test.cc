@@ -159,7 +159,8 @@ TEST_CASE("http admission: named tokens give the subject, OAuth adds the metadat
                                  .resource = "http://127.0.0.1:8080/mcp",
                                  .scopes = {"sandbox"},
                                  .skew = std::chrono::seconds(60),
-                                 .max_token_bytes = 8u << 10},
+                                 .max_token_bytes = 8u << 10,
+                                 .quota_claim = ""},
       nullptr);
   HttpAdmission oauth(policy);
   auto metadata = oauth.Judge(prm);

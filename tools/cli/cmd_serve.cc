@@ -201,6 +201,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   session_config.pool_size = config.pool_size;
   session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
   session_config.replica_id = config.replica_id;
+  session_config.measure_calls = config.usage;
   session_config.subject_quota = {.max_sessions = config.subject_max_sessions,
                                   .max_memory_bytes = config.subject_max_memory_bytes,
                                   .max_cpus = config.subject_max_cpus};
@@ -231,6 +232,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
       MakeImageResolver(std::make_shared<rootfs::ImageStore>(session_config.state_dir)));
   // --- Metrics (runtime/metrics): the gauges read this manager; a listener of their own if set.
   metrics::SetServerInfo(config.replica_id, SANDBOX_VERSION, backend->name());
+  metrics::SetRecording(config.usage);
   SessionMetricsFeed metrics_feed = FeedSessionMetrics(sessions);
   std::unique_ptr<mcp::MetricsListener> metrics_listener;
   if (!config.metrics_addr.empty()) {
@@ -295,7 +297,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
                         .resource = config.oauth_resource,
                         .scopes = config.oauth_scopes,
                         .jwks_min_refresh = std::chrono::milliseconds(
-                            static_cast<int64_t>(config.oauth_jwks_refresh_s * 1000))};
+                            static_cast<int64_t>(config.oauth_jwks_refresh_s * 1000)),
+                        .quota_claim = config.oauth_quota_claim};
   http_options.allowed_origins = config.allowed_origins;
   http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
   // Threads for requests being worked on (idle connections hold none): several per session.

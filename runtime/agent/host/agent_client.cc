@@ -187,6 +187,13 @@ Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallba
   result.worker_killed = agent::GetBool(*answer, "worker_killed");
   result.term_signal = static_cast<int>(agent::GetInt(*answer, "term_signal"));
   result.duration_s = agent::GetDouble(*answer, "duration_s");
+  if (auto disk = answer->find("disk"); disk != answer->end() && disk->is_object()) {
+    for (auto [name, field] :
+         {std::pair{"data_bytes", &result.data_bytes}, std::pair{"tmp_bytes", &result.tmp_bytes}}) {
+      auto it = disk->find(name);
+      if (it != disk->end() && it->is_number_unsigned()) *field = it->get<uint64_t>();
+    }
+  }
   // init runs inside the sandbox: what it reports is bounded again here (run_limits.h), so a
   // subverted init cannot make the server build a result of thousands of blocks.
   size_t left_out = 0;

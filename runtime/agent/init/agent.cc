@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "runtime/agent/init/disk_use.h"
 #include "runtime/agent/init/process_group.h"
 #include "runtime/agent/mime.h"
 #include "runtime/agent/run_limits.h"
@@ -788,6 +789,7 @@ void Agent::FinishRun(Json result) {
                              {"mtime_ms", file.mtime_ms}});
   }
   result["artifacts"] = std::move(artifacts);
+  result["disk"] = DiskUseJson(config_.data_dir, config_.tmp_dir);
   // The host keeps a session started cold at background CPU priority between its calls while
   // this is true (runtime/agent/PROTOCOL.md, `result`).
   if (!config_.preload.empty()) result["preload_pending"] = !warm_;

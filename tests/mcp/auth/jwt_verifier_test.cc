@@ -209,7 +209,8 @@ TEST_CASE("resource server: static tokens alone keep the realm challenge", "[uni
                          .resource = "",
                          .scopes = {},
                          .skew = std::chrono::seconds(60),
-                         .max_token_bytes = 8u << 10},
+                         .max_token_bytes = 8u << 10,
+                         .quota_claim = ""},
                         nullptr);
   CHECK(server.Authenticate("Bearer tok").status == 200);
   auto refused = server.Authenticate("Bearer nope");
