@@ -34,6 +34,7 @@
 #include "runtime/session/session_metrics.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/configured_options.h"
 #include "tools/cli/wiring.h"
 
 namespace sandbox::cli {
@@ -183,44 +184,14 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   if (!http && isatty(STDIN_FILENO)) PrintConnectHint();
 
   // --- The runtime.
-  SessionConfig session_config;
-  session_config.state_dir =
-      config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
-  session_config.default_image = config.image;
-  session_config.wheelhouse = config.wheelhouse;
-  session_config.limits = mcp::SessionLimits(config);
-  session_config.exec_timeout_s = config.exec_timeout_s;
-  session_config.ttl = std::chrono::minutes(config.session_ttl_m);
-  session_config.hibernate_after = HibernateAfter(config);
-  session_config.saved_max_bytes = config.saved_max_bytes;
-  session_config.saved_ttl = std::chrono::seconds(config.saved_ttl_s);
-  session_config.max_sessions = config.max_sessions;
-  session_config.max_output_bytes = config.max_output_bytes;
-  session_config.max_code_bytes = config.max_code_bytes;
-  session_config.max_upload_bytes = config.max_upload_bytes;
-  session_config.pool_size = config.pool_size;
-  session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
-  session_config.replica_id = config.replica_id;
-  session_config.subject_quota = {.max_sessions = config.subject_max_sessions,
-                                  .max_memory_bytes = config.subject_max_memory_bytes,
-                                  .max_cpus = config.subject_max_cpus};
-  auto egress = mcp::EgressConfigFor(config);
-  if (!egress) return args.UsageError(egress.error().message);
-  session_config.egress = std::move(*egress);
-
-  session_config.agent_dir = DefaultAgentDir();
+  auto configured = ConfiguredOptionsFor(config);
+  if (!configured) return args.UsageError(configured.error().message);
+  const SessionConfig& session_config = configured->session;
   if (auto made = MakeDirs(session_config.state_dir, 0700); !made) {
     spdlog::warn("state dir {}: {}", session_config.state_dir, made.error().message);
   }
-  BackendOptions backend_options;
-  backend_options.kind = *ParseBackendKind(config.backend);  // validated by the config
-  backend_options.state_dir = session_config.state_dir;
-  backend_options.agent_dir = session_config.agent_dir;
-  // Pooled sandboxes exist next to the sessions: the backend shares its budgets among both.
-  backend_options.max_sessions = config.max_sessions + config.pool_size;
-  backend_options.replica = config.replica_id;
   std::shared_ptr<Backend> backend;
-  if (auto selected = MakeBackend(backend_options); selected) {  // logs its choice
+  if (auto selected = MakeBackend(configured->backend); selected) {  // logs its choice
     backend = selected->backend;
   } else {
     spdlog::error("{}", selected.error().message);
@@ -248,16 +219,10 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   }
 
   // --- The MCP server.
-  mcp::ToolSettings settings;
-  settings.exec_timeout_s = config.exec_timeout_s;
-  settings.max_upload_bytes = config.max_upload_bytes;
-  settings.max_code_bytes = config.max_code_bytes;
-  settings.max_output_bytes = config.max_output_bytes;
-  settings.max_result_bytes = config.max_result_bytes;
-  mcp::ServerOptions options;
+  const mcp::ToolSettings& settings = configured->tools;
+  mcp::ServerOptions options = configured->server;
   options.version = SANDBOX_VERSION;
   options.instructions = mcp::SandboxInstructions(settings, sessions.config().egress);
-  options.worker_threads = static_cast<size_t>(config.max_sessions) + 8;
   options.resources = mcp::SandboxResources(sessions, settings);
   if (wrap_resources) options.resources = wrap_resources(options.resources);
   auto tools = mcp::SandboxTools(sessions, settings);
@@ -265,9 +230,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   mcp::Server server(options, std::move(tools));
 
   if (!http) {
-    mcp::StdioOptions stdio;
-    stdio.max_line_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
-    auto served = mcp::ServeStdio(server, stdio, [&sessions] { sessions.CloseAll(); });
+    auto served = mcp::ServeStdio(server, configured->stdio, [&sessions] { sessions.CloseAll(); });
     server.Shutdown();
     if (!served) {
       spdlog::error("stdio: {}", served.error().message);
@@ -286,33 +249,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
       spdlog::warn("cannot raise RLIMIT_NOFILE: {}", std::strerror(errno));
     }
   }
-  mcp::HttpOptions http_options;
-  http_options.host = config.http_host;
-  http_options.port = config.http_port;
-  http_options.auth_tokens = config.auth_tokens;
-  http_options.auth_token_names = config.auth_token_names;
-  http_options.oauth = {.issuer = config.oauth_issuer,
-                        .resource = config.oauth_resource,
-                        .scopes = config.oauth_scopes,
-                        .jwks_min_refresh = std::chrono::milliseconds(
-                            static_cast<int64_t>(config.oauth_jwks_refresh_s * 1000))};
-  http_options.allowed_origins = config.allowed_origins;
-  http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
-  // Threads for requests being worked on (idle connections hold none): several per session.
-  http_options.threads = std::max<size_t>(64, static_cast<size_t>(config.max_sessions) * 4 + 32);
-  http_options.session_idle_ttl = std::chrono::minutes(config.session_ttl_m);
+  mcp::HttpOptions http_options = configured->http;
   http_options.read_file = mcp::SandboxFileReader(sessions);
-  http_options.replica_id = config.replica_id;
-  http_options.public_url = config.public_url;
-  http_options.max_connections = static_cast<size_t>(config.http_max_connections);
-  http_options.max_connections_per_peer = static_cast<size_t>(config.http_max_connections_per_peer);
-  http_options.max_mcp_sessions = static_cast<size_t>(config.http_max_transport_sessions);
-  auto millis = [](double seconds) {
-    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  };
-  http_options.header_timeout = millis(config.http_header_timeout_s);
-  http_options.keep_alive_timeout = millis(config.http_idle_timeout_s);
-  http_options.body_timeout = millis(config.http_body_timeout_s);
   http_options.readiness = [&sessions, &config] {
     mcp::ReadinessFacts facts;
     facts.draining = sessions.draining();
@@ -337,9 +275,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
     spdlog::error("{}", installed.error().message);
     return kExitFailure;
   }
-  std::string host = config.http_host.find(':') != std::string::npos ? "[" + config.http_host + "]"
-                                                                     : config.http_host;
-  spdlog::info("listening on http://{}:{}/mcp{}", host, transport.port(),
+  spdlog::info("listening on http://{}/mcp{}",
+               mcp::ListeningAuthority(config.http_host, transport.port()),
                config.auth_tokens.empty() && config.oauth_issuer.empty()
                    ? " (no SANDBOX_AUTH_TOKEN: anyone who can connect may use it)"
                    : "");
