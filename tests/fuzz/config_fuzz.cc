@@ -1,4 +1,4 @@
-// Fuzz target: the configuration parser (mcp/config.h). The input is lines of
+// Fuzz target: the configuration parser (tools/cli/config.h). The input is lines of
 // "SANDBOX_NAME=value" (the environment), "--flag=value" (serve's flags) and "@address"
 // (serve --http); each SANDBOX_* variable and flag is read as `serve` reads it.
 // Invariants: nothing throws or crashes; LoadServeConfig fails exactly when CheckServeConfig
@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "mcp/config.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tools/cli/config.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // mcp-sandbox doctor: what this host supports (user namespaces, seccomp, cgroups, the Docker
 // socket), which backend and which limits `serve` would use, and why. The configuration is read
-// by serve's own parser (mcp/config.h), so the two cannot disagree on a value. Exit 0 when a
+// by serve's own parser (tools/cli/config.h), so the two cannot disagree on a value. Exit 0 when a
 // backend is usable, 1 when none is, 2 on usage errors and on a SANDBOX_* value serve refuses.
 #include <unistd.h>
 
@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "mcp/auth/jwks_cache.h"
-#include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
 #include "runtime/base/units.h"
@@ -24,6 +23,7 @@
 #include "runtime/probe/host_probe.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config.h"
 
 namespace sandbox::cli {
 namespace {

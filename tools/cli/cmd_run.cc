@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
 #include "runtime/base/logging.h"
@@ -25,6 +24,7 @@
 #include "runtime/session/session_manager.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config.h"
 #include "tools/cli/configured_options.h"
 #include "tools/cli/wiring.h"
 

@@ -1,5 +1,5 @@
 // `mcp-sandbox serve [--stdio | --http HOST:PORT] [flags]`: the MCP server. Wires the
-// configuration (mcp/config.h) into a SessionManager over the chosen backend and the image
+// configuration (tools/cli/config.h) into a SessionManager over the chosen backend and the image
 // store, and serves it over stdio or Streamable HTTP until the client leaves or a signal comes.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "mcp/config.h"
 #include "mcp/drain.h"
 #include "mcp/http_transport.h"
 #include "mcp/metrics_listener.h"
@@ -34,6 +33,7 @@
 #include "runtime/session/session_metrics.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config.h"
 #include "tools/cli/configured_options.h"
 #include "tools/cli/wiring.h"
 

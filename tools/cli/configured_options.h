@@ -1,11 +1,10 @@
-// What `serve` and `run` build from the parsed configuration (mcp/config.h): the session
+// What `serve` and `run` build from the parsed configuration (tools/cli/config.h): the session
 // manager's, the backend's, the tools', the MCP server's and the transports' options, in one
 // mapping, so the two commands cannot read a setting two ways. What needs the running
 // SessionManager (the file reader behind downloads, readiness, resources, instructions) is
 // joined by `serve` itself.
 #pragma once
 
-#include "mcp/config.h"
 #include "mcp/http_options.h"
 #include "mcp/server.h"
 #include "mcp/stdio_transport.h"
@@ -13,6 +12,7 @@
 #include "runtime/base/result.h"
 #include "runtime/session/backend_factory.h"
 #include "runtime/session/session_manager.h"
+#include "tools/cli/config.h"
 
 namespace sandbox::cli {
 

@@ -1,5 +1,5 @@
 // Configuration: defaults, environment, flags over environment, refusals naming the variable.
-#include "mcp/config.h"
+#include "tools/cli/config.h"
 
 #include <catch2/catch.hpp>
 

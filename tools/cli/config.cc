@@ -1,4 +1,4 @@
-#include "mcp/config.h"
+#include "tools/cli/config.h"
 
 #include <cctype>
 #include <cerrno>
