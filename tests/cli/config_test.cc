@@ -6,7 +6,7 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
-using namespace sandbox::mcp;
+using namespace sandbox::cli;
 
 namespace {
 

@@ -13,7 +13,7 @@ namespace {
 
 // The options a configuration made of `env` alone yields.
 ConfiguredOptions OptionsOf(std::map<std::string, std::string> env) {
-  auto config = mcp::LoadServeConfig(
+  auto config = cli::LoadServeConfig(
       [env = std::move(env)](const std::string& name) -> std::optional<std::string> {
         auto it = env.find(name);
         if (it == env.end()) return std::nullopt;

@@ -104,7 +104,7 @@ int RunCommand(const Argv& argv) {
   for (auto [run_flag, serve_flag] : kServeFlags) {
     if (auto value = args.Get(run_flag)) serve_flags[serve_flag] = *value;
   }
-  auto serve_config = mcp::LoadServeConfig(mcp::ProcessEnv, serve_flags);
+  auto serve_config = LoadServeConfig(ProcessEnv, serve_flags);
   if (!serve_config) {
     std::string message = serve_config.error().message;
     for (auto [run_flag, serve_flag] : kServeFlags) {

@@ -45,7 +45,7 @@ void PrintServeUsage(std::ostream& out) {
          "Runs the MCP server: over stdio (the default; one JSON-RPC message per line), or over\n"
          "Streamable HTTP at http://HOST:PORT/mcp (default 127.0.0.1:8080).\n\n"
          "flags (each also an environment variable; flags win):\n";
-  for (const auto& variable : mcp::ConfigVariables()) {
+  for (const auto& variable : ConfigVariables()) {
     out << fmt::format("  {:<22} {}\n", variable.flag, variable.env);
     out << fmt::format("  {:<22} {}{}\n", "", variable.meaning,
                        variable.default_value[0] != '\0'
@@ -106,7 +106,7 @@ Argv NormalizeHttpFlag(const Argv& args) {
 // open ones go on until they go idle (SANDBOX_DRAIN_IDLE_S); returns when none is left, at the
 // time-out, on a second signal, or when the HTTP server stops. The caller then stops as usual
 // (closing what is left), so a drain leaves nothing behind either.
-void Drain(const std::string& why, const mcp::ServeConfig& config, SessionManager& sessions,
+void Drain(const std::string& why, const ServeConfig& config, SessionManager& sessions,
            mcp::ShutdownSignals& signals) {
   auto seconds = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   mcp::DrainPlan plan(seconds(config.drain_timeout_s));
@@ -146,7 +146,7 @@ int ServeCommand(const Argv& raw_args) { return ServeCommand(raw_args, {}); }
 int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
                  const ResourceWrapper& wrap_resources) {
   std::set<std::string> value_flags = {"--http"};
-  for (const auto& variable : mcp::ConfigVariables()) value_flags.insert(variable.flag);
+  for (const auto& variable : ConfigVariables()) value_flags.insert(variable.flag);
   Args args("serve", value_flags, {"--stdio"});
   if (!args.Parse(NormalizeHttpFlag(raw_args))) return kExitUsage;
   if (args.Has("--help")) {
@@ -159,14 +159,14 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   if (http && args.Has("--stdio")) return args.UsageError("choose --stdio or --http, not both");
 
   std::map<std::string, std::string> flags;
-  for (const auto& variable : mcp::ConfigVariables()) {
+  for (const auto& variable : ConfigVariables()) {
     if (auto value = args.Get(variable.flag)) flags[variable.flag] = *value;
   }
-  auto loaded = mcp::LoadServeConfig(mcp::ProcessEnv, flags);
+  auto loaded = LoadServeConfig(ProcessEnv, flags);
   if (!loaded) return args.UsageError(loaded.error().message);
-  mcp::ServeConfig config = std::move(*loaded);
+  ServeConfig config = std::move(*loaded);
   if (http) {
-    if (auto applied = mcp::ApplyHttpAddress(config, *args.Get("--http")); !applied) {
+    if (auto applied = ApplyHttpAddress(config, *args.Get("--http")); !applied) {
       return args.UsageError(
           fmt::format("--http '{}': {}", *args.Get("--http"), applied.error().message));
     }

@@ -18,7 +18,7 @@ std::chrono::milliseconds Millis(double seconds) {
 
 }  // namespace
 
-Result<ConfiguredOptions> ConfiguredOptionsFor(const mcp::ServeConfig& config) {
+Result<ConfiguredOptions> ConfiguredOptionsFor(const ServeConfig& config) {
   ConfiguredOptions options;
 
   SessionConfig& session = options.session;
@@ -27,10 +27,10 @@ Result<ConfiguredOptions> ConfiguredOptionsFor(const mcp::ServeConfig& config) {
   session.default_image = config.image;
   session.agent_dir = DefaultAgentDir();
   session.wheelhouse = config.wheelhouse;
-  session.limits = mcp::SessionLimits(config);
+  session.limits = SessionLimits(config);
   session.exec_timeout_s = config.exec_timeout_s;
   session.ttl = std::chrono::minutes(config.session_ttl_m);
-  session.hibernate_after = mcp::HibernateAfter(config);
+  session.hibernate_after = HibernateAfter(config);
   session.saved_max_bytes = config.saved_max_bytes;
   session.saved_ttl = std::chrono::seconds(config.saved_ttl_s);
   session.max_sessions = config.max_sessions;
@@ -43,7 +43,7 @@ Result<ConfiguredOptions> ConfiguredOptionsFor(const mcp::ServeConfig& config) {
   session.subject_quota = {.max_sessions = config.subject_max_sessions,
                            .max_memory_bytes = config.subject_max_memory_bytes,
                            .max_cpus = config.subject_max_cpus};
-  SBX_ASSIGN_OR_RETURN(session.egress, mcp::EgressConfigFor(config));
+  SBX_ASSIGN_OR_RETURN(session.egress, EgressConfigFor(config));
 
   BackendOptions& backend = options.backend;
   backend.kind = *ParseBackendKind(config.backend);  // validated by the config

@@ -28,7 +28,7 @@ struct ConfiguredOptions {
 // Maps `config` (already validated by LoadServeConfig) to the options above. The state dir is
 // the configured one, else the image store's default; the agent dir is DefaultAgentDir().
 // Fails only when the egress policy cannot be made (EgressConfigFor).
-Result<ConfiguredOptions> ConfiguredOptionsFor(const mcp::ServeConfig& config);
+Result<ConfiguredOptions> ConfiguredOptionsFor(const ServeConfig& config);
 
 // `run`'s narrowing of the same options: one session and nothing kept for later (no warm
 // pool, no hibernation), and the whole output (a CI log wants it; the stream is live). The
