@@ -193,10 +193,11 @@ TEST_CASE("http reply: a notification before the response makes a chunked SSE st
 TEST_CASE("http reply: a modern client closing the stream cancels, a 2025 one only leaves",
           "[unit]") {
   std::atomic<bool> stopping{false};
+  // Made anew for each section (Catch2 runs the case once per section).
+  RecordingExchange exchange;
+  PostReply reply;
+  std::atomic<bool> cancelled{false};
   SECTION("modern, while the answer is awaited whole") {
-    RecordingExchange exchange;
-    PostReply reply;
-    std::atomic<bool> cancelled{false};
     exchange.peer_gone = true;
     SendReply(exchange, reply, kCors, {.keep_alive = true, .modern = true}, stopping,
               [&] { cancelled = true; });
@@ -206,9 +207,6 @@ TEST_CASE("http reply: a modern client closing the stream cancels, a 2025 one on
     CHECK(exchange.written().empty());
   }
   SECTION("modern, while streaming") {
-    RecordingExchange exchange;
-    PostReply reply;
-    std::atomic<bool> cancelled{false};
     reply.Send(Progress());
     std::thread client([&] {
       std::this_thread::sleep_for(100ms);
@@ -222,9 +220,6 @@ TEST_CASE("http reply: a modern client closing the stream cancels, a 2025 one on
     CHECK_FALSE(exchange.finished());
   }
   SECTION("2025: the stream is dropped, the request goes on") {
-    RecordingExchange exchange;
-    PostReply reply;
-    std::atomic<bool> cancelled{false};
     reply.Send(Progress());
     std::thread dispatcher([&] {
       std::this_thread::sleep_for(100ms);

@@ -60,6 +60,18 @@ struct Fixture {
   ~Fixture() { released = true; }
 };
 
+// A full table of two: "a" kept at t0, "b" a second later.
+struct FullTable : Fixture {
+  HttpSessionTable table{30min, 2};
+  Clock::time_point t0 = Clock::now();
+  std::shared_ptr<Connection> a = Of("");
+  std::shared_ptr<Connection> b = Of("");
+  FullTable() {
+    REQUIRE(table.Remember("a", a, t0));
+    REQUIRE(table.Remember("b", b, t0 + 1s));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("http sessions: an id is found for its own subject only, and removed once", "[unit]") {
@@ -112,40 +124,28 @@ TEST_CASE("http sessions: idle past the TTL is forgotten, unless a request is in
 }
 
 TEST_CASE("http sessions: a full table forgets the least recently used idle session", "[unit]") {
-  Fixture f;
-  HttpSessionTable table(30min, 2);
-  auto t0 = Clock::now();
-  auto a = f.Of("");
-  auto b = f.Of("");
-  REQUIRE(table.Remember("a", a, t0));
-  REQUIRE(table.Remember("b", b, t0 + 1s));
-  CHECK(table.Find("a", "", t0 + 2s) == a);  // a is now the more recent
-  REQUIRE(table.Remember("c", f.Of(""), t0 + 3s));
-  CHECK(table.size() == 2);
-  CHECK(table.Find("b", "") == nullptr);
-  CHECK(table.Find("a", "") == a);
+  FullTable f;
+  CHECK(f.table.Find("a", "", f.t0 + 2s) == f.a);  // a is now the more recent
+  REQUIRE(f.table.Remember("c", f.Of(""), f.t0 + 3s));
+  CHECK(f.table.size() == 2);
+  CHECK(f.table.Find("b", "") == nullptr);
+  CHECK(f.table.Find("a", "") == f.a);
 }
 
 TEST_CASE("http sessions: when every kept session is busy a new one is refused", "[unit]") {
-  Fixture f;
-  HttpSessionTable table(30min, 2);
-  auto t0 = Clock::now();
-  auto a = f.Of("");
-  auto b = f.Of("");
-  REQUIRE(table.Remember("a", a, t0));
-  REQUIRE(table.Remember("b", b, t0 + 1s));
-  auto call_a = f.Busy(a);
+  FullTable f;
+  auto call_a = f.Busy(f.a);
   // b, though more recent, is the only idle one: it makes the room.
-  REQUIRE(table.Remember("c", f.Of(""), t0 + 2s));
-  CHECK(table.Find("a", "") == a);
-  CHECK(table.Find("b", "") == nullptr);
-  auto c = table.Find("c", "");
+  REQUIRE(f.table.Remember("c", f.Of(""), f.t0 + 2s));
+  CHECK(f.table.Find("a", "") == f.a);
+  CHECK(f.table.Find("b", "") == nullptr);
+  auto c = f.table.Find("c", "");
   REQUIRE(c != nullptr);
   auto call_c = f.Busy(c);
-  auto refused = table.Remember("d", f.Of(""), t0 + 3s);
+  auto refused = f.table.Remember("d", f.Of(""), f.t0 + 3s);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code == ErrorCode::kMaxSessions);
-  CHECK(table.size() == 2);
+  CHECK(f.table.size() == 2);
   f.released = true;
   CHECK(call_a->WaitClosed());
   CHECK(call_c->WaitClosed());
