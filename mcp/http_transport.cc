@@ -446,7 +446,11 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   bool initialize = IsInitializeRequest(value);
   std::shared_ptr<Connection> connection;
   bool new_session = era == HttpPostEra::kOpenSession;
-  if (!new_session) {
+  if (new_session) {
+    connection = server.NewConnection();
+    connection->set_run_inline(true);  // this worker thread waits for the answer anyway
+    connection->set_subject(verdict.subject);
+  } else {
     connection = sessions.Find(session_id, verdict.subject);
     if (!connection &&
         JudgeUnknownTransportId(session_id, options.replica_id) == UnknownTransportId::kAdopt) {
@@ -461,10 +465,6 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
           JsonErrorResponse(404, kTransportSessionNotFound,
                             "Session not found: it ended or expired; initialize a new one"));
     }
-  } else {
-    connection = server.NewConnection();
-    connection->set_run_inline(true);  // this worker thread waits for the answer anyway
-    connection->set_subject(verdict.subject);
   }
   if (!initialize) {
     std::string version = LegacyHeaderVersion(head.Get(kVersionHeader));
