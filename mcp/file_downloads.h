@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "mcp/http_admission.h"
-#include "mcp/http_transport.h"
+#include "mcp/http_options.h"
 
 namespace sandbox::mcp {
 

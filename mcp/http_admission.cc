@@ -79,7 +79,7 @@ bool SecretEquals(std::string_view given, std::string_view expected) {
 }
 
 HttpResponse AuthRefusal(const auth::AuthDecision& decision) {
-  HttpResponse response = JsonErrorResponse(decision.status, -32000, decision.message);
+  HttpResponse response = JsonErrorResponse(decision.status, kTransportError, decision.message);
   if (!decision.www_authenticate.empty()) {
     response.headers.push_back({"WWW-Authenticate", decision.www_authenticate});
   }
@@ -154,9 +154,9 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
   const std::string& method = head.method;
 
   if (!HostAllowed(head.Get("Host"))) {
-    return Refuse(
-        route,
-        JsonErrorResponse(403, -32000, "Forbidden: Host not allowed (DNS rebinding protection)"));
+    return Refuse(route,
+                  JsonErrorResponse(403, kTransportError,
+                                    "Forbidden: Host not allowed (DNS rebinding protection)"));
   }
   if (route == HttpRoute::kNone) return Refuse(route, PlainResponse(404, "not found\n"));
 
@@ -188,9 +188,9 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
     std::string_view origin = head.Get("Origin");
     if (!origin.empty()) {
       if (!OriginAllowed(origin)) {
-        return Refuse(
-            route, JsonErrorResponse(
-                       403, -32000, "Forbidden: Origin not allowed (see SANDBOX_ALLOWED_ORIGINS)"));
+        return Refuse(route, JsonErrorResponse(
+                                 403, kTransportError,
+                                 "Forbidden: Origin not allowed (see SANDBOX_ALLOWED_ORIGINS)"));
       }
       auto& cors = verdict.response.headers;
       cors.push_back({"Access-Control-Allow-Origin", std::string(origin)});
@@ -213,25 +213,25 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
       std::string_view accept = head.Get("Accept");
       if (!Accepts(accept, "application/json") || !Accepts(accept, "text/event-stream")) {
         return refuse(JsonErrorResponse(
-            406, -32000,
+            406, kTransportError,
             "Not Acceptable: Accept must list application/json and text/event-stream"));
       }
       if (AsciiLower(head.Get("Content-Type")).rfind("application/json", 0) != 0) {
         return refuse(JsonErrorResponse(
-            415, -32000, "Unsupported Media Type: Content-Type must be application/json"));
+            415, kTransportError, "Unsupported Media Type: Content-Type must be application/json"));
       }
       if (head.content_length && *head.content_length > policy_.max_body_bytes) {
-        return refuse(JsonErrorResponse(413, -32000, "Payload Too Large"));
+        return refuse(JsonErrorResponse(413, kTransportError, "Payload Too Large"));
       }
     } else if (method != "GET" && method != "DELETE" && method != "OPTIONS") {
-      HttpResponse response = JsonErrorResponse(405, -32000, "Method Not Allowed");
+      HttpResponse response = JsonErrorResponse(405, kTransportError, "Method Not Allowed");
       response.headers.push_back({"Allow", "GET, POST, DELETE, OPTIONS"});
       return refuse(std::move(response));
     }
   }
   if (method != "POST" && head.content_length &&
       *head.content_length > policy_.max_other_body_bytes) {
-    return Refuse(route, JsonErrorResponse(413, -32000, "Payload Too Large"));
+    return Refuse(route, JsonErrorResponse(413, kTransportError, "Payload Too Large"));
   }
   verdict.admit = true;
   return verdict;

@@ -15,8 +15,9 @@
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
-#include <fmt/format.h>
 
+#include "mcp/http_reply.h"
+#include "mcp/jsonrpc.h"
 #include "runtime/base/ascii.h"
 #include "runtime/metrics/sandbox_metrics.h"
 
@@ -34,70 +35,6 @@ using namespace std::chrono_literals;
 // much), so it sees the answer instead of a reset; then close. nginx's lingering close.
 constexpr auto kLingerTime = 2s;
 constexpr size_t kLingerBytes = 1u << 20;
-
-const char* Reason(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 200:
-      return "OK";
-    case 202:
-      return "Accepted";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 406:
-      return "Not Acceptable";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 413:
-      return "Payload Too Large";
-    case 415:
-      return "Unsupported Media Type";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Unknown";
-  }
-}
-
-// The status line and header fields of `response`; with the body unless `chunked`.
-}  // namespace
-
-std::string SerializeResponse(const HttpResponse& response, bool close, bool chunked) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", response.status, Reason(response.status));
-  if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
-  for (const auto& field : response.headers) out += field.name + ": " + field.value + "\r\n";
-  if (chunked) {
-    out += "Transfer-Encoding: chunked\r\n";
-  } else if (response.status != 204) {
-    out += fmt::format("Content-Length: {}\r\n", response.body.size());
-  }
-  out += close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n";
-  if (!chunked) out += response.body;
-  return out;
-}
-
-std::string Chunk(std::string_view data) {
-  return fmt::format("{:x}\r\n", data.size()) + std::string(data) + "\r\n";
-}
-
-namespace {
 
 // Parses one request into an HttpRequestHead and a string body, refusing more than
 // `max_fields` header fields (the byte limits are basic_parser's header_limit/body_limit).
@@ -240,7 +177,7 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
 
   void OnHeader(beast::error_code ec) {
     if (ec == bhttp::error::header_limit) {
-      return Refuse(JsonErrorResponse(431, -32000, "Request Header Fields Too Large"));
+      return Refuse(JsonErrorResponse(431, kTransportError, "Request Header Fields Too Large"));
     }
     if (ec == bhttp::error::end_of_stream || ec == beast::error::timeout ||
         ec == asio::error::eof || ec == asio::error::operation_aborted ||
@@ -248,9 +185,9 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
       return Close();  // gone, or too slow: nothing worth an answer
     }
     if (ec == bhttp::error::body_limit) {
-      return Refuse(JsonErrorResponse(413, -32000, "Payload Too Large"));
+      return Refuse(JsonErrorResponse(413, kTransportError, "Payload Too Large"));
     }
-    if (ec) return Refuse(JsonErrorResponse(400, -32000, "Bad Request: malformed HTTP"));
+    if (ec) return Refuse(JsonErrorResponse(400, kTransportError, "Bad Request: malformed HTTP"));
     HttpRequestHead& head = parser_->head;
     if (auto length = parser_->content_length()) head.content_length = *length;
     head.chunked = parser_->chunked();
@@ -273,14 +210,14 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
   }
 
   void ReadBody() {
-    bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) {
-                        if (ec == bhttp::error::body_limit) {
-                          return self->Refuse(JsonErrorResponse(413, -32000, "Payload Too Large"));
-                        }
-                        if (ec) return self->Close();  // timeout, reset, malformed chunks
-                        self->Dispatch();
-                      });
+    bhttp::async_read(
+        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec == bhttp::error::body_limit) {
+            return self->Refuse(JsonErrorResponse(413, kTransportError, "Payload Too Large"));
+          }
+          if (ec) return self->Close();  // timeout, reset, malformed chunks
+          self->Dispatch();
+        });
   }
 
   void Dispatch() {

@@ -14,27 +14,10 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "mcp/http_admission.h"
-#include "mcp/http_transport.h"
+#include "mcp/http_exchange.h"
+#include "mcp/http_options.h"
 
 namespace sandbox::mcp {
-
-// The worker side of a connection whose request is being worked on. Thread-safe.
-class HttpExchange {
- public:
-  virtual ~HttpExchange() = default;
-  // Starts reading requests (once, after the host has counted it).
-  virtual void Begin() = 0;
-  // Writes `data` and waits until it is out. False: the client is gone (or too slow).
-  virtual bool WriteWait(std::string data) = 0;
-  // Writes the end of the answer, then reads the next request, or closes when `close`.
-  virtual void Finish(std::string data, bool close) = 0;
-  // Closes the connection (the server stops).
-  virtual void PostClose() = 0;
-  // True once the client has closed its side (or reset) while its request is worked on: for
-  // the 2026-07-28 rule that closing a response stream cancels the request. Peeks, so bytes of
-  // a pipelined next request stay where they are.
-  virtual bool PeerGone() = 0;
-};
 
 // What a connection needs from the server it belongs to.
 class HttpConnHost {
@@ -54,10 +37,5 @@ class HttpConnHost {
 std::shared_ptr<HttpExchange> MakeHttpConnection(HttpConnHost& host,
                                                  boost::asio::ip::tcp::socket socket,
                                                  std::string peer);
-
-// The status line and header fields of `response`, with its body unless `chunked`.
-std::string SerializeResponse(const HttpResponse& response, bool close, bool chunked);
-// One chunk of a chunked body.
-std::string Chunk(std::string_view data);
 
 }  // namespace sandbox::mcp

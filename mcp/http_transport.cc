@@ -5,10 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <condition_variable>
-#include <cstring>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -24,19 +21,20 @@
 #include "mcp/file_downloads.h"
 #include "mcp/http_admission.h"
 #include "mcp/http_connection.h"
+#include "mcp/http_reply.h"
+#include "mcp/http_request_era.h"
 #include "mcp/http_request_headers.h"
+#include "mcp/http_session_table.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/protocol_era.h"
 #include "mcp/public_url.h"
 #include "mcp/tool_result.h"
 #include "mcp/transport_session_id.h"
 #include "mcp/worker_pool.h"
-#include "runtime/base/ascii.h"
 #include "runtime/base/quoted.h"
 #include "runtime/base/random_id.h"
 #include "runtime/metrics/exposition.h"
 #include "runtime/metrics/sandbox_metrics.h"
-#include "runtime/sandbox_layout.h"
 #include "runtime/session/session_owner.h"
 
 namespace sandbox::mcp {
@@ -48,105 +46,13 @@ namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
-constexpr char kSessionHeader[] = "Mcp-Session-Id";
-constexpr char kVersionHeader[] = "MCP-Protocol-Version";
-// Requests without the version header are taken to speak 2025-03-26 (basic/transports).
-constexpr char kDefaultHeaderVersion[] = "2025-03-26";
-constexpr auto kKeepAliveInterval = 15s;  // SSE comment, so dead clients are noticed
-bool IsWildcardAddress(const std::string& host) {
-  return host == "0.0.0.0" || host == "::" || host == "[::]" || host.empty();
-}
-
-// The reply to one POST: collects what the dispatcher sends and hands it to the HTTP response,
-// either whole (JSON) or as it comes (SSE).
-class PostReply : public Reply {
- public:
-  void Send(const Json& message) override {
-    std::string line = Serialize(message);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (detached_) return;
-    if (queue_.empty() && !notified_) notified_ = message.is_object() && message.contains("method");
-    queue_.push_back(std::move(line));
-    changed_.notify_all();
-  }
-  void Close() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    closed_ = true;
-    changed_.notify_all();
-  }
-  bool closed() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return closed_;
-  }
-  // Waits until the answer is complete (true: it can go out as one JSON body) or a
-  // notification comes first (false: it needs an SSE stream). Gives up (false) on `stop`, or
-  // when `client_gone` (checked a few times a second) says the client left.
-  bool WaitWhole(const std::atomic<bool>& stop,
-                 const std::function<bool()>& client_gone = nullptr) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      if (closed_) return true;
-      if (notified_ || stop) return false;
-      changed_.wait_for(lock, std::chrono::milliseconds(250));
-      if (!closed_ && client_gone) {
-        lock.unlock();
-        bool gone = client_gone();
-        lock.lock();
-        if (gone) {
-          gone_ = true;
-          return false;
-        }
-      }
-    }
-  }
-  bool gone() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return gone_;
-  }
-  std::deque<std::string> TakeAll() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return std::exchange(queue_, {});
-  }
-  enum class Next { kMessage, kDone, kIdle };
-  // Waits up to `wait` for the next message, or the end of the stream.
-  Next Pop(std::string* message, std::chrono::milliseconds wait) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, wait, [this] { return !queue_.empty() || closed_; });
-    if (!queue_.empty()) {
-      *message = std::move(queue_.front());
-      queue_.pop_front();
-      return Next::kMessage;
-    }
-    return closed_ ? Next::kDone : Next::kIdle;
-  }
-  // The client went away: drop what is still to come (a disconnect is not a cancel).
-  void Detach() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    detached_ = true;
-    queue_.clear();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::string> queue_;
-  bool closed_ = false;
-  bool detached_ = false;
-  bool notified_ = false;  // the first message was a notification
-  bool gone_ = false;      // WaitWhole saw the client leave
-};
-
-std::string SseEvent(const std::string& data) { return "event: message\ndata: " + data + "\n\n"; }
-
 }  // namespace
 
 struct HttpTransport::Impl : HttpConnHost {
-  struct McpSession {
-    std::shared_ptr<Connection> connection;
-    std::chrono::steady_clock::time_point last_used;
-  };
-
-  Impl(Server& s, HttpOptions o) : server(s), options(std::move(o)) {}
+  Impl(Server& s, HttpOptions o)
+      : server(s),
+        options(std::move(o)),
+        sessions(options.session_idle_ttl, options.max_mcp_sessions) {}
 
   // Connection bookkeeping (declared before the io_context, which holds connections in its
   // handlers and is destroyed first).
@@ -163,8 +69,7 @@ struct HttpTransport::Impl : HttpConnHost {
   std::mutex stop_mutex;
   std::condition_variable stop_changed;
 
-  std::mutex sessions_mutex;
-  std::unordered_map<std::string, McpSession> sessions;
+  HttpSessionTable sessions;  // Mcp-Session-Id -> its connection (2025 era)
 
   std::unique_ptr<WorkerPool> workers;
 
@@ -215,24 +120,12 @@ struct HttpTransport::Impl : HttpConnHost {
   void HandleModernPost(const std::shared_ptr<HttpExchange>& conn, const HttpVerdict& verdict,
                         const HttpRequestHead& head, Json value, const std::vector<HttpField>& cors,
                         bool keep_alive);
-  // Sends what `reply` collects: one JSON body, or an SSE stream once a notification comes
-  // first. `modern`: the client closing the stream cancels the request (2026-07-28); else a
-  // disconnect is not a cancel (2025).
-  void Respond(const std::shared_ptr<HttpExchange>& conn, const std::shared_ptr<PostReply>& reply,
-               const std::shared_ptr<Connection>& connection, const std::vector<HttpField>& cors,
-               bool keep_alive, bool modern);
   HttpResponse HandleDelete(const HttpRequestHead& head, const std::string& subject);
-  // The transport session `id`, when it exists and belongs to `subject` (another subject's is
-  // answered as an unknown one).
-  std::shared_ptr<Connection> FindSession(const std::string& id, const std::string& subject);
   Result<std::string> NewSession(std::shared_ptr<Connection> connection);
   // Takes on another replica's transport session `id` (mcp/transport_session_id.h).
   Result<std::shared_ptr<Connection>> AdoptSession(const std::string& id,
                                                    std::string_view version_header,
                                                    const std::string& subject);
-  // Keeps `connection` under `id`, forgetting the least recently used idle session when full.
-  Status Remember(const std::string& id, std::shared_ptr<Connection> connection);
-  void ExpireSessions();
   std::string BaseUrl(const HttpRequestHead& head) const;
 };
 
@@ -272,7 +165,8 @@ void HttpTransport::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   if (!admitted) {
     // Over a cap: say so if the socket takes it at once, and close.
     static const std::string busy_answer = SerializeResponse(
-        JsonErrorResponse(503, -32000, "Service Unavailable: too many connections"), true, false);
+        JsonErrorResponse(503, kTransportError, "Service Unavailable: too many connections"), true,
+        false);
     ssize_t sent = ::send(socket.native_handle(), busy_answer.data(), busy_answer.size(),
                           MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)sent;
@@ -355,51 +249,16 @@ Status HttpTransport::Bind() {
   impl.port = impl.acceptor.local_endpoint().port();
 
   // Who may call: origins as configured, else the loopback names on the bound port.
-  HttpAdmissionPolicy policy;
-  policy.auth_tokens = options.auth_tokens;
-  policy.max_body_bytes = options.max_body_bytes;
-  for (const auto& origin : options.allowed_origins) {
-    if (origin == "*") {
-      policy.any_host = true;
-      policy.origins.push_back("*");
-      continue;
-    }
-    policy.origins.push_back(AsciiLower(origin));
-    size_t scheme = origin.find("://");
-    policy.hosts.push_back(
-        HostName(scheme == std::string::npos ? origin : origin.substr(scheme + 3)));
+  HttpAdmissionPolicy policy = AdmissionPolicyFor(options, impl.port);
+  if (options.allowed_origins.empty() && IsWildcardAddress(options.host)) {
+    spdlog::warn(
+        "listening on {} without SANDBOX_ALLOWED_ORIGINS: Host is not checked; set "
+        "SANDBOX_AUTH_TOKEN and SANDBOX_ALLOWED_ORIGINS",
+        options.host);
   }
-  if (options.allowed_origins.empty()) {
-    for (const char* name : {"localhost", "127.0.0.1", "[::1]"}) {
-      policy.origins.push_back(fmt::format("http://{}:{}", name, impl.port));
-    }
-    if (IsWildcardAddress(options.host)) {
-      // Remote clients reach us under names we cannot know: the Host check cannot hold.
-      policy.any_host = true;
-      spdlog::warn(
-          "listening on {} without SANDBOX_ALLOWED_ORIGINS: Host is not checked; set "
-          "SANDBOX_AUTH_TOKEN and SANDBOX_ALLOWED_ORIGINS",
-          options.host);
-    }
-  }
-  // Behind a proxy the client's Host is the public one, which the operator named.
-  if (std::string public_host = PublicUrlHost(options.public_url); !public_host.empty()) {
-    policy.hosts.push_back(HostName(public_host));
-  }
-  if (!IsWildcardAddress(options.host)) {
-    policy.hosts.push_back(
-        AsciiLower(options.host.find(':') != std::string::npos && options.host.front() != '['
-                       ? "[" + options.host + "]"
-                       : options.host));
-  }
-  // Our resource identifier (RFC 8707) unless configured: the public URL's, else the bound one.
-  std::string default_resource =
-      options.public_url.empty()
-          ? fmt::format("http://{}:{}/mcp",
-                        IsWildcardAddress(options.host) ? "127.0.0.1" : options.host, impl.port)
-          : options.public_url + "/mcp";
-  policy.resource_server = auth::MakeResourceServer(options.auth_tokens, options.auth_token_names,
-                                                    options.oauth, default_resource);
+  policy.resource_server =
+      auth::MakeResourceServer(options.auth_tokens, options.auth_token_names, options.oauth,
+                               DefaultResourceId(options, impl.port));
   impl.admission = std::make_unique<HttpAdmission>(std::move(policy));
   return {};
 }
@@ -449,11 +308,7 @@ void HttpTransport::Stop() {
     std::lock_guard<std::mutex> lock(impl.stop_mutex);
     if (impl.stopping.exchange(true)) return;
   }
-  std::vector<std::shared_ptr<Connection>> connections;
-  {
-    std::lock_guard<std::mutex> lock(impl.sessions_mutex);
-    for (auto& [id, session] : impl.sessions) connections.push_back(session.connection);
-  }
+  std::vector<std::shared_ptr<Connection>> connections = impl.sessions.All();
   {
     // Stateless modern requests have no session: cancel those in flight here.
     std::lock_guard<std::mutex> lock(impl.watch_mutex);
@@ -473,31 +328,9 @@ std::string HttpTransport::DownloadToken(const std::string& session_id) const {
   return impl_->downloads->Token(session_id);
 }
 
-std::shared_ptr<Connection> HttpTransport::Impl::FindSession(const std::string& id,
-                                                             const std::string& subject) {
-  std::lock_guard<std::mutex> lock(sessions_mutex);
-  auto it = sessions.find(id);
-  if (it == sessions.end() || it->second.connection->subject() != subject) return nullptr;
-  it->second.last_used = std::chrono::steady_clock::now();
-  return it->second.connection;
-}
-
-void HttpTransport::Impl::ExpireSessions() {
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(sessions_mutex);
-  for (auto it = sessions.begin(); it != sessions.end();) {
-    if (now - it->second.last_used > options.session_idle_ttl &&
-        it->second.connection->in_flight() == 0) {
-      it = sessions.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
 Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> connection) {
   std::string id = NewTransportSessionId(options.replica_id);
-  SBX_TRY(Remember(id, std::move(connection)));
+  SBX_TRY(sessions.Remember(id, std::move(connection)));
   return id;
 }
 
@@ -507,40 +340,17 @@ Result<std::shared_ptr<Connection>> HttpTransport::Impl::AdoptSession(
   connection->set_run_inline(true);
   connection->set_subject(subject);
   // The initialize went to the issuer; the client's version header says what it negotiated.
-  std::string version(version_header.empty() ? kDefaultHeaderVersion : version_header);
+  std::string version = LegacyHeaderVersion(version_header);
   connection->Adopt(IsSupportedProtocolVersion(version) ? version : kDefaultHeaderVersion);
-  SBX_TRY(Remember(id, connection));
+  SBX_TRY(sessions.Remember(id, connection));
   spdlog::info("adopted {} (issued by replica {}, which did not get this request)", id,
                TransportIdReplica(id));
   return connection;
 }
 
-Status HttpTransport::Impl::Remember(const std::string& id,
-                                     std::shared_ptr<Connection> connection) {
-  ExpireSessions();
-  std::lock_guard<std::mutex> lock(sessions_mutex);
-  if (sessions.count(id) != 0) return {};  // two first requests of an adopted id at once
-  if (sessions.size() >= options.max_mcp_sessions) {
-    // Make room by forgetting the least recently used idle session.
-    auto oldest = sessions.end();
-    for (auto it = sessions.begin(); it != sessions.end(); ++it) {
-      if (it->second.connection->in_flight() > 0) continue;
-      if (oldest == sessions.end() || it->second.last_used < oldest->second.last_used) oldest = it;
-    }
-    if (oldest == sessions.end()) {
-      return Fail(ErrorCode::kMaxSessions, "too many MCP sessions are busy");
-    }
-    sessions.erase(oldest);
-  }
-  sessions[id] = McpSession{std::move(connection), std::chrono::steady_clock::now()};
-  return {};
-}
-
 std::string HttpTransport::Impl::BaseUrl(const HttpRequestHead& head) const {
-  std::string listening =
-      options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
-  listening += ":" + std::to_string(port);
-  return DownloadBaseUrl(options.public_url, head.Get("Host"), listening);
+  return DownloadBaseUrl(options.public_url, head.Get("Host"),
+                         ListeningAuthority(options.host, port));
 }
 
 void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
@@ -607,9 +417,7 @@ void HttpTransport::Impl::Handle(const std::shared_ptr<HttpExchange>& conn,
       response.status = 404;
       break;
   }
-  response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
-  bool close = !keep_alive || stopping;
-  conn->Finish(SerializeResponse(response, close, false), close);
+  FinishWith(*conn, std::move(response), cors, !keep_alive || stopping);
 }
 
 void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
@@ -617,9 +425,7 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
                                      std::string body, const std::vector<HttpField>& cors,
                                      bool keep_alive) {
   auto send = [&](HttpResponse response) {
-    response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
-    bool close = !keep_alive || stopping;
-    conn->Finish(SerializeResponse(response, close, false), close);
+    FinishWith(*conn, std::move(response), cors, !keep_alive || stopping);
   };
   auto parsed = ParseMessageJson(body);
   // The parsed value is all we need: free the upload before any tool runs.
@@ -627,54 +433,44 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   if (!parsed) return send(JsonErrorResponse(400, kParseError, parsed.error()));
   Json& value = *parsed;
 
-  bool initialize = value.is_object() && value.contains("id") && value.contains("method") &&
-                    value["method"] == "initialize";
   std::string session_id(head.Get(kSessionHeader));
-  // The era of a request (basic/versioning.mdx): a modern revision in MCP-Protocol-Version
-  // makes a stateless modern request (a session id that comes along is ignored), and so does,
-  // without a session, per-request _meta or a revision this server does not know (answered
-  // with the modern errors); a session or an initialize is legacy.
-  std::string_view version_header = head.Get(kVersionHeader);
-  bool modern_header = IsModernProtocolVersion(version_header);
-  bool legacy_header = version_header.empty() || IsSupportedProtocolVersion(version_header);
-  bool modern_body =
-      value.is_object() && value.contains("params") && HasModernMeta(value["params"]);
-  if (modern_header ||
-      (session_id.empty() && !(initialize && legacy_header) && (modern_body || !legacy_header))) {
+  HttpPostEra era = DecidePostEra(head.Get(kVersionHeader), session_id, value);
+  if (era == HttpPostEra::kModern) {
     return HandleModernPost(conn, verdict, head, std::move(value), cors, keep_alive);
   }
-  std::shared_ptr<Connection> connection;
-  bool new_session = false;
-  if (session_id.empty() && !initialize) {
-    // Neither era: a 2025 client that skipped initialize (or lost its session id).
-    return send(JsonErrorResponse(400, -32000,
+  if (era == HttpPostEra::kSessionless) {
+    return send(JsonErrorResponse(400, kTransportError,
                                   "Bad Request: Mcp-Session-Id header is required (initialize "
                                   "first, or send 2026-07-28 requests with params._meta)"));
   }
-  if (!session_id.empty()) {
-    connection = FindSession(session_id, verdict.subject);
-    if (!connection &&
-        JudgeUnknownTransportId(session_id, options.replica_id) == UnknownTransportId::kAdopt) {
-      auto adopted = AdoptSession(session_id, head.Get(kVersionHeader), verdict.subject);
-      if (!adopted) return send(JsonErrorResponse(503, -32000, adopted.error().message));
-      connection = std::move(*adopted);
-    }
-    if (!connection) {
-      return send(JsonErrorResponse(
-          404, -32001, "Session not found: it ended or expired; initialize a new one"));
-    }
-  } else {
+  bool initialize = IsInitializeRequest(value);
+  std::shared_ptr<Connection> connection;
+  bool new_session = era == HttpPostEra::kOpenSession;
+  if (new_session) {
     connection = server.NewConnection();
     connection->set_run_inline(true);  // this worker thread waits for the answer anyway
     connection->set_subject(verdict.subject);
-    new_session = true;
+  } else {
+    connection = sessions.Find(session_id, verdict.subject);
+    if (!connection &&
+        JudgeUnknownTransportId(session_id, options.replica_id) == UnknownTransportId::kAdopt) {
+      auto adopted = AdoptSession(session_id, head.Get(kVersionHeader), verdict.subject);
+      if (!adopted) {
+        return send(JsonErrorResponse(503, kTransportError, adopted.error().message));
+      }
+      connection = std::move(*adopted);
+    }
+    if (!connection) {
+      return send(
+          JsonErrorResponse(404, kTransportSessionNotFound,
+                            "Session not found: it ended or expired; initialize a new one"));
+    }
   }
   if (!initialize) {
-    std::string version(head.Get(kVersionHeader));
-    if (version.empty()) version = kDefaultHeaderVersion;
+    std::string version = LegacyHeaderVersion(head.Get(kVersionHeader));
     if (!IsSupportedProtocolVersion(version)) {
       return send(JsonErrorResponse(
-          400, -32000,
+          400, kTransportError,
           fmt::format("Bad Request: unsupported MCP-Protocol-Version {}", Quoted(version))));
     }
   }
@@ -689,7 +485,10 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   // request stays here while a stream runs.
   connection->Handle(std::move(value), reply);
 
-  if (!new_session) return Respond(conn, reply, connection, cors, keep_alive, /*modern=*/false);
+  if (!new_session) {
+    return SendReply(*conn, *reply, cors, {.keep_alive = keep_alive, .modern = false}, stopping,
+                     [&connection] { connection->CancelAll(); });
+  }
   // initialize: the session exists once it succeeded (and its answer is always whole).
   reply->WaitWhole(stopping);
   auto messages = reply->TakeAll();
@@ -697,7 +496,7 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
   auto answer = messages.size() == 1 ? ParseJson(messages.front()) : std::nullopt;
   if (answer && answer->is_object() && answer->contains("result")) {
     auto id = NewSession(connection);
-    if (!id) return send(JsonErrorResponse(503, -32000, id.error().message));
+    if (!id) return send(JsonErrorResponse(503, kTransportError, id.error().message));
     response.headers.push_back({kSessionHeader, *id});
   }
   if (messages.empty()) {
@@ -718,9 +517,7 @@ void HttpTransport::Impl::HandleModernPost(const std::shared_ptr<HttpExchange>& 
     response.status = status;
     response.content_type = "application/json";
     response.body = Serialize(message);
-    response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
-    bool close = !keep_alive || stopping;
-    conn->Finish(SerializeResponse(response, close, false), close);
+    FinishWith(*conn, std::move(response), cors, !keep_alive || stopping);
   };
   if (!value.is_object()) {
     return send(400, MakeErrorResponse(nullptr, kInvalidRequest,
@@ -766,7 +563,8 @@ void HttpTransport::Impl::HandleModernPost(const std::shared_ptr<HttpExchange>& 
     reply->Detach();
     return conn->PostClose();
   }
-  Respond(conn, reply, connection, cors, keep_alive, /*modern=*/true);
+  SendReply(*conn, *reply, cors, {.keep_alive = keep_alive, .modern = true}, stopping,
+            [&connection] { connection->CancelAll(); });
 }
 
 uint64_t HttpTransport::Impl::Watch(Watched entry) {
@@ -801,103 +599,15 @@ void HttpTransport::Impl::WatchLoop() {
   }
 }
 
-void HttpTransport::Impl::Respond(const std::shared_ptr<HttpExchange>& conn,
-                                  const std::shared_ptr<PostReply>& reply,
-                                  const std::shared_ptr<Connection>& connection,
-                                  const std::vector<HttpField>& cors, bool keep_alive,
-                                  bool modern) {
-  auto send = [&](HttpResponse response) {
-    response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
-    bool close = !keep_alive || stopping;
-    conn->Finish(SerializeResponse(response, close, false), close);
-  };
-  // The client closed the stream of a modern request: that is its cancel.
-  auto cancel = [&] {
-    spdlog::debug("client closed the response stream: request cancelled");
-    connection->CancelAll();
-    reply->Detach();
-    conn->PostClose();
-  };
-  std::function<bool()> client_gone;
-  if (modern) client_gone = [&conn] { return conn->PeerGone(); };
-
-  // A plain JSON body when the answer comes whole (most calls: no progress token, no log
-  // message); an SSE stream as soon as a notification has to go out before the response.
-  if (reply->WaitWhole(stopping, client_gone)) {
-    auto messages = reply->TakeAll();
-    HttpResponse response;
-    if (messages.empty()) {
-      response.status = 202;  // notifications and responses only
-    } else if (messages.size() == 1) {
-      response.content_type = "application/json";
-      if (modern) {
-        if (auto parsed = ParseJson(messages.front())) response.status = ModernHttpStatus(*parsed);
-      }
-      response.body = std::move(messages.front());
-    } else {
-      for (const auto& message : messages) response.body += SseEvent(message);
-      response.headers.push_back({"Cache-Control", "no-cache"});
-      response.content_type = "text/event-stream";
-    }
-    return send(std::move(response));
-  }
-  if (reply->gone()) return cancel();
-  // The server stops: a modern request has no session for Stop() to cancel, so do it here.
-  if (stopping && modern) connection->CancelAll();
-
-  // Notifications first: stream them, then the response, as SSE.
-  HttpResponse head_only;
-  head_only.content_type = "text/event-stream";
-  head_only.headers = cors;
-  head_only.headers.push_back({"Cache-Control", "no-cache"});
-  head_only.headers.push_back({"X-Accel-Buffering", "no"});
-  bool close = !keep_alive;
-  auto lost = [&] { return modern ? cancel() : reply->Detach(); };
-  if (!conn->WriteWait(SerializeResponse(head_only, close, true))) return lost();
-  auto idle_since = std::chrono::steady_clock::now();
-  std::string message;
-  for (;;) {
-    switch (reply->Pop(&message, 250ms)) {
-      case PostReply::Next::kMessage:
-        if (!conn->WriteWait(Chunk(SseEvent(message)))) return lost();
-        idle_since = std::chrono::steady_clock::now();
-        continue;
-      case PostReply::Next::kDone:
-        break;
-      case PostReply::Next::kIdle:
-        if (!stopping) {
-          if (modern && conn->PeerGone()) return cancel();
-          if (std::chrono::steady_clock::now() - idle_since >= kKeepAliveInterval) {
-            if (!conn->WriteWait(Chunk(": keep-alive\n\n"))) return lost();
-            idle_since = std::chrono::steady_clock::now();
-          }
-          continue;
-        }
-        break;
-    }
-    break;
-  }
-  reply->Detach();
-  close = close || stopping;
-  conn->Finish("0\r\n\r\n", close);
-}
-
 HttpResponse HttpTransport::Impl::HandleDelete(const HttpRequestHead& head,
                                                const std::string& subject) {
   std::string session_id(head.Get(kSessionHeader));
   if (session_id.empty()) {
-    return JsonErrorResponse(400, -32000, "Bad Request: Mcp-Session-Id header is required");
+    return JsonErrorResponse(400, kTransportError,
+                             "Bad Request: Mcp-Session-Id header is required");
   }
-  std::shared_ptr<Connection> connection;
-  {
-    std::lock_guard<std::mutex> lock(sessions_mutex);
-    auto it = sessions.find(session_id);
-    if (it != sessions.end() && it->second.connection->subject() == subject) {
-      connection = it->second.connection;
-      sessions.erase(it);
-    }
-  }
-  if (!connection) return JsonErrorResponse(404, -32001, "Session not found");
+  std::shared_ptr<Connection> connection = sessions.Remove(session_id, subject);
+  if (!connection) return JsonErrorResponse(404, kTransportSessionNotFound, "Session not found");
   connection->CancelAll();
   HttpResponse response;
   response.status = 200;

@@ -10,62 +10,20 @@
 // for the whole header phase, one for the body, an idle keep-alive timeout, and caps on
 // connections per peer address and in all (503). Connections wait on a few I/O threads;
 // only complete, admitted requests take a worker thread.
+// The rooms it joins, each socket-free: its options (mcp/http_options.h), admission
+// (mcp/http_admission.h), the era of a POST (mcp/http_request_era.h), the transport sessions
+// (mcp/http_session_table.h) and the writing of replies (mcp/http_reply.h); the sockets are
+// mcp/http_connection.h's.
 #pragma once
 
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
-#include "mcp/auth/resource_server.h"
-#include "mcp/readiness.h"
+#include "mcp/http_options.h"
 #include "mcp/server.h"
 #include "runtime/base/result.h"
 
 namespace sandbox::mcp {
-
-struct DownloadedFile {
-  std::string content;
-  std::string mime_type;
-};
-// Reads a file of a session for GET /files (path absolute inside the sandbox). Errors keep
-// their codes: not_found / session_not_found -> 404, session_busy -> 409, ...
-using FileReader =
-    std::function<Result<DownloadedFile>(const std::string& session_id, const std::string& path)>;
-
-struct HttpOptions {
-  std::string host = "127.0.0.1";
-  int port = 8080;                            // 0: any free port (see HttpTransport::port())
-  std::vector<std::string> auth_tokens;       // empty = no authentication; any one admits
-  std::vector<std::string> auth_token_names;  // per token: its holder ("" = unnamed)
-  auth::OAuthSettings oauth;                  // SANDBOX_OAUTH_* (issuer "" = off)
-  std::vector<std::string> allowed_origins;   // empty: localhost/127.0.0.1/[::1] on the port
-  size_t max_body_bytes = 80u << 20;
-  size_t threads = 64;                  // requests worked on at once (idle connections hold none)
-  size_t io_threads = 2;                // threads that wait on sockets
-  size_t max_header_bytes = 32u << 10;  // request line and header fields together (431)
-  size_t max_header_fields = 100;       // (431)
-  std::chrono::milliseconds header_timeout{10000};      // accept / first byte -> end of headers
-  std::chrono::milliseconds keep_alive_timeout{30000};  // idle between two requests
-  std::chrono::milliseconds body_timeout{30000};        // plus 1 s per MiB declared
-  std::chrono::milliseconds write_timeout{30000};
-  size_t max_connections = 8192;                   // in all (lowered to fit RLIMIT_NOFILE)
-  size_t max_connections_per_peer = 1024;          // per client IP address
-  std::chrono::seconds session_idle_ttl{30 * 60};  // forget MCP sessions idle this long
-  size_t max_mcp_sessions = 1000;
-  FileReader read_file;  // empty: no /files downloads
-  // SANDBOX_REPLICA_ID: named in transport ids; other replicas' ids are adopted
-  // (mcp/transport_session_id.h). "" = a single host.
-  std::string replica_id;
-  std::string public_url;  // SANDBOX_PUBLIC_URL, normalized (mcp/public_url.h); "" = Host
-  // What GET /readyz judges from; empty: always ready.
-  std::function<ReadinessFacts()> readiness;
-};
 
 class HttpTransport {
  public:

@@ -15,7 +15,7 @@ namespace sandbox {
 // ENOSPC. So the sizes are derived from the memory limit: /mnt/data at most half of it, /tmp a
 // quarter, leaving at least a quarter for the processes. As `docker run --memory` refuses an
 // incoherent --memory-swap rather than bending it, an explicit disk limit above the maximum is
-// refused (mcp/config.cc, SessionManager), never silently shrunk.
+// refused (tools/cli/config.cc, SessionManager), never silently shrunk.
 inline constexpr uint64_t kDefaultMemoryBytes = 512ull << 20;
 inline constexpr uint64_t kMaxDefaultDataBytes = 1ull << 30;  // the default never exceeds 1 GiB
 inline constexpr uint64_t kMaxTmpBytes = 256ull << 20;

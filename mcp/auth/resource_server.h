@@ -76,7 +76,7 @@ class ResourceServer {
   KeyLookup keys_;
 };
 
-// What SANDBOX_OAUTH_* ask for (mcp/config.h).
+// What SANDBOX_OAUTH_* ask for (tools/cli/config.h).
 struct OAuthSettings {
   std::string issuer;  // "" = OAuth off
   std::string resource;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mcp/http_transport.h"
+#include "mcp/http_options.h"
 #include "mcp/resources.h"
 #include "mcp/server.h"
 #include "mcp/tool.h"

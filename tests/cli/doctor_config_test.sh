@@ -4,34 +4,30 @@
 # and exit code 2, after the report. Usage: doctor_config_test.sh /path/to/mcp-sandbox
 set -u
 bin=$1
-fail=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected [$2], got [$3]"; fail=1; fi
-}
-state=$(mktemp -d)
-trap 'rm -rf "$state"' EXIT
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 # No cgroup is created (doctor as root would make the parent group, as serve does).
-export SANDBOX_CGROUP=none SANDBOX_STATE_DIR=$state/state
+export SANDBOX_CGROUP=none SANDBOX_STATE_DIR=$work/state
 
-json=$(SANDBOX_MEMORY_LIMIT=300m "$bin" doctor --json 2>"$state/err")
+json=$(SANDBOX_MEMORY_LIMIT=300m "$bin" doctor --json 2>"$work/err")
 status=$?
 check "doctor exits 0 or 1 with a valid configuration" yes "$([ $status -le 1 ] && echo yes || echo "no ($status)")"
-check "doctor --json: memory limit from SANDBOX_MEMORY_LIMIT" "300MiB|[]|$state/state" \
+check "doctor --json: memory limit from SANDBOX_MEMORY_LIMIT" "300MiB|[]|$work/state" \
   "$(python3 -c 'import json,sys; r=json.load(sys.stdin); print(next(l["value"] for l in r["limits"] if l["name"]=="memory"), json.dumps(r["config_errors"]), r["state_dir"], sep="|")' <<<"$json")"
 
 # serve takes the same value (it starts, and ends at the end of its stdin).
-SANDBOX_MEMORY_LIMIT=300m "$bin" serve </dev/null >/dev/null 2>"$state/serve-err"
+SANDBOX_MEMORY_LIMIT=300m "$bin" serve </dev/null >/dev/null 2>"$work/serve-err"
 check "serve starts with the same value" 0 $?
 
 # Values serve refuses: doctor names the same variable with the same message, and exits 2.
 # (SANDBOX_PIDS_LIMIT=4 is below serve's minimum of 8; SANDBOX_BACKEND=vm is not a backend.)
 for setting in SANDBOX_MEMORY_LIMIT=lots SANDBOX_PIDS_LIMIT=4 SANDBOX_BACKEND=vm; do
-  env "$setting" "$bin" serve </dev/null >/dev/null 2>"$state/serve-err"
+  env "$setting" "$bin" serve </dev/null >/dev/null 2>"$work/serve-err"
   serve_status=$?
-  serve_message=$(sed -n 's/^mcp-sandbox serve: //p' "$state/serve-err" | head -n 1)
-  report=$(env "$setting" "$bin" doctor 2>"$state/doctor-err")
+  serve_message=$(sed -n 's/^mcp-sandbox serve: //p' "$work/serve-err" | head -n 1)
+  report=$(env "$setting" "$bin" doctor 2>"$work/doctor-err")
   doctor_status=$?
-  doctor_message=$(sed -n 's/^mcp-sandbox doctor: //p' "$state/doctor-err" | head -n 1)
+  doctor_message=$(sed -n 's/^mcp-sandbox doctor: //p' "$work/doctor-err" | head -n 1)
   check "$setting: serve exits 2" 2 "$serve_status"
   check "$setting: doctor exits 2" 2 "$doctor_status"
   check "$setting: the message names the variable" yes \

@@ -6,10 +6,10 @@
 # Usage: hostile_json_test.sh /path/to/mcp-sandbox
 set -u
 bin=$1
-state=$(mktemp -d)
-trap 'rm -rf "$state"' EXIT
-export SANDBOX_CGROUP=none SANDBOX_STATE_DIR=$state/state SANDBOX_LOG_FORMAT=json
-python3 - "$bin" "$state/server.log" <<'PY'
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+export SANDBOX_CGROUP=none SANDBOX_STATE_DIR=$work/state SANDBOX_LOG_FORMAT=json
+python3 - "$bin" "$work/server.log" <<'PY'
 import json, subprocess, sys
 
 log = open(sys.argv[2], "wb")

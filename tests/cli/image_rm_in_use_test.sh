@@ -14,17 +14,8 @@ if [ -z "$rootfs" ] || [ ! -d "$rootfs" ]; then
   echo "SKIPPED: image $image is not in the store (tools/test builds it)"
   exit 77
 fi
-work=$(mktemp -d)
-runner=
-cleanup() {
-  [ -n "$runner" ] && kill "$runner" 2>/dev/null && wait "$runner" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected [$2], got [$3]"; fail=1; fi
-}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 state=$work/state
 tar -C "$rootfs" -cf "$work/flat.tar" .
@@ -33,7 +24,7 @@ check "the copy is imported" 0 $?
 
 echo 'import time; print("up", flush=True); time.sleep(60)' |
   "$bin" run --image tiny --state-dir "$state" --timeout 90 - >"$work/run.out" 2>&1 &
-runner=$!
+pid=$!
 for _ in $(seq 1 300); do
   grep -q up "$work/run.out" && break
   sleep 0.1
@@ -50,11 +41,11 @@ check "the name is kept" tiny "$("$bin" image ls --state-dir "$state" 2>/dev/nul
 digest=$("$bin" image ls --json --state-dir "$state" | python3 -c 'import json,sys; print(json.load(sys.stdin)["images"][0]["digest"])')
 "$bin" image rm "$digest" --state-dir "$state" >/dev/null 2>&1
 check "rm by digest is refused too" 1 $?
-check "the session still runs" 0 "$(kill -0 "$runner" 2>/dev/null; echo $?)"
+check "the session still runs" 0 "$(kill -0 "$pid" 2>/dev/null; echo $?)"
 
-kill "$runner" 2>/dev/null
-wait "$runner" 2>/dev/null
-runner=
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+pid=""
 check "SIGTERM to run leaves no session record" "" "$(ls "$state/sessions" 2>/dev/null)"
 "$bin" image rm tiny --state-dir "$state" >/dev/null 2>&1
 check "rm after the session ended" 0 $?

@@ -6,13 +6,8 @@ set -euo pipefail
 bin="$1"
 dir="$2/tools/deploy/monitoring"
 command -v promtool >/dev/null || { echo "promtool is not installed (apt-get install prometheus)"; exit 77; }
-work="$(mktemp -d)"
-pid=""
-cleanup() {
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 promtool check rules "$dir/alerts.yml"
 (cd "$dir" && promtool test rules alerts_test.yml)
@@ -24,12 +19,7 @@ SANDBOX_STATE_DIR="$work/state" SANDBOX_POOL_SIZE=0 SANDBOX_METRICS_ADDR=127.0.0
   "$bin" serve <"$work/in" >/dev/null 2>"$work/log" &
 pid=$!
 exec 3>"$work/in"
-url=""
-for _ in $(seq 100); do
-  url="$(sed -n 's#.*metrics on \(http://127.0.0.1:[0-9]*/metrics\).*#\1#p' "$work/log")"
-  [[ -n "$url" ]] && break
-  sleep 0.1
-done
+url="$(metrics_url "$work/log")"
 [[ -n "$url" ]] || { echo "no metrics listener:"; cat "$work/log"; exit 1; }
 curl -fsS "$url" >"$work/metrics"
 exec 3>&-

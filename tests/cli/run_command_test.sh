@@ -8,10 +8,8 @@ if ! "$bin" image ls 2>/dev/null | grep -q "^$image "; then
   echo "SKIPPED: image $image is not in the store (tools/test builds it)"
   exit 77
 fi
-fail=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected [$2], got [$3]"; fail=1; fi
-}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 out=$(echo 'print("hello"); raise SystemExit(3)' | "$bin" run --image "$image" - 2>/dev/null)
 check "exit code is the snippet's" 3 $?

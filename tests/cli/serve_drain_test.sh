@@ -4,13 +4,8 @@
 # SANDBOX_DRAIN_TIMEOUT_S the first SIGTERM stops at once, as it always did.
 set -euo pipefail
 bin="$1"
-work="$(mktemp -d)"
-pid=""
-cleanup() {
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 # Starts the server with the given environment; sets pid and port (from its log line).
 start() {

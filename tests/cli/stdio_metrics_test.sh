@@ -4,25 +4,15 @@
 # cannot be bound stops the server with the reason instead of serving without metrics.
 set -euo pipefail
 bin="$1"
-work="$(mktemp -d)"
-pid=""
-cleanup() {
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 mkfifo "$work/in"
 SANDBOX_STATE_DIR="$work/state" SANDBOX_POOL_SIZE=0 SANDBOX_METRICS_ADDR=127.0.0.1:0 \
   SANDBOX_REPLICA_ID=s1 "$bin" serve <"$work/in" >"$work/out" 2>"$work/log" &
 pid=$!
 exec 3>"$work/in"  # stdin stays open until we close it
-url=""
-for _ in $(seq 100); do
-  url="$(sed -n 's#.*metrics on \(http://127.0.0.1:[0-9]*/metrics\).*#\1#p' "$work/log")"
-  [[ -n "$url" ]] && break
-  sleep 0.1
-done
+url="$(metrics_url "$work/log")"
 [[ -n "$url" ]] || { echo "no metrics listener:"; cat "$work/log"; exit 1; }
 echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' >&3
 echo '{"jsonrpc":"2.0","method":"notifications/initialized"}' >&3

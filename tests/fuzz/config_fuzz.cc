@@ -1,4 +1,4 @@
-// Fuzz target: the configuration parser (mcp/config.h). The input is lines of
+// Fuzz target: the configuration parser (tools/cli/config.h). The input is lines of
 // "SANDBOX_NAME=value" (the environment), "--flag=value" (serve's flags) and "@address"
 // (serve --http); each SANDBOX_* variable and flag is read as `serve` reads it.
 // Invariants: nothing throws or crashes; LoadServeConfig fails exactly when CheckServeConfig
@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "mcp/config.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tools/cli/config.h"
 
 namespace {
 
@@ -69,24 +69,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     (name.rfind("--", 0) == 0 ? flags : env)[name] = value;
   }
-  sandbox::mcp::EnvLookup lookup = [&env](const std::string& name) -> std::optional<std::string> {
+  sandbox::cli::EnvLookup lookup = [&env](const std::string& name) -> std::optional<std::string> {
     auto found = env.find(name);
     if (found == env.end()) return std::nullopt;
     return found->second;
   };
 
-  sandbox::mcp::CheckedServeConfig checked = sandbox::mcp::CheckServeConfig(lookup, flags);
-  auto loaded = sandbox::mcp::LoadServeConfig(lookup, flags);
+  sandbox::cli::CheckedServeConfig checked = sandbox::cli::CheckServeConfig(lookup, flags);
+  auto loaded = sandbox::cli::LoadServeConfig(lookup, flags);
   FUZZ_CHECK(loaded.has_value() == checked.errors.empty());
   if (!loaded) {
     FUZZ_CHECK(loaded.error().message == checked.errors.front());
     return 0;
   }
-  sandbox::Limits limits = sandbox::mcp::SessionLimits(*loaded);
+  sandbox::Limits limits = sandbox::cli::SessionLimits(*loaded);
   FUZZ_CHECK(limits.memory_bytes == loaded->memory_bytes);
   for (const auto& address : addresses) {
-    sandbox::mcp::ServeConfig config = *loaded;
-    auto applied = sandbox::mcp::ApplyHttpAddress(config, address);
+    sandbox::cli::ServeConfig config = *loaded;
+    auto applied = sandbox::cli::ApplyHttpAddress(config, address);
     if (applied) FUZZ_CHECK(config.http_port >= 0 && config.http_port <= 65535);
   }
   return 0;

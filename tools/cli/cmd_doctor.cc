@@ -1,6 +1,6 @@
 // mcp-sandbox doctor: what this host supports (user namespaces, seccomp, cgroups, the Docker
 // socket), which backend and which limits `serve` would use, and why. The configuration is read
-// by serve's own parser (mcp/config.h), so the two cannot disagree on a value. Exit 0 when a
+// by serve's own parser (tools/cli/config.h), so the two cannot disagree on a value. Exit 0 when a
 // backend is usable, 1 when none is, 2 on usage errors and on a SANDBOX_* value serve refuses.
 #include <unistd.h>
 
@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "mcp/auth/jwks_cache.h"
-#include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
 #include "runtime/base/units.h"
@@ -24,6 +23,7 @@
 #include "runtime/probe/host_probe.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config.h"
 
 namespace sandbox::cli {
 namespace {
@@ -59,15 +59,15 @@ nlohmann::json StepJson(const std::string& step) {
 }
 
 // The warm pool serve would keep (SANDBOX_POOL_SIZE, SANDBOX_POOL_PRELOAD).
-std::string PoolDetail(const mcp::ServeConfig& config) {
+std::string PoolDetail(const ServeConfig& config) {
   if (config.pool_size == 0) return "off (SANDBOX_POOL_SIZE=0): every session starts cold";
   return fmt::format("{} sandbox(es) of {} kept ready, preload {}", config.pool_size, config.image,
                      config.pool_preload.empty() ? "none" : config.pool_preload);
 }
 
 // Hibernation (README "Hibernate, resume, fork"): when, where and by what mechanism.
-std::string HibernationDetail(const mcp::ServeConfig& config) {
-  auto after = mcp::HibernateAfter(config);
+std::string HibernationDetail(const ServeConfig& config) {
+  auto after = HibernateAfter(config);
   if (after.count() == 0) return "off (SANDBOX_HIBERNATE_AFTER_S=0): idle sessions are closed";
   return fmt::format(
       "after {} s idle and at an orderly stop; mechanism: dill inside the sandbox (the image's "
@@ -77,7 +77,7 @@ std::string HibernationDetail(const mcp::ServeConfig& config) {
 }
 
 nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_dir,
-                          const mcp::ServeConfig& config,
+                          const ServeConfig& config,
                           const std::vector<std::string>& config_errors) {
   nlohmann::json sysctls = nlohmann::json::object();
   for (const auto& [name, value] : r.userns.sysctls) sysctls[name] = value;
@@ -116,8 +116,8 @@ nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_d
       {"pool",
        {{"size", config.pool_size}, {"image", config.image}, {"preload", config.pool_preload}}},
       {"hibernation",
-       {{"enabled", mcp::HibernateAfter(config).count() > 0},
-        {"after_s", std::chrono::duration<double>(mcp::HibernateAfter(config)).count()},
+       {{"enabled", HibernateAfter(config).count() > 0},
+        {"after_s", std::chrono::duration<double>(HibernateAfter(config)).count()},
         {"mechanism", "dill"},
         {"saved_max_bytes", config.saved_max_bytes},
         {"saved_ttl_s", config.saved_ttl_s},
@@ -135,7 +135,7 @@ void PrintRow(std::ostream& out, const std::string& a, const std::string& b, con
 }
 
 void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string& state_dir,
-                const mcp::ServeConfig& config, const std::vector<std::string>& config_errors) {
+                const ServeConfig& config, const std::vector<std::string>& config_errors) {
   out << fmt::format("mcp-sandbox doctor: kernel {}, uid {}\n\n", r.kernel, r.uid);
   constexpr size_t kW1 = 18;
   constexpr size_t kW2 = 13;
@@ -161,7 +161,7 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string
       kW1, kW2);
   PrintRow(out, "state dir", "", state_dir, kW1, kW2);
   PrintRow(out, "warm pool", config.pool_size > 0 ? "on" : "off", PoolDetail(config), kW1, kW2);
-  PrintRow(out, "hibernation", mcp::HibernateAfter(config).count() > 0 ? "on" : "off",
+  PrintRow(out, "hibernation", HibernateAfter(config).count() > 0 ? "on" : "off",
            HibernationDetail(config), kW1, kW2);
 
   out << fmt::format("\nlimits serve would use ({}):\n", r.limits.cgroup_mode == "none"
@@ -197,13 +197,12 @@ int DoctorCommand(const Argv& argv) {
   if (!args.positional().empty())
     return args.UsageError("unexpected argument '" + args.positional()[0] + "'");
   // serve's parser, so that doctor reports what serve would do (or refuse), word for word.
-  mcp::CheckedServeConfig checked = mcp::CheckServeConfig(mcp::ProcessEnv, {});
-  const mcp::ServeConfig& config = checked.config;
+  CheckedServeConfig checked = CheckServeConfig(ProcessEnv, {});
+  const ServeConfig& config = checked.config;
   std::string state_dir =
       config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
 
-  probe::HostReport report =
-      probe::ProbeHost(mcp::SessionLimits(config), config.backend, state_dir);
+  probe::HostReport report = probe::ProbeHost(SessionLimits(config), config.backend, state_dir);
   if (report.backend.backend == "namespace") {
     // The per-sandbox caps on the kernel's per-user counters serve would set.
     const bool own_host_uid = ::geteuid() == 0;
@@ -212,7 +211,7 @@ int DoctorCommand(const Argv& argv) {
                      own_host_uid, report.limits);
   }
   // The egress policy sessions would get (issue #9): off, or the allowlist in force.
-  auto egress = mcp::EgressConfigFor(config);
+  auto egress = EgressConfigFor(config);
   egress::EgressInfo policy = egress::DescribePolicy(egress ? *egress : egress::EgressConfig{});
   // OAuth: whether the issuer's keys can be fetched from here, as serve would at start.
   nlohmann::json oauth = {{"issuer", config.oauth_issuer}};

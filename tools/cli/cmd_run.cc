@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "mcp/config.h"
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
 #include "runtime/base/logging.h"
@@ -25,6 +24,8 @@
 #include "runtime/session/session_manager.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config.h"
+#include "tools/cli/configured_options.h"
 #include "tools/cli/wiring.h"
 
 namespace sandbox::cli {
@@ -86,48 +87,37 @@ int RunCommand(const Argv& argv) {
   }
   if (args.positional().size() != 1) return args.UsageError("expects one FILE or - (see --help)");
 
-  SessionConfig config;
-  config.state_dir = args.GetOr("--state-dir", rootfs::ImageStore::DefaultStateDir());
-  config.default_image = args.GetOr("--image", DefaultImageName());
-  config.agent_dir = DefaultAgentDir();
-  config.max_sessions = 1;
-  config.max_output_bytes = 16ull << 20;  // CI logs want the whole output; the stream is live
-  // The numbers go through serve's own parser (mcp/config): the same sizes, bounds and
-  // messages, SANDBOX_* read the same way, and /mnt/data and /tmp sized from the memory limit
-  // as serve sizes them, so a small --memory never gets a tmpfs it cannot hold.
-  static constexpr std::pair<const char*, const char*> kLimitFlags[] = {
+  // Everything goes through serve's own parser and mapping (tools/cli/configured_options.h):
+  // the same sizes, bounds and messages, SANDBOX_* read the same way, and /mnt/data and /tmp
+  // sized from the memory limit as serve sizes them, so a small --memory never gets a tmpfs it
+  // cannot hold.
+  static constexpr std::pair<const char*, const char*> kServeFlags[] = {
       {"--timeout", "--exec-timeout-s"},
       {"--memory", "--memory-limit"},
       {"--cpus", "--cpu-limit"},
       {"--pids", "--pids-limit"},
-      {"--egress-allow", "--egress-allow"}};
-  std::map<std::string, std::string> limit_flags;
-  for (auto [run_flag, serve_flag] : kLimitFlags) {
-    if (auto value = args.Get(run_flag)) limit_flags[serve_flag] = *value;
+      {"--egress-allow", "--egress-allow"},
+      {"--image", "--image"},
+      {"--backend", "--backend"},
+      {"--state-dir", "--state-dir"}};
+  std::map<std::string, std::string> serve_flags;
+  for (auto [run_flag, serve_flag] : kServeFlags) {
+    if (auto value = args.Get(run_flag)) serve_flags[serve_flag] = *value;
   }
-  auto serve_config = mcp::LoadServeConfig(mcp::ProcessEnv, limit_flags);
+  auto serve_config = LoadServeConfig(ProcessEnv, serve_flags);
   if (!serve_config) {
     std::string message = serve_config.error().message;
-    for (auto [run_flag, serve_flag] : kLimitFlags) {
+    for (auto [run_flag, serve_flag] : kServeFlags) {
       if (message.rfind(serve_flag + std::string(" ("), 0) == 0) {
         message = run_flag + message.substr(std::string(serve_flag).size());
       }
     }
     return args.UsageError(message);
   }
-  config.limits = mcp::SessionLimits(*serve_config);
-  config.exec_timeout_s = serve_config->exec_timeout_s;
-  auto egress = mcp::EgressConfigFor(*serve_config);
-  if (!egress) return args.UsageError(egress.error().message);
-  config.egress = std::move(*egress);
-  BackendOptions backend_options;
-  const char* env_backend = std::getenv("SANDBOX_BACKEND");
-  auto kind =
-      ParseBackendKind(args.GetOr("--backend", env_backend != nullptr ? env_backend : "auto"));
-  if (!kind) return args.UsageError(kind.error().message);
-  backend_options.kind = *kind;
-  backend_options.state_dir = config.state_dir;
-  backend_options.agent_dir = config.agent_dir;
+  auto configured = ConfiguredOptionsFor(*serve_config);
+  if (!configured) return args.UsageError(configured.error().message);
+  NarrowToOneRun(*configured);
+  const SessionConfig& config = configured->session;
 
   auto code = ReadSnippet(args.positional()[0]);
   if (!code) {
@@ -148,7 +138,7 @@ int RunCommand(const Argv& argv) {
   sigaddset(&signals, SIGUSR2);  // our own wake-up of the signal thread at the end
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto backend = MakeBackend(backend_options);
+  auto backend = MakeBackend(configured->backend);
   if (!backend) {
     std::cerr << "mcp-sandbox run: " << backend.error().message << "\n";
     return kExitFailure;

@@ -1,5 +1,5 @@
 // `mcp-sandbox serve [--stdio | --http HOST:PORT] [flags]`: the MCP server. Wires the
-// configuration (mcp/config.h) into a SessionManager over the chosen backend and the image
+// configuration (tools/cli/config.h) into a SessionManager over the chosen backend and the image
 // store, and serves it over stdio or Streamable HTTP until the client leaves or a signal comes.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "mcp/config.h"
 #include "mcp/drain.h"
 #include "mcp/http_transport.h"
 #include "mcp/metrics_listener.h"
@@ -34,6 +33,8 @@
 #include "runtime/session/session_metrics.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config.h"
+#include "tools/cli/configured_options.h"
 #include "tools/cli/wiring.h"
 
 namespace sandbox::cli {
@@ -44,7 +45,7 @@ void PrintServeUsage(std::ostream& out) {
          "Runs the MCP server: over stdio (the default; one JSON-RPC message per line), or over\n"
          "Streamable HTTP at http://HOST:PORT/mcp (default 127.0.0.1:8080).\n\n"
          "flags (each also an environment variable; flags win):\n";
-  for (const auto& variable : mcp::ConfigVariables()) {
+  for (const auto& variable : ConfigVariables()) {
     out << fmt::format("  {:<22} {}\n", variable.flag, variable.env);
     out << fmt::format("  {:<22} {}{}\n", "", variable.meaning,
                        variable.default_value[0] != '\0'
@@ -105,7 +106,7 @@ Argv NormalizeHttpFlag(const Argv& args) {
 // open ones go on until they go idle (SANDBOX_DRAIN_IDLE_S); returns when none is left, at the
 // time-out, on a second signal, or when the HTTP server stops. The caller then stops as usual
 // (closing what is left), so a drain leaves nothing behind either.
-void Drain(const std::string& why, const mcp::ServeConfig& config, SessionManager& sessions,
+void Drain(const std::string& why, const ServeConfig& config, SessionManager& sessions,
            mcp::ShutdownSignals& signals) {
   auto seconds = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   mcp::DrainPlan plan(seconds(config.drain_timeout_s));
@@ -145,7 +146,7 @@ int ServeCommand(const Argv& raw_args) { return ServeCommand(raw_args, {}); }
 int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
                  const ResourceWrapper& wrap_resources) {
   std::set<std::string> value_flags = {"--http"};
-  for (const auto& variable : mcp::ConfigVariables()) value_flags.insert(variable.flag);
+  for (const auto& variable : ConfigVariables()) value_flags.insert(variable.flag);
   Args args("serve", value_flags, {"--stdio"});
   if (!args.Parse(NormalizeHttpFlag(raw_args))) return kExitUsage;
   if (args.Has("--help")) {
@@ -158,14 +159,14 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   if (http && args.Has("--stdio")) return args.UsageError("choose --stdio or --http, not both");
 
   std::map<std::string, std::string> flags;
-  for (const auto& variable : mcp::ConfigVariables()) {
+  for (const auto& variable : ConfigVariables()) {
     if (auto value = args.Get(variable.flag)) flags[variable.flag] = *value;
   }
-  auto loaded = mcp::LoadServeConfig(mcp::ProcessEnv, flags);
+  auto loaded = LoadServeConfig(ProcessEnv, flags);
   if (!loaded) return args.UsageError(loaded.error().message);
-  mcp::ServeConfig config = std::move(*loaded);
+  ServeConfig config = std::move(*loaded);
   if (http) {
-    if (auto applied = mcp::ApplyHttpAddress(config, *args.Get("--http")); !applied) {
+    if (auto applied = ApplyHttpAddress(config, *args.Get("--http")); !applied) {
       return args.UsageError(
           fmt::format("--http '{}': {}", *args.Get("--http"), applied.error().message));
     }
@@ -183,45 +184,14 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   if (!http && isatty(STDIN_FILENO)) PrintConnectHint();
 
   // --- The runtime.
-  SessionConfig session_config;
-  session_config.state_dir =
-      config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
-  session_config.default_image = config.image;
-  session_config.wheelhouse = config.wheelhouse;
-  session_config.limits = mcp::SessionLimits(config);
-  session_config.exec_timeout_s = config.exec_timeout_s;
-  session_config.ttl = std::chrono::minutes(config.session_ttl_m);
-  session_config.hibernate_after = HibernateAfter(config);
-  session_config.saved_max_bytes = config.saved_max_bytes;
-  session_config.saved_ttl = std::chrono::seconds(config.saved_ttl_s);
-  session_config.max_sessions = config.max_sessions;
-  session_config.max_output_bytes = config.max_output_bytes;
-  session_config.max_code_bytes = config.max_code_bytes;
-  session_config.max_upload_bytes = config.max_upload_bytes;
-  session_config.pool_size = config.pool_size;
-  session_config.preload = config.pool_size > 0 ? config.pool_preload : std::string();
-  session_config.replica_id = config.replica_id;
-  session_config.measure_calls = config.usage;
-  session_config.subject_quota = {.max_sessions = config.subject_max_sessions,
-                                  .max_memory_bytes = config.subject_max_memory_bytes,
-                                  .max_cpus = config.subject_max_cpus};
-  auto egress = mcp::EgressConfigFor(config);
-  if (!egress) return args.UsageError(egress.error().message);
-  session_config.egress = std::move(*egress);
-
-  session_config.agent_dir = DefaultAgentDir();
+  auto configured = ConfiguredOptionsFor(config);
+  if (!configured) return args.UsageError(configured.error().message);
+  const SessionConfig& session_config = configured->session;
   if (auto made = MakeDirs(session_config.state_dir, 0700); !made) {
     spdlog::warn("state dir {}: {}", session_config.state_dir, made.error().message);
   }
-  BackendOptions backend_options;
-  backend_options.kind = *ParseBackendKind(config.backend);  // validated by the config
-  backend_options.state_dir = session_config.state_dir;
-  backend_options.agent_dir = session_config.agent_dir;
-  // Pooled sandboxes exist next to the sessions: the backend shares its budgets among both.
-  backend_options.max_sessions = config.max_sessions + config.pool_size;
-  backend_options.replica = config.replica_id;
   std::shared_ptr<Backend> backend;
-  if (auto selected = MakeBackend(backend_options); selected) {  // logs its choice
+  if (auto selected = MakeBackend(configured->backend); selected) {  // logs its choice
     backend = selected->backend;
   } else {
     spdlog::error("{}", selected.error().message);
@@ -250,16 +220,10 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   }
 
   // --- The MCP server.
-  mcp::ToolSettings settings;
-  settings.exec_timeout_s = config.exec_timeout_s;
-  settings.max_upload_bytes = config.max_upload_bytes;
-  settings.max_code_bytes = config.max_code_bytes;
-  settings.max_output_bytes = config.max_output_bytes;
-  settings.max_result_bytes = config.max_result_bytes;
-  mcp::ServerOptions options;
+  const mcp::ToolSettings& settings = configured->tools;
+  mcp::ServerOptions options = configured->server;
   options.version = SANDBOX_VERSION;
   options.instructions = mcp::SandboxInstructions(settings, sessions.config().egress);
-  options.worker_threads = static_cast<size_t>(config.max_sessions) + 8;
   options.resources = mcp::SandboxResources(sessions, settings);
   if (wrap_resources) options.resources = wrap_resources(options.resources);
   auto tools = mcp::SandboxTools(sessions, settings);
@@ -267,9 +231,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   mcp::Server server(options, std::move(tools));
 
   if (!http) {
-    mcp::StdioOptions stdio;
-    stdio.max_line_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
-    auto served = mcp::ServeStdio(server, stdio, [&sessions] { sessions.CloseAll(); });
+    auto served = mcp::ServeStdio(server, configured->stdio, [&sessions] { sessions.CloseAll(); });
     server.Shutdown();
     if (!served) {
       spdlog::error("stdio: {}", served.error().message);
@@ -288,34 +250,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
       spdlog::warn("cannot raise RLIMIT_NOFILE: {}", std::strerror(errno));
     }
   }
-  mcp::HttpOptions http_options;
-  http_options.host = config.http_host;
-  http_options.port = config.http_port;
-  http_options.auth_tokens = config.auth_tokens;
-  http_options.auth_token_names = config.auth_token_names;
-  http_options.oauth = {.issuer = config.oauth_issuer,
-                        .resource = config.oauth_resource,
-                        .scopes = config.oauth_scopes,
-                        .jwks_min_refresh = std::chrono::milliseconds(
-                            static_cast<int64_t>(config.oauth_jwks_refresh_s * 1000)),
-                        .quota_claim = config.oauth_quota_claim};
-  http_options.allowed_origins = config.allowed_origins;
-  http_options.max_body_bytes = static_cast<size_t>(config.max_upload_bytes / 3 * 4 + (4u << 20));
-  // Threads for requests being worked on (idle connections hold none): several per session.
-  http_options.threads = std::max<size_t>(64, static_cast<size_t>(config.max_sessions) * 4 + 32);
-  http_options.session_idle_ttl = std::chrono::minutes(config.session_ttl_m);
+  mcp::HttpOptions http_options = configured->http;
   http_options.read_file = mcp::SandboxFileReader(sessions);
-  http_options.replica_id = config.replica_id;
-  http_options.public_url = config.public_url;
-  http_options.max_connections = static_cast<size_t>(config.http_max_connections);
-  http_options.max_connections_per_peer = static_cast<size_t>(config.http_max_connections_per_peer);
-  http_options.max_mcp_sessions = static_cast<size_t>(config.http_max_transport_sessions);
-  auto millis = [](double seconds) {
-    return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  };
-  http_options.header_timeout = millis(config.http_header_timeout_s);
-  http_options.keep_alive_timeout = millis(config.http_idle_timeout_s);
-  http_options.body_timeout = millis(config.http_body_timeout_s);
   http_options.readiness = [&sessions, &config] {
     mcp::ReadinessFacts facts;
     facts.draining = sessions.draining();
@@ -340,9 +276,8 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
     spdlog::error("{}", installed.error().message);
     return kExitFailure;
   }
-  std::string host = config.http_host.find(':') != std::string::npos ? "[" + config.http_host + "]"
-                                                                     : config.http_host;
-  spdlog::info("listening on http://{}:{}/mcp{}", host, transport.port(),
+  spdlog::info("listening on http://{}/mcp{}",
+               mcp::ListeningAuthority(config.http_host, transport.port()),
                config.auth_tokens.empty() && config.oauth_issuer.empty()
                    ? " (no SANDBOX_AUTH_TOKEN: anyone who can connect may use it)"
                    : "");

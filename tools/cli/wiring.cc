@@ -28,11 +28,6 @@ std::string DefaultAgentDir() {
   return beside.string();
 }
 
-std::string DefaultImageName() {
-  const char* image = std::getenv("SANDBOX_IMAGE");
-  return image != nullptr && *image != '\0' ? image : "python";
-}
-
 ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store) {
   return [store = std::move(store)](const std::string& name) -> Result<ResolvedImage> {
     auto image = store->Find(name);

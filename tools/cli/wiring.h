@@ -17,7 +17,4 @@ std::string DefaultAgentDir();
 // Resolves image names through the store; the error says how to build or import the image.
 ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store);
 
-// The default image name (SANDBOX_IMAGE, else "python").
-std::string DefaultImageName();
-
 }  // namespace sandbox::cli

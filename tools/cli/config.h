@@ -16,7 +16,7 @@
 #include "runtime/egress/egress_config.h"
 #include "runtime/limits.h"
 
-namespace sandbox::mcp {
+namespace sandbox::cli {
 
 struct ServeConfig {
   std::string image;
@@ -124,4 +124,4 @@ std::string ConfigTableMarkdown();
 // "HOST:PORT", ":PORT", "PORT" or "HOST" (for `serve --http`), over the configured values.
 Status ApplyHttpAddress(ServeConfig& config, const std::string& address);
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::cli

@@ -1,4 +1,4 @@
-#include "mcp/config.h"
+#include "tools/cli/config.h"
 
 #include <cctype>
 #include <cerrno>
@@ -18,7 +18,7 @@
 #include "runtime/egress/egress_config.h"
 #include "runtime/session/session_id.h"
 
-namespace sandbox::mcp {
+namespace sandbox::cli {
 
 namespace {
 
@@ -403,7 +403,7 @@ const std::vector<ConfigVariable> kVariables = {
      "This server's resource identifier (RFC 8707): the `aud` its tokens must carry; default "
      "SANDBOX_PUBLIC_URL + /mcp, else http://HOST:PORT/mcp of the bound address",
      [](ServeConfig& config, const std::string& value) -> Status {
-       SBX_ASSIGN_OR_RETURN(config.oauth_resource, ParsePublicUrl(value));
+       SBX_ASSIGN_OR_RETURN(config.oauth_resource, mcp::ParsePublicUrl(value));
        return {};
      }},
     {"SANDBOX_OAUTH_SCOPES", "--oauth-scopes", "",
@@ -592,7 +592,7 @@ const std::vector<ConfigVariable> kVariables = {
      "listener serves /metrics too, behind SANDBOX_AUTH_TOKEN. Default: none",
      [](ServeConfig& config, const std::string& value) -> Status {
        if (!value.empty()) {
-         if (auto address = ParseListenAddress(value); !address) {
+         if (auto address = mcp::ParseListenAddress(value); !address) {
            return Invalid(address.error().message);
          }
        }
@@ -603,7 +603,7 @@ const std::vector<ConfigVariable> kVariables = {
      "The address clients reach this server at (`https://sandbox.example.com/mcp-1`: scheme, "
      "host, optional path prefix), for download links; default http:// and the request's Host",
      [](ServeConfig& config, const std::string& value) -> Status {
-       SBX_ASSIGN_OR_RETURN(config.public_url, ParsePublicUrl(value));
+       SBX_ASSIGN_OR_RETURN(config.public_url, mcp::ParsePublicUrl(value));
        return {};
      }},
     {"SANDBOX_HTTP_MAX_CONNECTIONS", "--http-max-connections", "8192",
@@ -777,4 +777,4 @@ std::chrono::milliseconds HibernateAfter(const ServeConfig& config) {
   return std::chrono::milliseconds(static_cast<int64_t>(config.hibernate_after_s * 1000));
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::cli

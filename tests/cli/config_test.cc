@@ -1,12 +1,12 @@
 // Configuration: defaults, environment, flags over environment, refusals naming the variable.
-#include "mcp/config.h"
+#include "tools/cli/config.h"
 
 #include <catch2/catch.hpp>
 
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
-using namespace sandbox::mcp;
+using namespace sandbox::cli;
 
 namespace {
 
