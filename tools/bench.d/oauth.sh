@@ -21,19 +21,9 @@ if [ -x "$bench" ]; then
 else
   echo "| Authenticate() | n/a: token_validation_bench not built | | | |"
 fi
-e2e=$root/tests/e2e
-export MCP_SANDBOX_BIN=${MCP_SANDBOX_BIN:-$build/mcp-sandbox}
-if [ ! -x "$MCP_SANDBOX_BIN" ]; then
-  echo "| warm HTTP call | n/a: $MCP_SANDBOX_BIN is not built | | | |"
-  exit 0
-fi
-stamp=$e2e/node_modules/.package-lock.sha256
-want=$(sha256sum "$e2e/package-lock.json" | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  (cd "$e2e" && npm ci --no-audit --no-fund --loglevel=error >&2) && echo "$want" >"$stamp"
-fi
-node=$e2e/node_modules/node/bin/node
-[ -x "$node" ] || node=node
+# The server, npm packages and Node; no sandbox is started.
+bench_needs_backend=0
+source "$root/tools/lib/mcp_bench_setup.sh"
 # Figures in milliseconds.
 "$node" "$e2e/bench/oauth_latency.mjs" | sed 's/^| \(warm[^|]*\|JWT minus[^|]*\)|/| \1(ms) |/'
 echo

@@ -2,14 +2,16 @@
 # (tools/bench.d/mcp_latency.sh, scaleout.sh): checks that the server is built and has a usable
 # backend (else prints "n/a: ..." and exits 0, as every benchmark does), installs the pinned npm
 # packages once per lock file, and sets $e2e (tests/e2e) and $node (Node 22 from npm, else the
-# system's). Expects $root, the checkout.
+# system's). Expects $root, the checkout. A benchmark that needs no sandbox (only the server's
+# HTTP side) sets bench_needs_backend=0 first.
 e2e=$root/tests/e2e
 export MCP_SANDBOX_BIN=${MCP_SANDBOX_BIN:-${SANDBOX_BUILD_DIR:-$root/build}/mcp-sandbox}
 if [ ! -x "$MCP_SANDBOX_BIN" ]; then
   echo "n/a: $MCP_SANDBOX_BIN is not built"
   exit 0
 fi
-if ! "$MCP_SANDBOX_BIN" doctor --json 2>/dev/null | grep -q '"usable": true'; then
+if [ "${bench_needs_backend:-1}" = 1 ] &&
+  ! "$MCP_SANDBOX_BIN" doctor --json 2>/dev/null | grep -q '"usable": true'; then
   echo "n/a: no sandbox backend on this host (mcp-sandbox doctor)"
   exit 0
 fi
