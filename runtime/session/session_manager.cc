@@ -749,8 +749,8 @@ void SessionManager::CloseAll() {
             if (auto it = sessions_.find(id); it != sessions_.end()) session = it->second;
           }
           if (!session) continue;
-          spdlog::warn("session {}: its save at shutdown took longer than {} s; stopped unsaved", id,
-                       kShutdownSaveBudget.count());
+          spdlog::warn("session {}: its save at shutdown took longer than {} s; stopped unsaved",
+                       id, kShutdownSaveBudget.count());
           (void)session->sandbox->Kill();
         }
       }
