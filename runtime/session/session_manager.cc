@@ -720,7 +720,6 @@ void SessionManager::CloseAll() {
     struct Progress {
       std::mutex mutex;
       std::condition_variable done_cv;
-      size_t done = 0;
       std::set<std::string> finished;
     };
     auto progress = std::make_shared<Progress>();
@@ -732,7 +731,6 @@ void SessionManager::CloseAll() {
           spdlog::warn("session {} could not be saved at shutdown: {}", id, saved.error().message);
         }
         std::lock_guard<std::mutex> lock(progress->mutex);
-        ++progress->done;
         progress->finished.insert(id);
         progress->done_cv.notify_all();
       });
@@ -740,7 +738,7 @@ void SessionManager::CloseAll() {
     {
       std::unique_lock<std::mutex> lock(progress->mutex);
       if (!progress->done_cv.wait_for(lock, kShutdownSaveBudget,
-                                      [&] { return progress->done == ids.size(); })) {
+                                      [&] { return progress->finished.size() == ids.size(); })) {
         for (const auto& id : ids) {
           if (progress->finished.count(id) != 0) continue;
           std::shared_ptr<Session> session;
