@@ -329,13 +329,16 @@ TEST_CASE("docker: the orphan sweep removes containers of gone servers of this h
   auto live = backend->Start(DockerSpec(image, agent.path()));
   REQUIRE(live);
 
-  auto swept = backend->SweepOrphans();
-  REQUIRE(swept);
-  CHECK(*swept >= 2);
+  // The counts are not asserted: another server of this host (a test running beside this one)
+  // may sweep the same orphans first, and its crashed servers' containers may be swept here.
+  // What must hold is which containers are gone and which stay.
+  REQUIRE(backend->SweepOrphans());
   for (const auto& orphan : orphans) CHECK_FALSE(ContainerExists(*backend, orphan));
   for (const auto& name : foreign) CHECK(ContainerExists(*backend, name));
   CHECK(ShellRun((*live)->stream(), "echo alive") == "alive\n");
-  CHECK(backend->SweepOrphans().value() == 0);
+  REQUIRE(backend->SweepOrphans());
+  for (const auto& name : foreign) CHECK(ContainerExists(*backend, name));
+  CHECK(ShellRun((*live)->stream(), "echo still alive") == "still alive\n");
   for (const auto& name : foreign) REQUIRE(engine.RemoveContainer(name));
 }
 
