@@ -13,6 +13,7 @@
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/call_usage.h"
+#include "runtime/session/cold_preload_priority.h"
 #include "runtime/session/quota_claim.h"
 #include "runtime/session/session_hibernation.h"
 #include "runtime/session/session_metrics.h"
@@ -40,6 +41,9 @@ constexpr std::chrono::milliseconds kColdPreloadDelay{1000};
 // each thrash the caches the calls run in). The delay is capped where init's parser stops.
 constexpr std::chrono::milliseconds kColdPreloadSpacing{1000};
 constexpr std::chrono::milliseconds kMaxColdPreloadDelay{600000};
+// How much earlier than init's own count the server takes a cold session's zygote to be due:
+// what the timer's thread may be late by on a loaded host.
+constexpr std::chrono::milliseconds kZygoteDueAhead{50};
 
 // Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
 // read-only; /tmp is a tmpfs) and a headless matplotlib.
@@ -95,10 +99,9 @@ struct SessionManager::Session {
   // known yet (no run since it started or resumed, or not a tmpfs).
   std::atomic<int64_t> data_bytes{-1};
   std::atomic<int64_t> tmp_bytes{-1};
-  // Started cold with the preload, which its worker does not have yet: at background CPU
-  // priority except during its own calls (its zygote imports only between them), until a
-  // run's result says the preload is in place. Read and cleared under the busy flag.
-  bool preloading = false;
+  // Started cold with the preload, which its worker does not have yet: its CPU priority while
+  // its zygote imports (cold_preload_priority.h). Null otherwise. Set before it is listed.
+  std::shared_ptr<ColdPreloadPriority> preload_priority;
   // Resumed from its saved state: what could not be restored, for the next run's result.
   // Read and cleared under the busy flag.
   std::optional<std::vector<std::string>> resume_note;
@@ -132,14 +135,8 @@ class SessionManager::BusyLease {
     manager_->MarkActivity();
     --manager_->calls_in_flight_;
     session_->Touch(manager_->Now());
-    if (session_->preloading && !session_->closed) {
-      if (!session_->agent->preload_pending()) {
-        session_->preloading = false;  // it stays at normal priority from now on
-      } else if (auto lowered = session_->sandbox->SetCpuPriority(CpuPriority::kBackground);
-                 !lowered) {
-        spdlog::debug("session {}: back to background CPU priority: {}", session_->id,
-                      lowered.error().message);
-      }
+    if (session_->preload_priority && !session_->closed) {
+      session_->preload_priority->CallEnds(session_->agent->preload_pending());
     }
     // An agent that stopped answering (stopped, hung) or whose stream broke serves nothing
     // more: the session is closed, not left listed as idle and failing every call.
@@ -388,12 +385,18 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
                              limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
-    // Started; its zygote imports the preload soon, at background CPU priority, so that the
-    // imports yield to every call and start, this session's own calls included (Acquire raises
+    // Started; its zygote imports the preload once due, at background CPU priority from then
+    // on, so that the imports yield to every call, this session's own included (Acquire raises
     // it for each of them, and init stops the zygote meanwhile).
-    if (poolable && !config_.preload.empty() &&
-        started->sandbox->SetCpuPriority(CpuPriority::kBackground)) {
-      session->preloading = true;
+    if (started->zygote_due) {
+      Sandbox* sandbox = started->sandbox.get();  // owned by the session from here on
+      session->preload_priority = std::make_shared<ColdPreloadPriority>(
+          started->session_id,
+          [sandbox](CpuPriority priority) { return sandbox->SetCpuPriority(priority); });
+      preload_timer_.At(*started->zygote_due, [weak = std::weak_ptr<Session>(session)] {
+        auto due = weak.lock();
+        if (due && !due->closed) due->preload_priority->ZygoteDue();
+      });
     }
   }
   if (pooled) {
@@ -430,13 +433,16 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   spec.rootfs = image.rootfs;
   spec.env = image.env;
   AddDefaultEnv(spec.env);
+  std::optional<std::chrono::steady_clock::time_point> started_zygote_due;
   if (preload && !config_.preload.empty()) {
     spec.env.push_back("SANDBOX_AGENT_PRELOAD=" + config_.preload);  // init strips it
     if (cpu_priority == CpuPriority::kNormal) {
       // A session started cold (the pool was empty: a burst, most likely): its imports wait
-      // until the other starts are done.
-      spec.env.push_back(
-          fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", NextColdPreloadDelay().count()));
+      // until the other starts are done. init counts the delay from its hello, which comes
+      // after this moment: due a little early, the priority is down before the imports begin.
+      std::chrono::milliseconds delay = NextColdPreloadDelay();
+      spec.env.push_back(fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", delay.count()));
+      started_zygote_due = std::chrono::steady_clock::now() + delay - kZygoteDueAhead;
     }
   }
   if (!image.workdir.empty()) spec.workdir = image.workdir;
@@ -445,6 +451,7 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   spec.wheelhouse = config_.wheelhouse;
   spec.docker = image.docker;
   WarmSandbox started;
+  started.zygote_due = started_zygote_due;
   started.session_id = session_id;
   started.image = image.name;
   if (egress) {
@@ -570,12 +577,8 @@ Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id)
     session->busy = false;
     return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
   }
-  if (session->preloading) {
-    // A call: work someone waits for, at normal priority until the lease ends.
-    if (auto raised = session->sandbox->SetCpuPriority(CpuPriority::kNormal); !raised) {
-      spdlog::warn("session {}: could not raise its CPU priority: {}", id, raised.error().message);
-    }
-  }
+  // A call: work someone waits for, at normal priority until the lease ends.
+  if (session->preload_priority) session->preload_priority->CallBegins();
   return BusyLease(std::move(session), *this);
 }
 

@@ -22,6 +22,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/deadline_timer.h"
 #include "runtime/session/sandbox_pool.h"
 #include "runtime/session/saved_sessions.h"
 #include "runtime/session/session_egress.h"
@@ -260,6 +261,10 @@ class SessionManager {
   std::vector<std::string> hibernating_;
   std::condition_variable hibernated_;
   void WaitWhileHibernating(std::unique_lock<std::mutex>& lock, const std::string& id);
+
+  // Lowers cold sessions' CPU priority when their zygotes are due (cold_preload_priority.h).
+  // Its actions hold the session weakly.
+  DeadlineTimer preload_timer_;
 
   // Declared last: destroyed (its refill thread stopped) before what it calls into.
   std::unique_ptr<SandboxPool> pool_;

@@ -159,9 +159,17 @@ TEST_CASE("warm pool: pooled workers have the preload, cold ones of the kind get
   }
   REQUIRE(cold);
   auto control = f.Started(cold->id);
-  // Its first cell runs at once, without waiting for the preload; while the preload is
-  // pending the session waits at background priority between calls.
+  // Its first cell runs at once, without waiting for the preload, at normal priority: the
+  // zygote is not due yet, so nothing imports and the call costs no priority writes.
   CHECK(f.Python(cold->id, check) == "False False\n");
+  CHECK(control->cpu_priority == CpuPriority::kNormal);
+  // From the zygote's due moment (a second after its start, or later in a burst) until the
+  // preload is in place, the session waits at background priority, with no call to lower it.
+  auto due_by = std::chrono::steady_clock::now() + 10s;
+  while (control->cpu_priority != CpuPriority::kBackground &&
+         std::chrono::steady_clock::now() < due_by) {
+    std::this_thread::sleep_for(20ms);
+  }
   CHECK(control->cpu_priority == CpuPriority::kBackground);
   // Its zygote imports the preload a moment later; its fresh workers then have it.
   auto deadline = std::chrono::steady_clock::now() + 30s;
