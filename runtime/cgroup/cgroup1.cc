@@ -51,6 +51,13 @@ Status InheritCpuset(const std::string& dir) {
   return {};
 }
 
+// Makes a sessions' parent group (there already is one: fine).
+Status MakeParent(const Cgroup1Hierarchy& h) {
+  if (::mkdir(h.parent.c_str(), 0755) != 0 && errno != EEXIST) return FailSys("mkdir", h.parent);
+  if (h.Has("cpuset")) SBX_TRY(InheritCpuset(h.parent));
+  return {};
+}
+
 // The sessions' parent in the cpu hierarchy weighs as much as its sessions would as processes.
 // On v1 a group directly under the root competes with every root-level task one to one, so
 // with the default cpu.shares all sessions together would get one process's share: a burst of
@@ -244,7 +251,13 @@ class Cgroup1Manager final : public CgroupManager {
     std::vector<std::string> dirs;
     for (const auto& h : setup_.hierarchies) {
       std::string dir = h.parent + "/" + name;
-      if (::mkdir(dir.c_str(), 0755) != 0) {
+      int mkdir_result = ::mkdir(dir.c_str(), 0755);
+      if (mkdir_result != 0 && errno == ENOENT && MakeParent(h)) {
+        // The parent went while this server had no session: a server of the same state dir
+        // ended, or `sessions gc` ran, and removed it as unused. Made again.
+        mkdir_result = ::mkdir(dir.c_str(), 0755);
+      }
+      if (mkdir_result != 0) {
         auto error = SysError("mkdir", dir);
         for (const auto& made : dirs) (void)RemoveCgroupDir(made, kDrainTimeout);
         return Fail(std::move(error).Context("create the session cgroup"));
@@ -340,10 +353,7 @@ Result<Cgroup1Setup> PrepareCgroup1(const std::string& owner) {
       return Fail(ErrorCode::kSandboxUnavailable, "no cgroup v1 memory hierarchy is mounted");
     }
   }
-  for (const auto& h : setup.hierarchies) {
-    if (::mkdir(h.parent.c_str(), 0755) != 0 && errno != EEXIST) return FailSys("mkdir", h.parent);
-    if (h.Has("cpuset")) SBX_TRY(InheritCpuset(h.parent));
-  }
+  for (const auto& h : setup.hierarchies) SBX_TRY(MakeParent(h));
   const std::string& memory = setup.hierarchies.front().parent;
   setup.memsw = PathExists(memory + "/memory.memsw.limit_in_bytes");
   auto oom_control = ReadFile(memory + "/memory.oom_control");

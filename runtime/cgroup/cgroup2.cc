@@ -304,7 +304,16 @@ class Cgroup2Manager final : public CgroupManager {
                                                 const Limits& limits) override {
     SBX_ASSIGN_OR_RETURN(std::string name, GroupNameFor(session_id));
     std::string dir = setup_.parent + "/" + name;
-    if (::mkdir(dir.c_str(), 0755) != 0) {
+    int made = ::mkdir(dir.c_str(), 0755);
+    if (made != 0 && errno == ENOENT) {
+      // The parent went while this server had no session: a server of the same state dir
+      // ended, or `sessions gc` ran, and removed it as unused. Made again, with the same
+      // controllers for its children.
+      if (::mkdir(setup_.parent.c_str(), 0755) == 0 || errno == EEXIST) {
+        if (EnableControllers(setup_.parent)) made = ::mkdir(dir.c_str(), 0755);
+      }
+    }
+    if (made != 0) {
       return Fail(SysError("mkdir", dir).Context("create the session cgroup"));
     }
     auto written = WriteLimits(dir, limits);

@@ -26,11 +26,26 @@ for part in images archives; do
 done
 export SANDBOX_STATE_DIR=$work/state SANDBOX_IMAGE=python SANDBOX_LOG_FILE=
 
+# The cgroup parent groups of this state dir's servers (doctor names them; a sweep removes them
+# whenever the server has no session, and the server makes them again for its next one).
+parents=$("$bin" doctor --json 2>/dev/null |
+  python3 -c 'import json, sys; print(" ".join(json.load(sys.stdin)["cgroup"].get("parents", [])))')
+
 SANDBOX_POOL_SIZE=0 SANDBOX_MAX_SESSIONS=100 SANDBOX_LOG_LEVEL=info \
   "$bin" serve --http 127.0.0.1:0 2>"$work/server.log" &
 pid=$!
 url=$(http_server_url "$work/server.log")
 [ -n "$url" ] || { echo "FAIL the server did not listen: $(tail -5 "$work/server.log")"; exit 1; }
+
+# The server has no session yet, so a sweep removes its cgroup parents as unused (as the stop of
+# another server of this state dir would): its next create must make them again.
+"$bin" sessions gc >/dev/null 2>&1
+left=""
+for dir in $parents; do [ -d "$dir" ] && left+="$dir "; done
+check "a sweep removes the cgroup parents of a live server with no session" "" "$left"
+out=$("$load_bench" "$url" --sessions 1 --calls 1 --creates 1 2>&1)
+check "its next session starts all the same (errors, not set up)" "0 0" \
+  "$(awk '/^Native clients:/ {print $3, $5}' <<<"$out")"
 
 # The sweeper: `sessions gc` again and again, each a full sweep of records and cgroups (until
 # told to stop, or the scratch dir is gone).
@@ -59,4 +74,14 @@ kill -TERM "$pid"
 wait "$pid"
 pid=
 check "the server's stop leaves no session record" "" "$(find "$work/state/sessions" -mindepth 1 2>/dev/null | head -3)"
+left=""
+for dir in $parents; do [ -d "$dir" ] && left+="$dir "; done
+check "nor a cgroup parent of its state dir ($(wc -w <<<"$parents") hierarchies)" "" "$left"
+# A server killed with SIGKILL cannot remove its parents (made here as it would leave them):
+# `sessions gc` does.
+for dir in $parents; do mkdir -p "$dir"; done
+"$bin" sessions gc >/dev/null 2>&1
+left=""
+for dir in $parents; do [ -d "$dir" ] && left+="$dir "; done
+check "sessions gc removes an unused cgroup parent of its state dir" "" "$left"
 exit $fail

@@ -117,9 +117,15 @@ int List(const std::string& state_dir, bool json) {
 }
 
 int Collect(const std::string& state_dir) {
-  // The cgroup parent of this state dir's servers: their leftovers, and nobody else's.
-  NamespaceBackend namespaces(state_dir, DefaultAgentDir(),
-                              CgroupManager::Detect(CgroupOwnerFor(state_dir)));
+  // The cgroup parent of this state dir's servers: their leftovers, and nobody else's. A parent
+  // of a state dir of its own goes too once empty (a crashed server could not remove it); a
+  // live server of that state dir makes it again for its next session.
+  NamespaceBackend::Options options;
+  options.state_dir = state_dir;
+  options.agent_dir = DefaultAgentDir();
+  const std::string owner = CgroupOwnerFor(state_dir);
+  options.remove_cgroup_parents = owner != kDefaultCgroupOwner;
+  NamespaceBackend namespaces(std::move(options), CgroupManager::Detect(owner));
   auto swept = namespaces.SweepOrphans();
   if (!swept) {
     std::cerr << "mcp-sandbox sessions gc: " << swept.error().message << "\n";
