@@ -12,10 +12,12 @@ ColdPreloadPriority::ColdPreloadPriority(std::string session_id, Setter set)
 bool ColdPreloadPriority::Set(CpuPriority priority) {
   if (auto set = set_(priority); !set) {
     // Not fatal either way: a session left at normal priority imports faster and competes
-    // more; one left at background runs its call slower under contention.
-    spdlog::warn("session {}: could not set its CPU priority to {}: {}", session_id_,
-                 priority == CpuPriority::kBackground ? "background" : "normal",
-                 set.error().message);
+    // more; one left at background runs its call slower under contention. A failed lower is
+    // tried again after each call, so it is logged at debug only.
+    spdlog::log(priority == CpuPriority::kBackground ? spdlog::level::debug : spdlog::level::warn,
+                "session {}: could not set its CPU priority to {}: {}", session_id_,
+                priority == CpuPriority::kBackground ? "background" : "normal",
+                set.error().message);
     return false;
   }
   return true;
