@@ -39,6 +39,14 @@ check "the image step ran, on stderr" 0 "$?"
 "$SANDBOX_BUILD_DIR/mcp-sandbox" image ls 2>/dev/null | grep -q '^python '
 check "the default image is in the store afterwards" 0 "$?"
 
+# The builder tools/run starts is `image build` itself: the same usage, the same cache verdict.
+check "mcp-sandbox-image-build is image build: the same --help" \
+  "$("$SANDBOX_BUILD_DIR/mcp-sandbox" image build --help)" \
+  "$("$SANDBOX_BUILD_DIR/mcp-sandbox-image-build" --help)"
+check "mcp-sandbox-image-build is image build: the same verdict on the built image" \
+  "$("$SANDBOX_BUILD_DIR/mcp-sandbox" image build 2>&1)" \
+  "$("$SANDBOX_BUILD_DIR/mcp-sandbox-image-build" 2>&1)"
+
 # A store the image cannot be built in (a directory under /proc cannot be made): a real
 # failure of the background half. The server still starts and answers; stderr says what failed.
 out=$(printf '%s\n' "$request" | SANDBOX_STATE_DIR=/proc/no-such-store timeout 600 \
