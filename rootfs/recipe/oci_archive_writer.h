@@ -16,6 +16,7 @@ namespace sandbox::rootfs {
 // entry is dropped; device nodes, fifos and sockets are dropped (a sandbox makes its own
 // /dev); setuid/setgid bits, xattrs, ACLs, user and group names and atime/ctime are dropped,
 // so nothing in the image can gain privileges and the bytes do not depend on the build host.
+// The file is not synced: it is scratch space for WriteOciArchive, which syncs the archive.
 Result<Blob> WriteLayerFromRootfsTar(int tar_fd, const std::string& layer_path);
 
 struct OciArchiveParts {

@@ -5,10 +5,9 @@
 set -u
 bin=$1
 image=${SANDBOX_TEST_IMAGE:-python}
-if ! "$bin" image ls 2>/dev/null | grep -q "^$image "; then
-  echo "SKIPPED: image $image is not in the store (mcp-sandbox image build makes it)"
-  exit 77
-fi
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+skip_unless_image "$bin" "$image"
 
 # One line per module: import name, then what it is in the README's table. Every import is
 # tried, so one run names every missing module.
@@ -48,8 +47,5 @@ PY
 )
 rc=$?
 echo "$out"
-if [ "$rc" -ne 0 ]; then
-  echo "FAIL: the import snippet exited $rc"
-  exit 1
-fi
-exit 0
+check "the import snippet exits 0" 0 "$rc"
+exit $fail

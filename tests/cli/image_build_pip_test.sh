@@ -8,21 +8,17 @@
 # usage: image_build_pip_test.sh MCP_SANDBOX PEP503_INDEX_PY
 set -u
 bin=$1 index_py=$2
-[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (mmdebstrap --mode=root)"; exit 77; }
+# The store is large (an image per build): /var/tmp, not a tmpfs /tmp.
+work_template=/var/tmp/pip-build-test.XXXXXX
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+skip_unless_root "mmdebstrap --mode=root"
 command -v mmdebstrap >/dev/null || { echo "SKIPPED: mmdebstrap is not installed (tools/test installs it)"; exit 77; }
-work=$(mktemp -d /var/tmp/pip-build-test.XXXXXX)
-server=
-cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null; rm -rf "$work"; }
-trap cleanup EXIT
-fail=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected [$2], got [$3]"; fail=1; fi
-}
 
 python3 "$index_py" build "$work/index" sbx-pip-probe==1.4.2 sbx-pip-dep==0.3 \
   --requires sbx-pip-probe:sbx-pip-dep >/dev/null
 python3 "$index_py" serve "$work/index" --port-file "$work/port" >/dev/null 2>&1 &
-server=$!
+pid=$!  # the index server, stopped at exit (lib.sh)
 for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
 url="http://127.0.0.1:$(cat "$work/port")/simple"
 export SANDBOX_STATE_DIR=$work/store

@@ -1,5 +1,6 @@
 # shellcheck shell=bash disable=SC2034 # the variables set here are the sourcing test's
-# tests/cli/lib.sh: what the command line's shell tests share. Sourced, never run:
+# tests/cli/lib.sh: what the command line's shell tests share (scratch dir, checks, skips, a
+# borrowed store). Sourced, never run:
 #   source "$(dirname "$0")/lib.sh"
 # It makes $work, a scratch directory (mktemp -d, after the template in $work_template when the
 # test sets one first), and at exit stops the process in $pid, if the test left one running
@@ -46,4 +47,28 @@ metrics_url() {
     sleep 0.1
   done
   echo "$url"
+}
+
+# skip_unless_root WHY: exits 77 (skipped) unless root, saying why the test needs it.
+skip_unless_root() {
+  [ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root ($1)"; exit 77; }
+}
+
+# skip_unless_image BIN NAME: exits 77 (skipped) unless NAME is in the store BIN sees (the
+# store of SANDBOX_STATE_DIR, or the default one).
+skip_unless_image() {
+  "$1" image ls 2>/dev/null | grep -q "^$2 " ||
+    { echo "SKIPPED: image $2 is not in the store (mcp-sandbox image build makes it)"; exit 77; }
+}
+
+# borrow_shared_store DIR: a private state dir at DIR whose images (and their docker archives)
+# are the shared store's (SANDBOX_SHARED_STORE, default /var/lib/mcp-sandbox), read-only by
+# convention; exported as SANDBOX_STATE_DIR. Sessions, records and hibernated state stay in DIR.
+borrow_shared_store() {
+  local store=${SANDBOX_SHARED_STORE:-/var/lib/mcp-sandbox} part
+  mkdir -p "$1"
+  for part in images archives; do
+    [ -e "$store/$part" ] && ln -s "$store/$part" "$1/$part"
+  done
+  export SANDBOX_STATE_DIR=$1
 }

@@ -16,10 +16,12 @@
 set -u
 bin=$1
 backend=${2:-namespace}
-[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (sandboxes of the shared store)"; exit 77; }
-store=${SANDBOX_SHARED_STORE:-/var/lib/mcp-sandbox}
-"$bin" image ls 2>/dev/null | grep -q '^python ' ||
-  { echo "SKIPPED: the default image (python) is not in the store"; exit 77; }
+root=$(cd "$(dirname "$0")/../.." && pwd)
+work_template=/tmp/mcp-pool-test.XXXXXX
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+skip_unless_root "sandboxes of the shared store"
+skip_unless_image "$bin" python
 if [ "$backend" = docker ]; then
   if ! command -v docker >/dev/null || ! timeout 10 docker version >/dev/null 2>&1; then
     why="no Docker daemon answers on ${DOCKER_HOST:-unix:///var/run/docker.sock} (tools/lib/dockerd.sh start)"
@@ -29,16 +31,15 @@ if [ "$backend" = docker ]; then
     echo "SKIPPED: $why"; exit 77
   fi
 fi
-state=$(mktemp -d /tmp/mcp-pool-test.XXXXXX)
-trap 'rm -rf "$state"' EXIT
-mkdir -p "$state/state"
-for part in images archives; do
-  [ -e "$store/$part" ] && ln -s "$store/$part" "$state/state/$part"
-done
-export SANDBOX_STATE_DIR=$state/state SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
+borrow_shared_store "$work/state"
+export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
 export SANDBOX_BACKEND=$backend
-python3 - "$bin" "$state/state" "$backend" <<'PY'
+# The stdio client is tests/support/mcp_stdio.py.
+export PYTHONPATH=$root/tests/support${PYTHONPATH:+:$PYTHONPATH}
+python3 - "$bin" "$SANDBOX_STATE_DIR" "$backend" <<'PY'
 import json, os, subprocess, sys, time
+
+import mcp_stdio
 
 BIN, STATE, BACKEND = sys.argv[1], sys.argv[2], sys.argv[3]
 PRELOAD = ["numpy", "pandas", "matplotlib.pyplot"]
@@ -54,44 +55,18 @@ def check(ok, what):
 SERVER_PIDS = set()  # every server this test started: the owners of its containers
 
 
-class Server:
+class Server(mcp_stdio.Server):
+    """`mcp-sandbox serve FLAGS...` with the pool's views."""
+
     def __init__(self, *flags):
-        self.proc = subprocess.Popen([BIN, "serve", *flags], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE)
+        super().__init__(BIN, args=flags, client_name="pool-test")
         SERVER_PIDS.add(self.proc.pid)
-        self.ids = iter(range(1, 100000))
-        self.answers = {}  # answers read while waiting for another one, by id
-        self.rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                "clientInfo": {"name": "pool-test", "version": "1"}})
-
-    def send(self, method, params):
-        """Sends a request without waiting for its answer; returns its id (for answer())."""
-        request_id = next(self.ids)
-        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-        return request_id
-
-    def answer(self, request_id):
-        while request_id not in self.answers:
-            message = json.loads(self.proc.stdout.readline())
-            if "id" in message:
-                self.answers[message["id"]] = message
-        return self.answers.pop(request_id)
-
-    def rpc(self, method, params):
-        return self.answer(self.send(method, params))
-
-    def tool(self, tool_name, **arguments):
-        answer = self.rpc("tools/call", {"name": tool_name, "arguments": arguments})
-        return answer.get("result", {}).get("structuredContent", {}), answer
 
     def python(self, session, code, **extra):
-        result, _ = self.tool("sandbox_run_python", session_id=session, code=code, **extra)
-        return result
+        return self.tool("sandbox_run_python", session_id=session, code=code, **extra)
 
     def pool(self):
-        return self.tool("sandbox_list_sessions")[0].get("pool")
+        return self.tool("sandbox_list_sessions").get("pool")
 
     def wait_ready(self, want, timeout=180):
         deadline = time.time() + timeout
@@ -101,10 +76,6 @@ class Server:
                 return pool
             time.sleep(0.2)
         return self.pool()
-
-    def stop(self):
-        self.proc.stdin.close()
-        return self.proc.wait(timeout=60)
 
 
 def records():
@@ -246,7 +217,7 @@ pool = server.wait_ready(2)
 check(pool is not None and pool["ready"] == 2, "the pool fills up to 2: %s" % pool)
 
 start = time.monotonic()
-pooled, _ = server.tool("sandbox_create_session", name="first")
+pooled = server.tool("sandbox_create_session", name="first")
 took = time.monotonic() - start
 first = pooled["session_id"]
 state = json.loads(server.python(first, PROBE)["stdout"])
@@ -258,9 +229,9 @@ check("SANDBOX_AGENT_PRELOAD" not in state["env"], "the preload variable is not 
 print("     (create from the pool took %.1f ms)" % (took * 1000))
 
 # Sessions of other limits start cold, with exactly those limits and no preload.
-other, _ = server.tool("sandbox_create_session", memory_limit="256m")
+other = server.tool("sandbox_create_session", memory_limit="256m")
 other_state = json.loads(server.python(other["session_id"], PROBE)["stdout"])
-status, _ = server.tool("sandbox_session_status", session_id=other["session_id"])
+status = server.tool("sandbox_session_status", session_id=other["session_id"])
 check("256" in json.dumps(status.get("limits")) or "268435456" in json.dumps(status.get("limits")),
       "other limits get exactly those: %s" % status.get("limits"))
 check(other_state["modules"] == [], "a cold session of other limits has no preload")
@@ -277,7 +248,7 @@ server.tool("sandbox_close_session", session_id=other["session_id"])
 server.python(first, "open('/mnt/data/mine.txt', 'w').write('x'); open('/tmp/mine', 'w').write('x'); secret = 1")
 seen = set([first])
 for _ in range(3):
-    again, _ = server.tool("sandbox_create_session")
+    again = server.tool("sandbox_create_session")
     check(again["session_id"] not in seen, "a new session id each time")
     seen.add(again["session_id"])
     look = json.loads(server.python(again["session_id"], PROBE)["stdout"])
@@ -302,7 +273,7 @@ check(back.get("stdout", "").strip() == "True False",
 # The pool refills, and replaces a pooled sandbox killed from outside.
 pool = server.wait_ready(2)
 check(pool["ready"] == 2, "the pool refills to 2: %s" % pool)
-sessions = {s["session_id"] for s in server.tool("sandbox_list_sessions")[0]["sessions"]}
+sessions = {s["session_id"] for s in server.tool("sandbox_list_sessions")["sessions"]}
 pooled_ids = [sid for sid in records() if sid not in sessions]
 check(len(pooled_ids) == 2, "2 pooled sandboxes have records (swept like sessions): %s" % pooled_ids)
 # Pooled sandboxes wait at background CPU priority; a claimed one runs at the normal one.
@@ -321,7 +292,7 @@ if pooled_ids:
     time.sleep(0.5)
     fine = []
     for _ in range(2):
-        taken, _ = server.tool("sandbox_create_session")
+        taken = server.tool("sandbox_create_session")
         run = server.python(taken["session_id"], "print(6 * 7)")
         fine.append(run.get("stdout", "").strip() == "42")
     check(all(fine), "sessions are served after a pooled sandbox was killed")
@@ -330,7 +301,7 @@ if pooled_ids:
 
 # Shutdown leaves nothing: no record, no sandbox process (no container).
 pids = records()
-check(server.stop() == 0, "the server exits cleanly")
+check(server.close() == 0, "the server exits cleanly")
 check(records() == {}, "no record left after shutdown: %s" % records())
 check(not any(alive(pid) for pid in pids.values()), "no sandbox process left after shutdown")
 
@@ -341,18 +312,8 @@ check(not any(alive(pid) for pid in pids.values()), "no sandbox process left aft
 # wait for the preload, and its zygote never imports during a call (issue #28).
 server = Server("--pool-size", "1")
 server.wait_ready(1)
-pair = []
-for _ in range(2):
-    request_id = next(server.ids)
-    pair.append(request_id)
-    server.proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-        "params": {"name": "sandbox_create_session", "arguments": {}}}).encode() + b"\n")
-server.proc.stdin.flush()
-answers = {}
-while len(answers) < 2:
-    message = json.loads(server.proc.stdout.readline())
-    if message.get("id") in pair:
-        answers[message["id"]] = message["result"]["structuredContent"]["session_id"]
+pair = [server.send_tool("sandbox_create_session") for _ in range(2)]
+answers = {request_id: server.tool_result(request_id)["session_id"] for request_id in pair}
 check(server.pool()["claimed"] == 1, "two creates against a pool of 1: one pooled, one cold")
 started = records()
 priorities = {sid: cpu_priority(sandbox_pid(started[sid])) for sid in answers.values()}
@@ -384,7 +345,7 @@ if cold:
     # session's nor its own. What the kernel holds is read: the cgroup's cpu.shares / cpu.weight
     # and the zygote's process state.
     other = [sid for sid in answers.values() if sid != cold][0]
-    busy = server.send("tools/call", {"name": "sandbox_run_python", "arguments": {
+    busy = server.send_request("tools/call", {"name": "sandbox_run_python", "arguments": {
         "session_id": other, "code": "import time; time.sleep(8)"}})
     busy_since = time.monotonic()
     zygote = find_zygote(cold_init, 6)
@@ -400,7 +361,7 @@ if cold:
         check(in_flight and during_other[1] <= 2 and zygote_state in ("R", "S", "D"),
               "while another session's call runs, the cold session's zygote imports at background "
               "CPU priority: %s, state %s, that call in flight: %s" % (during_other, zygote_state, in_flight))
-        own = server.send("tools/call", {"name": "sandbox_run_python", "arguments": {
+        own = server.send_request("tools/call", {"name": "sandbox_run_python", "arguments": {
             "session_id": cold, "code": "import time; time.sleep(1.5)"}})
         time.sleep(0.5)
         during_own = cpu_priority(cold_init)
@@ -408,10 +369,10 @@ if cold:
         check(during_own[1] in (39, 100, 1024) and zygote_state == "T",
               "during its own call the session runs at normal CPU priority and its zygote, still "
               "importing, is stopped: %s, state %s" % (during_own, zygote_state))
-        server.answer(own)
+        server.wait_for(own)
         after_own = cpu_priority(cold_init)
         check(after_own[1] <= 2, "back at background priority after that call: %s" % (after_own,))
-    server.answer(busy)
+    server.wait_for(busy)
     deadline, preloaded = time.time() + 90, False
     while not preloaded and time.time() < deadline:
         out = server.python(cold, "import sys; print('pandas' in sys.modules)", fresh=True)
@@ -422,16 +383,16 @@ if cold:
     settled = cpu_priority(cold_init)
     check(settled is not None and settled[1] in (39, 100, 1024),
           "at normal CPU priority for good once its preload is in place: %s" % (settled,))
-server.stop()
+server.close()
 
 # --- Pool 0: as before ------------------------------------------------------------------------
 server = Server("--pool-size", "0")
 check(server.pool() is None, "no pool line with --pool-size 0")
-cold, _ = server.tool("sandbox_create_session")
+cold = server.tool("sandbox_create_session")
 look = json.loads(server.python(cold["session_id"], PROBE)["stdout"])
 check(look["modules"] == [], "pool 0: no preload")
 check(len(records()) == 1, "pool 0: one sandbox, the session's")
-server.stop()
+server.close()
 
 # --- A crash: the next `sessions gc` sweeps the pooled sandboxes too --------------------------
 server = Server("--pool-size", "1")

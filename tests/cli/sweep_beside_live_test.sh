@@ -11,20 +11,14 @@ set -u
 bin=$1
 load_bench=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
-[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (sandboxes of the shared store)"; exit 77; }
-store=${SANDBOX_SHARED_STORE:-/var/lib/mcp-sandbox}
-"$bin" image ls 2>/dev/null | grep -q '^python ' ||
-  { echo "SKIPPED: the default image (python) is not in the store"; exit 77; }
 source "$root/tools/lib/http_server_url.sh"
-
 work_template=/tmp/mcp-sweep-test.XXXXXX
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh"
-mkdir -p "$work/state"
-for part in images archives; do
-  [ -e "$store/$part" ] && ln -s "$store/$part" "$work/state/$part"
-done
-export SANDBOX_STATE_DIR=$work/state SANDBOX_IMAGE=python SANDBOX_LOG_FILE=
+skip_unless_root "sandboxes of the shared store"
+skip_unless_image "$bin" python
+borrow_shared_store "$work/state"
+export SANDBOX_IMAGE=python SANDBOX_LOG_FILE=
 
 # The cgroup parent groups of this state dir's servers (doctor names them; a sweep removes them
 # whenever the server has no session, and the server makes them again for its next one).

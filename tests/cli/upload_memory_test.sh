@@ -6,29 +6,23 @@
 # Usage: upload_memory_test.sh /path/to/mcp-sandbox
 set -u
 bin=$1
-[ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (sandboxes of the shared store)"; exit 77; }
-"$bin" image ls 2>/dev/null | grep -q '^python-small ' ||
-  { echo "SKIPPED: the python-small image is not in the store (tools/test builds it)"; exit 77; }
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+skip_unless_root "sandboxes of the shared store"
+skip_unless_image "$bin" python-small
 export SANDBOX_IMAGE=python-small SANDBOX_LOG_LEVEL=warn
-exec python3 - "$bin" <<'PY'
-import base64, json, os, subprocess, sys
+# The stdio client is tests/support/mcp_stdio.py.
+export PYTHONPATH=$(cd "$(dirname "$0")/../support" && pwd)${PYTHONPATH:+:$PYTHONPATH}
+python3 - "$bin" <<'PY'
+import base64, os, sys
 
-server = subprocess.Popen([sys.argv[1], "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-ids = iter(range(1, 1000))
+import mcp_stdio
 
-def call(method, params):
-    request_id = next(ids)
-    line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-    server.stdin.write(line.encode() + b"\n")
-    server.stdin.flush()
-    while True:
-        message = json.loads(server.stdout.readline())
-        if message.get("id") == request_id:
-            return message
+server = mcp_stdio.Server(sys.argv[1], client_name="upload-memory-test")
 
 def memory():
     fields = {}
-    with open("/proc/%d/status" % server.pid) as status:
+    with open("/proc/%d/status" % server.proc.pid) as status:
         for line in status:
             key, _, value = line.partition(":")
             if key in ("VmHWM", "VmRSS"):
@@ -39,26 +33,23 @@ def upload(name, content, session=None):
     arguments = {"filename": name, "content": content}
     if session:
         arguments["session_id"] = session
-    answer = call("tools/call", {"name": "sandbox_upload_file", "arguments": arguments})
-    if answer.get("result", {}).get("isError") or "error" in answer:
-        print("FAIL upload of %s: %s" % (name, json.dumps(answer)[:500]))
+    result = server.tool_result(server.send_tool("sandbox_upload_file", **arguments))
+    if result["isError"]:
+        print("FAIL upload of %s: %s" % (name, str(result)[:500]))
         sys.exit(1)
-    return answer["result"]["structuredContent"]
+    return result
 
-call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                    "clientInfo": {"name": "upload-memory-test", "version": "1"}})
 session = upload("small.bin", "AAAA")["session_id"]
 upload("warm.bin", base64.b64encode(os.urandom(1 << 20)).decode(), session)  # warm the path
-with open("/proc/%d/clear_refs" % server.pid, "w") as f:
+with open("/proc/%d/clear_refs" % server.proc.pid, "w") as f:
     f.write("5")  # resets VmHWM to the current RSS
 before = memory()
 size = 40_000_000
 content = base64.b64encode(os.urandom(size)).decode()
 upload("big.bin", content, session)
 after = memory()
-call("tools/call", {"name": "sandbox_close_session", "arguments": {"session_id": session}})
-server.stdin.close()
-server.wait(timeout=60)
+server.tool("sandbox_close_session", session_id=session)
+server.close()
 
 growth = after["VmHWM"] - before["VmRSS"]
 ratio = growth / len(content)

@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import { freePort } from './lib/free_port.mjs';
 import { BIN, callError, callOk, runtimeStatus, startHttp, tempDir } from './lib/harness.mjs';
 
 const TOKEN = 'metrics-e2e-token-7f3a9c';
@@ -41,17 +41,6 @@ function backends() {
   if (doctor.docker?.api_ok) list.push('docker');
   else console.log(`# metrics on the docker backend skipped: ${doctor.docker?.detail ?? 'no daemon'}`);
   return list;
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -8,7 +8,6 @@
 // refused with the right status before anything runs; a key rotation is followed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import {
@@ -18,17 +17,13 @@ import {
 import { ClientCredentialsProvider as LegacyClientCredentials } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import Provider from 'oidc-provider';
 
 import { runtimeStatus, spawnHttpServer, text } from './lib/harness.mjs';
+import { OidcIssuer, signingKey } from './lib/oidc_issuer.mjs';
 
 const runtime = runtimeStatus();
 const rtest = (name, fn) => test(name, { skip: runtime.ok ? false : runtime.reason }, fn);
 
-function signingKey(kid) {
-  const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-  return { kid, privateKey, publicKey, jwk: { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' } };
-}
 const K1 = signingKey('k1');
 const K2 = signingKey('k2');  // published only after the rotation
 
@@ -39,62 +34,13 @@ function signJwt(header, payload, key) {
 }
 const now = () => Math.floor(Date.now() / 1000);
 
-// The provider, (re)started on one port with the keys it publishes (the first one signs).
-class Issuer {
-  async start(keys) {
-    if (!this.port) {
-      // The issuer's URL names its port, so the port is chosen before the provider exists.
-      const probe = net.createServer().listen(0, '127.0.0.1');
-      await new Promise((resolve) => probe.once('listening', resolve));
-      this.port = probe.address().port;
-      await new Promise((resolve) => probe.close(resolve));
-    }
-    const provider = new Provider(`http://127.0.0.1:${this.port}`, {
-      clients: ['alice', 'bob', 'carol'].map((id) => ({
-        // client_secret_basic: what the SDKs' ClientCredentialsProvider sends (and RFC 6749 §2.3.1's
-        // one method every server has).
-        client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'],
-        redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_basic',
-      })),
-      jwks: { keys: keys.map((key) => key.jwk) },
-      // carol's tokens carry a quota of their own (SANDBOX_OAUTH_QUOTA_CLAIM), above the settings'.
-      extraTokenClaims: async (ctx, token) => (token.clientId === 'carol'
-        ? { sandbox_quota: { max_sessions: 3, memory: '4096g' } } : undefined),
-      scopes: ['sandbox'],
-      features: {
-        devInteractions: { enabled: false },
-        clientCredentials: { enabled: true },
-        resourceIndicators: {
-          enabled: true,
-          defaultResource: () => undefined,
-          useGrantedResource: () => true,
-          getResourceServerInfo: (ctx, resource) => ({
-            scope: 'sandbox', audience: resource, accessTokenTTL: 300, accessTokenFormat: 'jwt',
-          }),
-        },
-      },
-    });
-    this.server = provider.listen(this.port, '127.0.0.1');
-    await new Promise((resolve) => this.server.once('listening', resolve));
-    this.url = `http://127.0.0.1:${this.port}`;
-  }
-  async stop() {
-    await new Promise((resolve) => this.server.close(resolve));
-    this.server.closeAllConnections?.();
-  }
-  // An access token from the token endpoint (client credentials, RFC 8707 resource).
-  async token(client, resource, scope = 'sandbox') {
-    const body = new URLSearchParams({ grant_type: 'client_credentials', resource });
-    if (scope) body.set('scope', scope);
-    const basic = Buffer.from(`${client}:${client}-secret`).toString('base64');
-    const response = await fetch(`${this.url}/token`, {
-      method: 'POST', body, headers: { Authorization: `Basic ${basic}` },
-    });
-    const json = await response.json();
-    assert.equal(response.status, 200, JSON.stringify(json));
-    return json.access_token;
-  }
-}
+// The provider's clients: alice and bob, and carol, whose tokens carry a quota of their own
+// (SANDBOX_OAUTH_QUOTA_CLAIM), above the settings'.
+const newIssuer = () => new OidcIssuer({
+  clients: ['alice', 'bob', 'carol'],
+  extraTokenClaims: async (ctx, token) => (token.clientId === 'carol'
+    ? { sandbox_quota: { max_sessions: 3, memory: '4096g' } } : undefined),
+});
 
 // `auth` is a token (sent as is) or an SDK auth provider (the SDK gets its own tokens).
 async function connect(era, url, auth, fetchFn = undefined) {
@@ -130,7 +76,7 @@ async function callOk(client, name, args) {
 }
 
 describe('OAuth 2.1 resource server against oidc-provider', () => {
-  const issuer = new Issuer();
+  const issuer = newIssuer();
   let server;
   let tokens;
   const clients = [];

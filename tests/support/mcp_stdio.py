@@ -46,7 +46,8 @@ class Server:
     def request(self, method, params):
         return self.wait_for(self.send_request(method, params))
 
-    def send_tool(self, name, **arguments):
+    # `name` is positional-only: a tool's own arguments may include "name" (sandbox_create_session).
+    def send_tool(self, name, /, **arguments):
         return self.send_request("tools/call", {"name": name, "arguments": arguments})
 
     def tool_result(self, request_id):
@@ -58,7 +59,7 @@ class Server:
         structured["isError"] = answer["result"].get("isError", False)
         return structured
 
-    def tool(self, name, **arguments):
+    def tool(self, name, /, **arguments):
         """A tool's structuredContent; raises on a JSON-RPC error (not on a tool error)."""
         answer = self.request("tools/call", {"name": name, "arguments": arguments})
         if "result" not in answer:

@@ -243,16 +243,7 @@ int ImageCommand(const Argv& argv) {
   if (verb == "import") return ImportVerb(rest);
   if (verb == "ls" || verb == "list") return ListVerb(rest);
   if (verb == "rm" || verb == "remove") return RemoveVerb(rest);
-  if (verb == "build") {
-    // The recipe parses its own flags; only --state-dir also picks the store here.
-    std::string state_dir = rootfs::ImageStore::DefaultStateDir();
-    for (size_t i = 0; i < rest.size(); ++i) {
-      if (rest[i] == "--state-dir" && i + 1 < rest.size()) state_dir = rest[i + 1];
-      if (rest[i].rfind("--state-dir=", 0) == 0) state_dir = rest[i].substr(12);
-    }
-    rootfs::ImageStore store(state_dir);
-    return ImageBuildCommand(rest, store);
-  }
+  if (verb == "build") return ImageBuildCommand(rest);
   std::cerr << "mcp-sandbox image: unknown verb '" << verb << "' (see mcp-sandbox image --help)\n";
   return kExitUsage;
 }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -18,7 +19,7 @@
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
 #include "runtime/base/units.h"
-#include "tools/cli/commands.h"
+#include "tools/cli/image_build_command.h"
 
 namespace sandbox::cli {
 namespace {
@@ -210,7 +211,7 @@ std::string ShortDigest(const std::string& digest) { return digest.substr(0, 19)
 
 }  // namespace
 
-int ImageBuildCommand(const Argv& args, rootfs::ImageStore& store) {
+int ImageBuildCommand(const std::vector<std::string>& args, rootfs::ImageStore& store) {
   CommandFlags flags;
   if (int code = ParseBuildFlags(args, &flags); code != 0) return code;
   if (flags.help) {
@@ -272,6 +273,17 @@ int ImageBuildCommand(const Argv& args, rootfs::ImageStore& store) {
                            options.suite, FormatBytes(imported->size_bytes), how, built->reference,
                            FormatBytes(built->archive_bytes), built->archive_path);
   return 0;
+}
+
+int ImageBuildCommand(const std::vector<std::string>& args) {
+  // The recipe parses its own flags; only --state-dir also picks the store here.
+  std::string state_dir = ImageStore::DefaultStateDir();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--state-dir" && i + 1 < args.size()) state_dir = args[i + 1];
+    if (args[i].rfind("--state-dir=", 0) == 0) state_dir = args[i].substr(12);
+  }
+  ImageStore store(state_dir);
+  return ImageBuildCommand(args, store);
 }
 
 }  // namespace sandbox::cli

@@ -9,6 +9,7 @@
 
 #include "mcp/resources.h"
 #include "mcp/tool.h"
+#include "tools/cli/image_build_command.h"
 
 namespace sandbox::rootfs {
 class ImageStore;
@@ -30,10 +31,5 @@ int RunCommand(const Argv& args);
 int ImageCommand(const Argv& args);
 int DoctorCommand(const Argv& args);
 int SessionsCommand(const Argv& args);
-
-// `image build`, called by ImageCommand with the store it opened (cmd_image_build.cc): does
-// nothing (and says so) when the store already has the image of the current recipe, unless
-// --rebuild.
-int ImageBuildCommand(const Argv& args, rootfs::ImageStore& store);
 
 }  // namespace sandbox::cli

@@ -12,12 +12,11 @@
 //     and over HTTP, in alternating rounds so load on the host hits both alike.
 // Environment: MCP_SANDBOX_BIN, BENCH_STDIO_CALLS (500), BENCH_HTTP_SESSIONS (50),
 // BENCH_HTTP_CALLS (20), BENCH_ERA_CALLS (400 per era and transport).
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
-import readline from 'node:readline';
 
-import { BIN, callOk, connectHttp, spawnHttpServer } from '../lib/harness.mjs';
+import { callOk, connectHttp, spawnHttpServer } from '../lib/harness.mjs';
+import { RawStdioClient } from '../lib/raw_stdio_client.mjs';
 
 const STDIO_CALLS = Number(process.env.BENCH_STDIO_CALLS ?? 500);
 const HTTP_SESSIONS = Number(process.env.BENCH_HTTP_SESSIONS ?? 50);
@@ -48,45 +47,9 @@ function summary(samples) {
 
 const ms = (value) => (Number.isFinite(value) ? value.toFixed(2) : 'n/a');
 
-// A raw JSON-RPC client on the stdio pipes of `mcp-sandbox serve`.
-class RawStdioClient {
-  constructor() {
-    this.proc = spawn(BIN, ['serve'], {
-      env: { ...process.env, SANDBOX_LOG_LEVEL: 'warn' },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    this.pending = new Map();
-    this.nextId = 1;
-    readline.createInterface({ input: this.proc.stdout }).on('line', (line) => {
-      const message = JSON.parse(line);
-      if (message.id === undefined || message.id === null) return;
-      const resolve = this.pending.get(message.id);
-      this.pending.delete(message.id);
-      resolve?.(message);
-    });
-  }
-  request(method, params) {
-    const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      this.proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
-    });
-  }
-  notify(method, params) {
-    this.proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method, params })}\n`);
-  }
-  async close() {
-    this.proc.stdin.end();
-    await new Promise((resolve) => this.proc.on('exit', resolve));
-  }
-}
-
 async function stdioBench() {
   const client = new RawStdioClient();
-  await client.request('initialize', {
-    protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' },
-  });
-  client.notify('notifications/initialized', {});
+  await client.initialize();
   const first = await client.request('tools/call', { name: 'sandbox_run_python', arguments: { code: 'print(1)' } });
   if (first.result?.isError) throw new Error(`run_python failed: ${JSON.stringify(first.result)}`);
   const session = first.result.structuredContent.session_id;
@@ -243,8 +206,7 @@ async function eraBench() {
     samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
   };
   const stdio = new RawStdioClient();
-  await stdio.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
-  stdio.notify('notifications/initialized', {});
+  await stdio.initialize();
   const first = await stdio.request('tools/call', { name: 'sandbox_run_python', arguments: { code: 'print(1)' } });
   const stdioSession = first.result.structuredContent.session_id;
   const server = await spawnHttpServer();

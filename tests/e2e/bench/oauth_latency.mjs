@@ -6,64 +6,25 @@
 // with a cached JWKS adds (target <= 0.1 ms). Prints markdown rows:
 // | measurement | n | p50 ms | p90 ms | p99 ms |. Needs no sandbox runtime.
 // Environment: MCP_SANDBOX_BIN, BENCH_OAUTH_CALLS (2000 per token kind).
-import crypto from 'node:crypto';
 import http from 'node:http';
-import net from 'node:net';
-
-import Provider from 'oidc-provider';
 
 import { spawnHttpServer } from '../lib/harness.mjs';
+import { OidcIssuer, signingKey } from '../lib/oidc_issuer.mjs';
 
 const CALLS = Number(process.env.BENCH_OAUTH_CALLS ?? 2000);
 const STATIC = 'bench-static-token-0123456789abcdef';
 
-async function freePort() {
-  const probe = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => probe.once('listening', resolve));
-  const { port } = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
-const issuerPort = await freePort();
-const issuerUrl = `http://127.0.0.1:${issuerPort}`;
-const provider = new Provider(issuerUrl, {
-  clients: [{
-    client_id: 'bench', client_secret: 'bench-secret', grant_types: ['client_credentials'],
-    redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_basic',
-  }],
-  // A key of its own (RS256, as most IdPs sign), not the provider's development keys.
-  jwks: { keys: [{ ...crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }), kid: 'bench', alg: 'RS256', use: 'sig' }] },
-  scopes: ['sandbox'],
-  ttl: { ClientCredentials: 3600 },  // set, so the provider prints no notice into the table
-  features: {
-    devInteractions: { enabled: false },
-    clientCredentials: { enabled: true },
-    resourceIndicators: {
-      enabled: true,
-      defaultResource: () => undefined,
-      useGrantedResource: () => true,
-      getResourceServerInfo: (ctx, resource) => ({
-        scope: 'sandbox', audience: resource, accessTokenTTL: 3600, accessTokenFormat: 'jwt',
-      }),
-    },
-  },
-});
-const issuer = provider.listen(issuerPort, '127.0.0.1');
-await new Promise((resolve) => issuer.once('listening', resolve));
+const issuer = new OidcIssuer({ clients: ['bench'], accessTokenTTL: 3600 });
+// A key of its own (RS256, as most IdPs sign), not the provider's development keys.
+await issuer.start([signingKey('bench')]);
 
 const server = await spawnHttpServer({
   SANDBOX_AUTH_TOKEN: STATIC,
-  SANDBOX_OAUTH_ISSUER: issuerUrl,
+  SANDBOX_OAUTH_ISSUER: issuer.url,
   SANDBOX_OAUTH_SCOPES: 'sandbox',
 });
 try {
-  const body = new URLSearchParams({ grant_type: 'client_credentials', resource: server.url, scope: 'sandbox' });
-  const granted = await fetch(`${issuerUrl}/token`, {
-    method: 'POST', body, headers: { Authorization: `Basic ${Buffer.from('bench:bench-secret').toString('base64')}` },
-  });
-  const jwt = (await granted.json()).access_token;
-  if (!jwt) throw new Error(`no token from the provider (${granted.status})`);
+  const jwt = await issuer.token('bench', server.url);
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const payload = JSON.stringify({
@@ -109,6 +70,5 @@ try {
   agent.destroy();
 } finally {
   await server.stop();
-  await new Promise((resolve) => issuer.close(resolve));
-  issuer.closeAllConnections?.();
+  await issuer.stop();
 }

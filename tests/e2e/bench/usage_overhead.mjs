@@ -7,12 +7,10 @@
 //     sessions (BENCH_SCRAPE_SESSIONS, 500), against the same server with none (target <= 10 ms).
 // Environment: MCP_SANDBOX_BIN, BENCH_USAGE_CALLS (1000 per server), BENCH_SCRAPE_SESSIONS (500),
 // BENCH_SCRAPES (200).
-import { spawn } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
-import readline from 'node:readline';
 
-import { BIN } from '../lib/harness.mjs';
+import { freePort } from '../lib/free_port.mjs';
+import { RawStdioClient } from '../lib/raw_stdio_client.mjs';
 
 const CALLS = Number(process.env.BENCH_USAGE_CALLS ?? 1000);
 const SESSIONS = Number(process.env.BENCH_SCRAPE_SESSIONS ?? 500);
@@ -26,58 +24,11 @@ function summary(samples) {
 const row = (label, s, note = '') => console.log(
   `| ${label} | ${s.n} | ${s.p50.toFixed(3)} | ${s.p90.toFixed(3)} | ${s.p99.toFixed(3)} | ${note} |`);
 
-async function freePort() {
-  const probe = net.createServer().listen(0, '127.0.0.1');
-  await new Promise((resolve) => probe.once('listening', resolve));
-  const { port } = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
-// `mcp-sandbox serve` over stdio, driven with raw JSON-RPC lines.
-class StdioServer {
-  constructor(env) {
-    this.proc = spawn(BIN, ['serve'], {
-      env: { ...process.env, SANDBOX_LOG_LEVEL: 'warn', ...env }, stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    this.pending = new Map();
-    this.nextId = 1;
-    readline.createInterface({ input: this.proc.stdout }).on('line', (line) => {
-      const message = JSON.parse(line);
-      const resolve = this.pending.get(message.id);
-      this.pending.delete(message.id);
-      resolve?.(message);
-    });
-  }
-  request(method, params) {
-    const id = this.nextId++;
-    return new Promise((resolve) => {
-      this.pending.set(id, resolve);
-      this.proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
-    });
-  }
-  async start() {
-    await this.request('initialize', {
-      protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' },
-    });
-    this.proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\n`);
-  }
-  async tool(name, args) {
-    const response = await this.request('tools/call', { name, arguments: args });
-    if (response.error || response.result?.isError) throw new Error(JSON.stringify(response));
-    return response.result.structuredContent;
-  }
-  async close() {
-    this.proc.stdin.end();
-    await new Promise((resolve) => this.proc.on('exit', resolve));
-  }
-}
-
 async function runOverhead() {
-  const servers = { on: new StdioServer({ SANDBOX_USAGE: 'on' }), off: new StdioServer({ SANDBOX_USAGE: 'off' }) };
+  const servers = { on: new RawStdioClient({ SANDBOX_USAGE: 'on' }), off: new RawStdioClient({ SANDBOX_USAGE: 'off' }) };
   const sessions = {};
   for (const [mode, server] of Object.entries(servers)) {
-    await server.start();
+    await server.initialize();
     sessions[mode] = (await server.tool('sandbox_run_python', { code: 'print(1)' })).session_id;
   }
   const run = async (mode) => {
@@ -134,11 +85,11 @@ async function scrapeTimes(port) {
 
 async function runScrape() {
   const port = await freePort();
-  const server = new StdioServer({
+  const server = new RawStdioClient({
     SANDBOX_METRICS_ADDR: `127.0.0.1:${port}`, SANDBOX_MAX_SESSIONS: String(SESSIONS + 10),
     SANDBOX_MEMORY_LIMIT: process.env.BENCH_SCRAPE_MEMORY ?? '64m', SANDBOX_IMAGE: process.env.SANDBOX_IMAGE ?? 'python-small',
   });
-  await server.start();
+  await server.initialize();
   const empty = await scrapeTimes(port);
   row('GET /metrics, 0 sessions (ms)', empty.stats, `${empty.bytes} bytes`);
   // Sessions started four at a time (each is a sandbox with its Python worker).

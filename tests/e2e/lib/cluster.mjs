@@ -16,6 +16,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
+import { freePort } from './free_port.mjs';
 import { BIN, ROOT, text } from './harness.mjs';
 
 export const RENDER = path.join(ROOT, 'tools/deploy/haproxy/render.sh');
@@ -82,17 +83,6 @@ function captureText(stream, sink) {
   stream?.on('data', (chunk) => {
     sink.text += chunk;
     if (sink.text.length > 4 << 20) sink.text = sink.text.slice(-(2 << 20));
-  });
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
   });
 }
 
