@@ -307,9 +307,9 @@ check(not any(alive(pid) for pid in pids.values()), "no sandbox process left aft
 
 # --- Beyond the pool: a session of the pool's kind started cold ------------------------------
 # Two creates at once against a pool of 1: one takes the pooled sandbox, the other starts cold.
-# The cold one waits at background CPU priority (its zygote imports the preload a moment later),
-# raised for each of its calls only until its worker has the preload; its first call does not
-# wait for the preload, and its zygote never imports during a call (issue #28).
+# Once its zygote is due (a moment after its start) the cold one waits at background CPU
+# priority, raised for each of its calls only until its worker has the preload; its first call
+# does not wait for the preload, and its zygote never imports during a call (issue #28).
 server = Server("--pool-size", "1")
 server.wait_ready(1)
 pair = [server.send_tool("sandbox_create_session") for _ in range(2)]
