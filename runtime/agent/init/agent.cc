@@ -322,7 +322,8 @@ void Agent::HandleInput() {
   }
 }
 
-void Agent::HandleRequest(const Json& request) {
+void Agent::HandleRequest(const Message& message) {
+  const Json& request = message.json;
   uint64_t id = GetUint(request, "id");
   std::string type = GetString(request, "type");
   if (type == "run") {
@@ -330,7 +331,8 @@ void Agent::HandleRequest(const Json& request) {
   } else if (type == "cancel") {
     HandleCancel(id);
   } else if (FileService::Handles(type)) {
-    Send(file_service_.Handle(id, type, request));
+    Message answer = file_service_.Handle(id, type, message);
+    Send(answer.json, answer.payload);
   } else if (type == "warm") {
     HandleWarm(id);
   } else if (type == "shutdown") {
@@ -450,7 +452,7 @@ void Agent::HandleControl(Proc& proc) {
       return;
     }
     if (!next->has_value()) break;
-    const Json& message = **next;
+    const Json& message = (*next)->json;
     std::string type = GetString(message, "type");
     if (type == "ready") {
       proc.ready = true;
@@ -807,9 +809,9 @@ void Agent::FailRun(const Error& error) {
 
 // --- to the host -----------------------------------------------------------------------------
 
-void Agent::Send(const Json& message) {
-  std::string frame = EncodeFrame(message);
-  if (frame.size() - 4 > kMaxFrameBytes) {
+void Agent::Send(const Json& message, std::string_view payload) {
+  std::string frame = payload.empty() ? EncodeFrame(message) : EncodeFrame(message, payload);
+  if (ExceedsFrameLimit(frame)) {
     // The host would stop trusting the stream: answer with an error that fits instead.
     Log("an answer of " + std::to_string(frame.size()) + " bytes exceeds the frame limit");
     frame = EncodeFrame(Json{{"type", "error"},

@@ -92,7 +92,7 @@ class Agent {
   Result<std::unique_ptr<Proc>> SpawnWorker(Proc::Role role, bool warm_up = false);
 
   void HandleInput();
-  void HandleRequest(const Json& request);
+  void HandleRequest(const Message& request);
   void HandleRun(uint64_t id, const Json& request);
   void HandleCancel(uint64_t id);
   void HandleWarm(uint64_t id);
@@ -134,7 +134,8 @@ class Agent {
   void FinishRun(Json result);
   void FailRun(const Error& error);
 
-  void Send(const Json& message);
+  // A non-empty payload goes as a binary frame after the message (read_file's content).
+  void Send(const Json& message, std::string_view payload = {});
   void SendError(uint64_t id, const Error& error);
   void SendHello();
 

@@ -5,14 +5,14 @@
 #include <utility>
 
 #include "runtime/agent/mime.h"
-#include "runtime/base/base64.h"
 
 namespace sandbox::agent {
 
 namespace {
 
-// The largest chunk one read_file answer carries (the host asks for less).
-constexpr uint64_t kMaxReadChunk = uint64_t{8} << 20;
+// The largest chunk one read_file answer carries. init holds it twice while it sends it (read,
+// then framed), inside the sandbox's memory limit.
+constexpr uint64_t kMaxReadChunk = kFileChunkBytes;
 constexpr size_t kMaxListEntries = 20000;
 
 Json FileEntryJson(const FileEntry& entry) {
@@ -43,15 +43,16 @@ bool FileService::Handles(std::string_view type) {
   return std::find(kTypes.begin(), kTypes.end(), type) != kTypes.end();
 }
 
-Json FileService::Handle(uint64_t id, std::string_view type, const Json& request) {
-  if (type == "write_open") return WriteOpen(id, request);
-  if (type == "write_chunk") return WriteChunk(id, request);
-  if (type == "write_commit") return WriteCommit(id, request);
-  if (type == "write_abort") return WriteAbort(id, request);
-  if (type == "read_file") return ReadFile(id, request);
-  if (type == "stat") return Stat(id, request);
-  if (type == "list") return List(id, request);
-  return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "not a file request"));
+Message FileService::Handle(uint64_t id, std::string_view type, const Message& request) {
+  auto answer = [](Json json) { return Message{std::move(json), {}}; };
+  if (type == "write_open") return answer(WriteOpen(id, request.json));
+  if (type == "write_chunk") return answer(WriteChunk(id, request));
+  if (type == "write_commit") return answer(WriteCommit(id, request.json));
+  if (type == "write_abort") return answer(WriteAbort(id, request.json));
+  if (type == "read_file") return ReadFile(id, request.json);
+  if (type == "stat") return answer(Stat(id, request.json));
+  if (type == "list") return answer(List(id, request.json));
+  return answer(ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "not a file request")));
 }
 
 Json FileService::WriteOpen(uint64_t id, const Json& request) {
@@ -70,14 +71,18 @@ PendingWrite* FileService::FindWrite(const Json& request) {
   return &*write_;
 }
 
-Json FileService::WriteChunk(uint64_t id, const Json& request) {
-  PendingWrite* write = FindWrite(request);
+Json FileService::WriteChunk(uint64_t id, const Message& request) {
+  PendingWrite* write = FindWrite(request.json);
   if (write == nullptr) {
     return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress",
-                                     GetUint(request, "write")));
+                                     GetUint(request.json, "write")));
   }
-  auto content = GetBytes(request, "content");
-  Status appended = content ? write->Append(*content) : Status(tl::unexpected(content.error()));
+  // The content is the payload; a chunk without one is a sender of another protocol version
+  // (content in base64), whose file would come out empty: refused, and the write with it.
+  Status appended =
+      request.json.contains(kPayloadField)
+          ? write->Append(request.payload)
+          : Status(Fail(ErrorCode::kInvalidArgument, "write_chunk without its content"));
   if (!appended) {
     write_.reset();
     return ErrorAnswer(id, appended.error());
@@ -103,17 +108,19 @@ Json FileService::WriteAbort(uint64_t id, const Json& request) {
   return Ok(id);
 }
 
-Json FileService::ReadFile(uint64_t id, const Json& request) {
+Message FileService::ReadFile(uint64_t id, const Json& request) {
   auto chunk = files_.ReadChunk(
       GetString(request, "path"), GetUint(request, "offset"),
       static_cast<size_t>(std::min(GetUint(request, "length", kMaxReadChunk), kMaxReadChunk)),
       GetUint(request, "max_bytes", uint64_t{50} << 20));
-  if (!chunk) return ErrorAnswer(id, chunk.error());
-  Json answer{{"type", "file"},       {"id", id},
-              {"size", chunk->size},  {"eof", chunk->eof},
-              {"dev", chunk->device}, {"ino", chunk->inode}};
-  answer["content"] = Base64Encode(chunk->content);
-  return answer;
+  if (!chunk) return Message{ErrorAnswer(id, chunk.error()), {}};
+  return Message{Json{{"type", "file"},
+                      {"id", id},
+                      {"size", chunk->size},
+                      {"eof", chunk->eof},
+                      {"dev", chunk->device},
+                      {"ino", chunk->inode}},
+                 std::move(chunk->content)};
 }
 
 Json FileService::Stat(uint64_t id, const Json& request) {
