@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/agent/messages.h"
 #include "runtime/agent/run_limits.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/base64.h"
@@ -77,14 +78,15 @@ Result<agent::Message> AgentClient::ReadMessage(Clock::time_point deadline) {
   }
 }
 
-void AgentClient::RecordHello(const Json& hello) {
+void AgentClient::RecordHello(const Json& message) {
   ready_ = true;
-  info_.protocol = static_cast<int>(agent::GetInt(hello, "protocol"));
-  info_.init_pid = static_cast<int>(agent::GetInt(hello, "init_pid"));
-  info_.worker_pid = static_cast<int>(agent::GetInt(hello, "worker_pid"));
-  info_.python_version = agent::GetString(hello, "python");
-  info_.data_dir = agent::GetString(hello, "data_dir");
-  info_.tmp_dir = agent::GetString(hello, "tmp_dir");
+  auto hello = agent::Hello::FromJson(message);
+  info_.protocol = hello.protocol;
+  info_.init_pid = hello.init_pid;
+  info_.worker_pid = hello.worker_pid;
+  info_.python_version = std::move(hello.python);
+  info_.data_dir = std::move(hello.data_dir);
+  info_.tmp_dir = std::move(hello.tmp_dir);
 }
 
 Result<agent::Message> AgentClient::Await(uint64_t id, Clock::time_point deadline,
@@ -280,8 +282,13 @@ Status AgentClient::WaitWarm(std::chrono::milliseconds timeout) {
 
 Result<agent::Message> AgentClient::Call(Json request, const char* expected_type,
                                          std::string_view payload) {
-  uint64_t id = next_id_++;
-  request["id"] = id;
+  request["id"] = next_id_++;
+  return Exchange(request, expected_type, payload);
+}
+
+Result<agent::Message> AgentClient::Exchange(const Json& request, const char* expected_type,
+                                             std::string_view payload) {
+  uint64_t id = agent::GetUint(request, "id");
   SBX_TRY(SendRequest(request, payload));
   SBX_ASSIGN_OR_RETURN(agent::Message answer, Await(id, Clock::now() + kFileOpDeadline, {}));
   if (agent::GetString(answer.json, "type") != expected_type) {
@@ -310,13 +317,14 @@ Status AgentClient::WriteFile(const std::string& path, const ContentSource& cont
   // write_open, one write_chunk per kFileChunkBytes, write_commit: no frame holds more than a
   // chunk, and the host holds at most one chunk framed. Any failure after the open aborts
   // it, so init removes the partial file (as it does when the session ends mid-write).
-  SBX_ASSIGN_OR_RETURN(
-      agent::Message opened,
-      Call(Json{{"type", "write_open"}, {"path", path}, {"overwrite", overwrite}, {"mode", mode}},
-           "ok"));
-  uint64_t write_id = agent::GetUint(opened.json, "id");
+  uint64_t write_id = next_id_++;
+  SBX_TRY(Exchange(
+      agent::WriteOpenRequest{.path = path, .overwrite = overwrite, .mode = mode}.ToJson(write_id),
+      "ok"));
   auto abort = [&](Error error) -> Status {
-    if (broken_.empty()) (void)Call(Json{{"type", "write_abort"}, {"write", write_id}}, "ok");
+    if (broken_.empty()) {
+      (void)Exchange(agent::WriteAbortRequest{.write = write_id}.ToJson(next_id_++), "ok");
+    }
     return tl::unexpected(std::move(error));
   };
   std::string piece;
@@ -325,11 +333,14 @@ Status AgentClient::WriteFile(const std::string& path, const ContentSource& cont
     content(agent::kFileChunkBytes, piece);
     if (piece.empty()) break;
     // The content goes raw, as the request's payload (a binary frame).
-    if (auto sent = Call(Json{{"type", "write_chunk"}, {"write", write_id}}, "ok", piece); !sent) {
+    if (auto sent =
+            Exchange(agent::WriteChunkRequest{.write = write_id}.ToJson(next_id_++), "ok", piece);
+        !sent) {
       return abort(std::move(sent.error()));
     }
   }
-  if (auto committed = Call(Json{{"type", "write_commit"}, {"write", write_id}}, "ok");
+  if (auto committed =
+          Exchange(agent::WriteCommitRequest{.write = write_id}.ToJson(next_id_++), "ok");
       !committed) {
     return abort(std::move(committed.error()));
   }
@@ -345,25 +356,24 @@ Result<std::string> AgentClient::ReadFile(const std::string& path, uint64_t max_
   uint64_t inode = 0;
   for (;;) {
     uint64_t offset = content.size();
-    SBX_ASSIGN_OR_RETURN(agent::Message read, Call(Json{{"type", "read_file"},
-                                                        {"path", path},
-                                                        {"max_bytes", max_bytes},
-                                                        {"offset", offset},
-                                                        {"length", agent::kFileChunkBytes}},
-                                                   "file"));
-    const Json& answer = read.json;
+    SBX_ASSIGN_OR_RETURN(agent::Message read,
+                         Exchange(agent::ReadFileRequest{.path = path,
+                                                         .max_bytes = max_bytes,
+                                                         .offset = offset,
+                                                         .length = agent::kFileChunkBytes}
+                                      .ToJson(next_id_++),
+                                  "file"));
+    auto answer = agent::FileAnswer::FromJson(read.json);
     // The content is the answer's payload (a binary frame; none for an empty chunk).
     const std::string& chunk = read.payload;
     if (chunk.size() > agent::kFileChunkBytes) {
       return Broken("malformed file content from the agent");
     }
-    uint64_t chunk_device = agent::GetUint(answer, "dev");
-    uint64_t chunk_inode = agent::GetUint(answer, "ino");
     if (offset == 0) {
-      device = chunk_device;
-      inode = chunk_inode;
-      content.reserve(static_cast<size_t>(std::min(agent::GetUint(answer, "size"), max_bytes)));
-    } else if (chunk_device != device || chunk_inode != inode) {
+      device = answer.dev;
+      inode = answer.ino;
+      content.reserve(static_cast<size_t>(std::min(answer.size, max_bytes)));
+    } else if (answer.dev != device || answer.ino != inode) {
       // Replaced (e.g. renamed over) between two chunks: the parts would not belong together.
       return Fail(ErrorCode::kInternal, "{} was replaced while it was read; read it again", path);
     }
@@ -373,7 +383,7 @@ Result<std::string> AgentClient::ReadFile(const std::string& path, uint64_t max_
                   max_bytes);
     }
     // An empty chunk ends the file too, so an agent that never says eof cannot loop us forever.
-    if (agent::GetBool(answer, "eof") || chunk.empty()) break;
+    if (answer.eof || chunk.empty()) break;
   }
   return content;
 }

@@ -12,6 +12,7 @@
 
 #include "runtime/agent/init/disk_use.h"
 #include "runtime/agent/init/process_group.h"
+#include "runtime/agent/messages.h"
 #include "runtime/agent/mime.h"
 #include "runtime/agent/run_limits.h"
 #include "runtime/base/base64.h"
@@ -829,14 +830,13 @@ void Agent::SendError(uint64_t id, const Error& error) { Send(ErrorAnswer(id, er
 
 void Agent::SendHello() {
   hello_sent_ = true;
-  Send(Json{{"type", "hello"},
-            {"id", 0},
-            {"protocol", kProtocolVersion},
-            {"init_pid", ::getpid()},
-            {"worker_pid", worker_->child.pid},
-            {"python", worker_->python_version},
-            {"data_dir", config_.data_dir},
-            {"tmp_dir", config_.tmp_dir}});
+  Send(Hello{.protocol = kProtocolVersion,
+             .init_pid = ::getpid(),
+             .worker_pid = worker_->child.pid,
+             .python = worker_->python_version,
+             .data_dir = config_.data_dir,
+             .tmp_dir = config_.tmp_dir}
+           .ToJson());
 }
 
 }  // namespace sandbox::agent

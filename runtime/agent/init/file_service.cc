@@ -4,6 +4,7 @@
 #include <array>
 #include <utility>
 
+#include "runtime/agent/messages.h"
 #include "runtime/agent/mime.h"
 
 namespace sandbox::agent {
@@ -23,7 +24,7 @@ Json FileEntryJson(const FileEntry& entry) {
               {"is_dir", entry.is_dir}};
 }
 
-Json Ok(uint64_t id) { return Json{{"type", "ok"}, {"id", id}}; }
+Json Ok(uint64_t id) { return OkAnswer{.size = std::nullopt}.ToJson(id); }
 
 }  // namespace
 
@@ -57,25 +58,25 @@ Message FileService::Handle(uint64_t id, std::string_view type, const Message& r
 
 Json FileService::WriteOpen(uint64_t id, const Json& request) {
   write_.reset();  // a write the host abandoned: its file goes
-  auto mode = static_cast<uint32_t>(GetUint(request, "mode", 0644));
-  auto write =
-      files_.BeginWrite(GetString(request, "path"), GetBool(request, "overwrite", true), mode);
+  auto open = WriteOpenRequest::FromJson(request);
+  auto write = files_.BeginWrite(open.path, open.overwrite, open.mode);
   if (!write) return ErrorAnswer(id, write.error());
   write_.emplace(std::move(*write));
   write_id_ = id;
   return Ok(id);
 }
 
-PendingWrite* FileService::FindWrite(const Json& request) {
-  if (!write_ || GetUint(request, "write") != write_id_) return nullptr;
+PendingWrite* FileService::FindWrite(uint64_t write_id) {
+  if (!write_ || write_id != write_id_) return nullptr;
   return &*write_;
 }
 
 Json FileService::WriteChunk(uint64_t id, const Message& request) {
-  PendingWrite* write = FindWrite(request.json);
+  auto chunk = WriteChunkRequest::FromJson(request.json);
+  PendingWrite* write = FindWrite(chunk.write);
   if (write == nullptr) {
-    return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress",
-                                     GetUint(request.json, "write")));
+    return ErrorAnswer(
+        id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress", chunk.write));
   }
   // The content is the payload; a chunk without one is a sender of another protocol version
   // (content in base64), whose file would come out empty: refused, and the write with it.
@@ -91,36 +92,34 @@ Json FileService::WriteChunk(uint64_t id, const Message& request) {
 }
 
 Json FileService::WriteCommit(uint64_t id, const Json& request) {
-  PendingWrite* write = FindWrite(request);
+  auto commit = WriteCommitRequest::FromJson(request);
+  PendingWrite* write = FindWrite(commit.write);
   if (write == nullptr) {
-    return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress",
-                                     GetUint(request, "write")));
+    return ErrorAnswer(
+        id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress", commit.write));
   }
   Status committed = write->Commit();
   uint64_t size = write->written();
   write_.reset();
   if (!committed) return ErrorAnswer(id, committed.error());
-  return Json{{"type", "ok"}, {"id", id}, {"size", size}};
+  return OkAnswer{.size = size}.ToJson(id);
 }
 
 Json FileService::WriteAbort(uint64_t id, const Json& request) {
-  if (FindWrite(request) != nullptr) write_.reset();
+  if (FindWrite(WriteAbortRequest::FromJson(request).write) != nullptr) write_.reset();
   return Ok(id);
 }
 
 Message FileService::ReadFile(uint64_t id, const Json& request) {
-  auto chunk = files_.ReadChunk(
-      GetString(request, "path"), GetUint(request, "offset"),
-      static_cast<size_t>(std::min(GetUint(request, "length", kMaxReadChunk), kMaxReadChunk)),
-      GetUint(request, "max_bytes", uint64_t{50} << 20));
+  auto read = ReadFileRequest::FromJson(request);
+  auto chunk =
+      files_.ReadChunk(read.path, read.offset,
+                       static_cast<size_t>(std::min(read.length, kMaxReadChunk)), read.max_bytes);
   if (!chunk) return Message{ErrorAnswer(id, chunk.error()), {}};
-  return Message{Json{{"type", "file"},
-                      {"id", id},
-                      {"size", chunk->size},
-                      {"eof", chunk->eof},
-                      {"dev", chunk->device},
-                      {"ino", chunk->inode}},
-                 std::move(chunk->content)};
+  return Message{
+      FileAnswer{.size = chunk->size, .eof = chunk->eof, .dev = chunk->device, .ino = chunk->inode}
+          .ToJson(id),
+      std::move(chunk->content)};
 }
 
 Json FileService::Stat(uint64_t id, const Json& request) {

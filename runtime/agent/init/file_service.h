@@ -36,8 +36,8 @@ class FileService {
   Message ReadFile(uint64_t id, const Json& request);
   Json Stat(uint64_t id, const Json& request);
   Json List(uint64_t id, const Json& request);
-  // The upload a write_chunk/commit names, or nullptr when it is not the one in progress.
-  PendingWrite* FindWrite(const Json& request);
+  // The upload a write_chunk/commit/abort names, or nullptr when it is not the one in progress.
+  PendingWrite* FindWrite(uint64_t write_id);
 
   FileOps files_;
   // The upload in progress (at most one: the host sends one request at a time), named by the
