@@ -2,6 +2,10 @@
 // (runtime/agent/PROTOCOL.md) on one input and one output fd, supervises the persistent Python
 // worker, fresh workers and shell commands, and reaps every child that ends up with it.
 // Single-threaded: one poll() loop over the protocol fd, a signalfd and the children's pipes.
+// Its definitions are split along the seams: agent.cc (the loop, the requests, what goes to the
+// host), agent_workers.cc (the workers, the zygote, their control channels, reaping),
+// agent_run.cc (the run in flight: start, cancel, timeout, output, result); the file requests
+// are FileService's.
 #pragma once
 
 #include <chrono>
