@@ -47,7 +47,7 @@ void ReadFields(const Json& message) {
   (void)GetUint(message, "offset");
   (void)GetInt(message, "stream");
   (void)ErrorCodeFromName(GetString(message, "code"));
-  for (const char* key : {"data", "stdout", "stderr"}) (void)GetBytes(message, key);
+  for (const char* key : {"stdout", "stderr"}) (void)GetBytes(message, key);
   for (const char* key : {"path", "cwd"}) {
     std::string path = GetString(message, key);
     auto normalized = Files().Normalize(path);

@@ -164,7 +164,7 @@ hello = {"type": "hello", "protocol": 2, "init_pid": 1, "worker_pid": 2, "python
          "data_dir": "/mnt/data", "tmp_dir": "/tmp"}
 answers = [
     hello,
-    {"type": "output", "id": 1, "stream": 1, "data": enc(b"1\n")},
+    {"type": "output", "id": 1, "stream": 1, "payload": b"1\n"},
     {"type": "result", "id": 1, "exit_code": 0, "stdout": enc(b"1\n"), "stderr": "",
      "duration_s": 0.01, "artifacts": [{"path": "/mnt/data/c.png", "size": 3, "mime": "image/png",
                                         "mtime_ms": 1, "is_dir": False}],

@@ -89,8 +89,9 @@ void AgentClient::RecordHello(const Json& message) {
   info_.tmp_dir = std::move(hello.tmp_dir);
 }
 
-Result<agent::Message> AgentClient::Await(uint64_t id, Clock::time_point deadline,
-                                          const std::function<void(const Json&)>& on_event) {
+Result<agent::Message> AgentClient::Await(
+    uint64_t id, Clock::time_point deadline,
+    const std::function<void(const agent::Message&)>& on_event) {
   for (;;) {
     SBX_ASSIGN_OR_RETURN(agent::Message received, ReadMessage(deadline));
     const Json& message = received.json;
@@ -106,7 +107,7 @@ Result<agent::Message> AgentClient::Await(uint64_t id, Clock::time_point deadlin
     }
     if (message_id != id) continue;  // a late answer to an exchange that was abandoned
     if (type == "output") {
-      if (on_event) on_event(message);
+      if (on_event) on_event(received);
       continue;
     }
     if (type == "error") {
@@ -161,12 +162,12 @@ Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallba
   }
 
   size_t delivered[2] = {0, 0};
-  auto on_event = [&](const Json& event) {
-    int64_t stream = agent::GetInt(event, "stream");
-    auto data = agent::GetBytes(event, "data");
-    if ((stream != 1 && stream != 2) || !data) return;
-    delivered[stream - 1] += data->size();
-    if (on_output) on_output(static_cast<int>(stream), *data);
+  auto on_event = [&](const agent::Message& event) {
+    int64_t stream = agent::GetInt(event.json, "stream");
+    if (stream != 1 && stream != 2) return;
+    // The output is the event's payload (a binary frame).
+    delivered[stream - 1] += event.payload.size();
+    if (on_output) on_output(static_cast<int>(stream), event.payload);
   };
   auto awaited = Await(id, deadline, on_event);
   run_id_ = 0;

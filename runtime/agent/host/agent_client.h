@@ -100,9 +100,9 @@ class AgentClient {
   // A non-empty payload goes as a binary frame after the request (write_chunk's content).
   Status SendRequest(const nlohmann::json& request, std::string_view payload = {});
   // Reads until the answer to `id` (skipping stale answers and the hello); an "error" answer
-  // becomes its Error. Output events of `id` go to `on_event`.
+  // becomes its Error. Output events of `id` (their bytes the payload) go to `on_event`.
   Result<agent::Message> Await(uint64_t id, Clock::time_point deadline,
-                               const std::function<void(const nlohmann::json&)>& on_event);
+                               const std::function<void(const agent::Message&)>& on_event);
   Result<agent::Message> ReadMessage(Clock::time_point deadline);
   // Sends `request` with the next id, and waits for its answer of `expected_type`.
   Result<agent::Message> Call(nlohmann::json request, const char* expected_type,

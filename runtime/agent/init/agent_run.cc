@@ -222,8 +222,8 @@ void Agent::AddOutput(int stream, std::string_view data) {
 
 void Agent::FlushOutput(bool force) {
   run_->output->Flush(Clock::now(), force, [this](int stream, std::string_view chunk) {
-    Send(Json{
-        {"type", "output"}, {"id", run_->id}, {"stream", stream}, {"data", Base64Encode(chunk)}});
+    // The bytes as they came, as the event's payload (a binary frame).
+    Send(Json{{"type", "output"}, {"id", run_->id}, {"stream", stream}}, chunk);
   });
 }
 

@@ -413,3 +413,56 @@ TEST_CASE("AgentClient bounds a run result from init: figures and artifacts", "[
   CHECK(run->artifacts.size() == sandbox::agent::kMaxRunArtifacts);
   CHECK(run->figures.front().png == "png");
 }
+
+TEST_CASE("AgentClient passes output events' payloads on as raw bytes, then the rest", "[unit]") {
+  auto [ours, theirs] = SocketPair();
+  sandbox::FdByteStream stream(std::move(ours));
+  sandbox::AgentClient client(stream);
+  REQUIRE(sandbox::WriteAll(
+      theirs.get(),
+      EncodeFrame(
+          Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
+  REQUIRE(client.WaitReady(5s));
+  const std::string captured(
+      "\xff\x00"
+      "a\n"
+      "bc",
+      6);  // not UTF-8, with a NUL
+  std::thread agent([fd = theirs.get(), &captured] {
+    FrameDecoder decoder;
+    std::optional<Json> request;
+    char buf[4096];
+    while (!request) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return;
+      decoder.Append(std::string_view(buf, static_cast<size_t>(n)));
+      auto next = decoder.Next();
+      if (!next) return;
+      if (next->has_value()) request = (*next)->json;
+    }
+    Json id = (*request)["id"];
+    std::string frames =
+        EncodeFrame(Json{{"type", "output"}, {"id", id}, {"stream", 1}}, captured.substr(0, 4)) +
+        EncodeFrame(Json{{"type", "output"}, {"id", id}, {"stream", 3}}, "ignored") +
+        EncodeFrame(Json{{"type", "result"},
+                         {"id", id},
+                         {"exit_code", 0},
+                         {"stdout", Base64Encode(captured)},
+                         {"stderr", ""}});
+    (void)sandbox::WriteAll(fd, frames);
+  });
+  std::vector<std::string> chunks;
+  sandbox::RunRequest request;
+  request.code = "pass";
+  request.timeout_s = 30;
+  auto run = client.Run(request, [&](int which, std::string_view chunk) {
+    CHECK(which == 1);
+    chunks.emplace_back(chunk);
+  });
+  agent.join();
+  REQUIRE(run);
+  CHECK(run->stdout_text == captured);
+  REQUIRE(chunks.size() == 2);
+  CHECK(chunks[0] == captured.substr(0, 4));  // the event's bytes, exactly
+  CHECK(chunks[1] == "bc");                   // what the events did not carry, from the result
+}
