@@ -16,6 +16,25 @@ const Json* Field(const Json& message, const char* key) {
   return it == message.end() ? nullptr : &*it;
 }
 
+void PutLengthWord(char* at, uint32_t word) {
+  at[0] = static_cast<char>((word >> 24) & 0xff);
+  at[1] = static_cast<char>((word >> 16) & 0xff);
+  at[2] = static_cast<char>((word >> 8) & 0xff);
+  at[3] = static_cast<char>(word & 0xff);
+}
+
+uint32_t LengthWord(const char* at) {
+  const auto* head = reinterpret_cast<const unsigned char*>(at);
+  return (uint32_t{head[0]} << 24) | (uint32_t{head[1]} << 16) | (uint32_t{head[2]} << 8) |
+         uint32_t{head[3]};
+}
+
+// A length as a length word: above the flag bit it cannot be framed; the limit (kMaxFrameBytes)
+// is far below, and the reader refuses the frame by its (clamped) length anyway.
+uint32_t ClampedLength(size_t size) {
+  return static_cast<uint32_t>(std::min<size_t>(size, kBinaryFrameFlag - 1));
+}
+
 }  // namespace
 
 std::string EncodeFrame(const Json& message) {
@@ -26,15 +45,28 @@ std::string EncodeFrame(const Json& message) {
       nlohmann::detail::output_adapter<char, std::string>(frame), ' ',
       Json::error_handler_t::replace);
   serializer.dump(message, /*pretty_print=*/false, /*ensure_ascii=*/false, /*indent_step=*/0);
-  size_t body_size = frame.size() - 4;
-  // A body above 4 GiB cannot be framed; the limit (kMaxFrameBytes) is far below, and the
-  // reader refuses the frame by its (wrapped) length anyway.
-  auto size = static_cast<uint32_t>(std::min<size_t>(body_size, UINT32_MAX));
-  frame[0] = static_cast<char>((size >> 24) & 0xff);
-  frame[1] = static_cast<char>((size >> 16) & 0xff);
-  frame[2] = static_cast<char>((size >> 8) & 0xff);
-  frame[3] = static_cast<char>(size & 0xff);
+  PutLengthWord(frame.data(), ClampedLength(frame.size() - 4));
   return frame;
+}
+
+std::string EncodeFrame(Json message, std::string_view payload) {
+  message[kPayloadField] = payload.size();
+  std::string frame = EncodeFrame(message);
+  size_t at = frame.size();
+  // One allocation for both frames: the payload is copied once, into its place.
+  frame.resize(at + 4 + payload.size());
+  PutLengthWord(frame.data() + at, kBinaryFrameFlag | ClampedLength(payload.size()));
+  std::copy(payload.begin(), payload.end(), frame.begin() + static_cast<ptrdiff_t>(at + 4));
+  return frame;
+}
+
+bool ExceedsFrameLimit(std::string_view encoded) {
+  while (encoded.size() >= 4) {
+    size_t size = LengthWord(encoded.data()) & ~kBinaryFrameFlag;
+    if (size > kMaxFrameBytes) return true;
+    encoded.remove_prefix(std::min(encoded.size(), 4 + size));
+  }
+  return false;
 }
 
 void FrameDecoder::Append(std::string_view bytes) {
@@ -46,28 +78,57 @@ void FrameDecoder::Append(std::string_view bytes) {
   buffer_.append(bytes);
 }
 
-Result<std::optional<Json>> FrameDecoder::Next() {
-  if (buffered() < 4) return std::optional<Json>();
-  const auto* head = reinterpret_cast<const unsigned char*>(buffer_.data() + consumed_);
-  size_t size =
-      (size_t{head[0]} << 24) | (size_t{head[1]} << 16) | (size_t{head[2]} << 8) | head[3];
-  if (size > max_frame_bytes_) {
-    return Fail(ErrorCode::kInvalidArgument, "frame of {} bytes exceeds the limit of {}", size,
-                max_frame_bytes_);
+Result<std::optional<Message>> FrameDecoder::Next() {
+  for (;;) {
+    if (buffered() < 4) return std::optional<Message>();
+    uint32_t word = LengthWord(buffer_.data() + consumed_);
+    bool binary = (word & kBinaryFrameFlag) != 0;
+    size_t size = word & ~kBinaryFrameFlag;
+    if (size > max_frame_bytes_) {
+      return Fail(ErrorCode::kInvalidArgument, "{} frame of {} bytes exceeds the limit of {}",
+                  binary ? "binary" : "JSON", size, max_frame_bytes_);
+    }
+    // Judged from the length word alone, before waiting for the body.
+    if (binary && !pending_) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "binary frame of {} bytes without a message announcing it", size);
+    }
+    if (binary && size != pending_bytes_) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "binary frame of {} bytes where the message announced {}", size, pending_bytes_);
+    }
+    if (!binary && pending_) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "JSON frame where a binary frame of {} bytes was announced", pending_bytes_);
+    }
+    if (buffered() < 4 + size) return std::optional<Message>();
+    const char* body = buffer_.data() + consumed_ + 4;
+    consumed_ += 4 + size;
+    if (binary) {
+      std::optional<Message> message = std::move(pending_);
+      pending_.reset();
+      message->payload.assign(body, size);
+      return message;
+    }
+    // Either side may be hostile (cell code can write init's frames' worth of JSON through the
+    // worker; a host is trusted but the codec is shared): depth is bounded before parsing.
+    auto json = ParseJsonBounded(std::string_view(body, size));
+    if (!json) {
+      return Fail(std::move(json.error()).Context(fmt::format("frame of {} bytes", size)));
+    }
+    if (!json->is_object()) {
+      return Fail(ErrorCode::kInvalidArgument, "frame of {} bytes is not a JSON object", size);
+    }
+    auto announced = json->find(kPayloadField);
+    if (announced == json->end()) return std::optional<Message>(Message{std::move(*json), {}});
+    if (!announced->is_number_unsigned() || announced->get<uint64_t>() > max_frame_bytes_) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "frame of {} bytes announces a binary frame of a bad size", size);
+    }
+    pending_bytes_ = static_cast<size_t>(announced->get<uint64_t>());
+    pending_.emplace(Message{std::move(*json), {}});
+    // The binary frame may be in the buffer already.
   }
-  if (buffered() < 4 + size) return std::optional<Json>();
-  const char* body = buffer_.data() + consumed_ + 4;
-  // Either side may be hostile (cell code can write init's frames' worth of JSON through the
-  // worker; a host is trusted but the codec is shared): depth is bounded before parsing.
-  auto message = ParseJsonBounded(std::string_view(body, size));
-  consumed_ += 4 + size;
-  if (!message) {
-    return Fail(std::move(message.error()).Context(fmt::format("frame of {} bytes", size)));
-  }
-  if (!message->is_object()) {
-    return Fail(ErrorCode::kInvalidArgument, "frame of {} bytes is not a JSON object", size);
-  }
-  return std::optional<Json>(std::move(*message));
 }
 
 std::string GetString(const Json& message, const char* key, std::string_view fallback) {

@@ -1,6 +1,8 @@
 // The agent protocol's wire format (runtime/agent/PROTOCOL.md), shared by the host-side
 // AgentClient and the in-sandbox init: frames of a 4-byte big-endian length followed by one JSON
-// object. Bytes that may not be UTF-8 (output, file content) travel base64-encoded.
+// object. A message may carry raw bytes (file content): its JSON says `"bytes": N` and a binary
+// frame of exactly N bytes follows it (bit 31 of the length word set). Other bytes that may not
+// be UTF-8 (run output, PNGs) travel base64-encoded inside the JSON.
 // Nothing here throws: malformed input from either side comes back as an Error.
 #pragma once
 
@@ -18,29 +20,50 @@ namespace sandbox::agent {
 
 using Json = nlohmann::json;
 
-inline constexpr int kProtocolVersion = 1;
+// 2: file content in binary frames (1: base64 in JSON). init and the server ship together; the
+// hello's version still catches an agent dir of another build (SANDBOX_AGENT_DIR) up front.
+inline constexpr int kProtocolVersion = 2;
 // A bigger frame is a protocol error, never an allocation. File content never needs this much
 // (it moves in chunks of kFileChunkBytes); what does is a run: its request carries the code
 // (SANDBOX_MAX_CODE_BYTES, JSON-escaped) and its result both captured streams in base64 (init
 // caps each at 32 MiB). Senders refuse to build a frame above it rather than break the stream.
 inline constexpr size_t kMaxFrameBytes = size_t{96} << 20;
-// File content per read_file answer and per write_chunk request (before base64).
-inline constexpr size_t kFileChunkBytes = size_t{4} << 20;
+// File content per read_file answer and per write_chunk request (raw bytes, a binary frame).
+inline constexpr size_t kFileChunkBytes = size_t{8} << 20;
+// Bit 31 of a frame's length word marks a binary frame (a length never comes near it).
+inline constexpr uint32_t kBinaryFrameFlag = uint32_t{1} << 31;
+// The field of a message that announces a binary frame after it, and its size.
+inline constexpr const char* kPayloadField = "bytes";
+
+// One message: a JSON object, and the raw bytes of the binary frame that followed it when it
+// announced one (empty otherwise).
+struct Message {
+  Json json;
+  std::string payload;
+};
 
 // Serializes one message as a frame. Strings that are not valid UTF-8 are repaired (U+FFFD), so
-// byte payloads must be base64-encoded by the caller.
+// bytes must go as a payload or base64-encoded by the caller.
 std::string EncodeFrame(const Json& message);
+// The message with `"bytes": payload.size()` added, then the payload as a binary frame.
+std::string EncodeFrame(Json message, std::string_view payload);
+// Whether EncodeFrame's output holds a frame the reader refuses (above kMaxFrameBytes), so a
+// sender can refuse to send it instead of breaking the stream.
+bool ExceedsFrameLimit(std::string_view encoded);
 
-// Reassembles frames from a byte stream that may split or merge them arbitrarily.
+// Reassembles messages from a byte stream that may split or merge frames arbitrarily.
 class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kMaxFrameBytes)
       : max_frame_bytes_(max_frame_bytes) {}
 
   void Append(std::string_view bytes);
-  // The next complete message, or nullopt when more bytes are needed. Fails (kInvalidArgument) on
-  // an oversized frame or one that is not a JSON object; the stream is unusable after that.
-  Result<std::optional<Json>> Next();
+  // The next complete message (with its payload, once the binary frame it announced is in), or
+  // nullopt when more bytes are needed. Fails (kInvalidArgument) on an oversized frame, one that
+  // is not a JSON object, a bad `bytes` field, a binary frame nothing announced or of another
+  // size than announced, or a JSON frame where a binary one was due; the stream is unusable
+  // after that.
+  Result<std::optional<Message>> Next();
   // Bytes received but not yet returned as messages.
   size_t buffered() const { return buffer_.size() - consumed_; }
 
@@ -48,6 +71,9 @@ class FrameDecoder {
   size_t max_frame_bytes_;
   std::string buffer_;
   size_t consumed_ = 0;
+  // A message whose `bytes` announced a binary frame that has not come yet.
+  std::optional<Message> pending_;
+  size_t pending_bytes_ = 0;
 };
 
 // Typed reads of a message's fields that never throw: a missing field or one of another type

@@ -3,8 +3,9 @@
 // Agent::HandleRequest reads them, and its path normalized as FileOps does before any file
 // operation. The input is a byte stream; its first byte picks how it is cut into reads, since
 // frames arrive split and merged arbitrarily.
-// Invariants: nothing throws or crashes; every decoded message is an object; a decoded message
-// encodes to a frame that decodes to the same message; a normalized path is absolute.
+// Invariants: nothing throws or crashes; every decoded message is an object; a payload is the
+// size its message announced; a decoded message (with its payload, as a binary frame) encodes to
+// frames that decode to the same message; a normalized path is absolute.
 #include <stdlib.h>
 
 #include <cstddef>
@@ -46,7 +47,7 @@ void ReadFields(const Json& message) {
   (void)GetUint(message, "offset");
   (void)GetInt(message, "stream");
   (void)ErrorCodeFromName(GetString(message, "code"));
-  for (const char* key : {"data", "stdout", "stderr", "content"}) (void)GetBytes(message, key);
+  for (const char* key : {"stdout", "stderr"}) (void)GetBytes(message, key);
   for (const char* key : {"path", "cwd"}) {
     std::string path = GetString(message, key);
     auto normalized = Files().Normalize(path);
@@ -54,14 +55,17 @@ void ReadFields(const Json& message) {
   }
 }
 
-void CheckRoundTrip(const Json& message) {
-  std::string frame = sandbox::agent::EncodeFrame(message);
+void CheckRoundTrip(const sandbox::agent::Message& message) {
+  bool announced = message.json.contains(sandbox::agent::kPayloadField);
+  std::string frame = announced ? sandbox::agent::EncodeFrame(message.json, message.payload)
+                                : sandbox::agent::EncodeFrame(message.json);
   sandbox::agent::FrameDecoder decoder;
   decoder.Append(frame);
   auto again = decoder.Next();
   FUZZ_CHECK(again.has_value());
   FUZZ_CHECK(again->has_value());
-  FUZZ_CHECK(**again == message);
+  FUZZ_CHECK((*again)->json == message.json);
+  FUZZ_CHECK((*again)->payload == message.payload);
   FUZZ_CHECK(decoder.buffered() == 0);
 }
 
@@ -81,9 +85,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto next = decoder.Next();
       if (!next) return 0;  // the stream is unusable from here on, as both sides treat it
       if (!next->has_value()) break;
-      const Json& message = **next;
-      FUZZ_CHECK(message.is_object());
-      ReadFields(message);
+      const sandbox::agent::Message& message = **next;
+      FUZZ_CHECK(message.json.is_object());
+      if (message.json.contains(sandbox::agent::kPayloadField)) {
+        FUZZ_CHECK(sandbox::agent::GetUint(message.json, sandbox::agent::kPayloadField) ==
+                   message.payload.size());
+      } else {
+        FUZZ_CHECK(message.payload.empty());
+      }
+      ReadFields(message.json);
       CheckRoundTrip(message);
     }
     if (stream.empty()) break;

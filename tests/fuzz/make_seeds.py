@@ -125,8 +125,17 @@ write("http_fuzz", "bad_head", b"POST /mcp HTTP/1.0\r\nHost: evil.example\r\nCon
 
 
 def frame(obj):
+    """A JSON frame; with a "payload" (bytes), announced by "bytes" and sent as a binary frame
+    (bit 31 of the length word) right after it."""
+    obj = dict(obj)
+    payload = obj.pop("payload", None)
+    if payload is not None:
+        obj["bytes"] = len(payload)
     data = line(obj).encode()
-    return struct.pack(">I", len(data)) + data
+    out = struct.pack(">I", len(data)) + data
+    if payload is not None:
+        out += struct.pack(">I", 0x80000000 | len(payload)) + payload
+    return out
 
 
 def enc(b):
@@ -138,7 +147,7 @@ requests = [
      "timeout_s": 60, "max_output_bytes": 102400, "cwd": "/mnt/data"},
     {"type": "cancel", "id": 1},
     {"type": "write_open", "id": 2, "path": "sub/../a.txt", "overwrite": True, "mode": 420},
-    {"type": "write_chunk", "id": 3, "write": 2, "data": enc(b"hello")},
+    {"type": "write_chunk", "id": 3, "write": 2, "payload": b"hello\x00\xff"},
     {"type": "write_commit", "id": 4, "write": 2},
     {"type": "read_file", "id": 5, "path": "/mnt/data/a.txt", "max_bytes": 1048576,
      "offset": 0, "length": 4194304},
@@ -149,12 +158,13 @@ requests = [
 write("agent_wire_fuzz", "requests_whole", b"\xff" + b"".join(map(frame, requests)))
 write("agent_wire_fuzz", "requests_split", b"\x02" + b"".join(map(frame, requests)))
 write("agent_wire_fuzz", "oversized", b"\xff" + struct.pack(">I", 0x7fffffff) + b"{}")
+write("agent_wire_fuzz", "binary_unannounced", b"\xff" + struct.pack(">I", 0x80000002) + b"hi")
 
-hello = {"type": "hello", "protocol": 1, "init_pid": 1, "worker_pid": 2, "python": "3.11.2",
+hello = {"type": "hello", "protocol": 2, "init_pid": 1, "worker_pid": 2, "python": "3.11.2",
          "data_dir": "/mnt/data", "tmp_dir": "/tmp"}
 answers = [
     hello,
-    {"type": "output", "id": 1, "stream": 1, "data": enc(b"1\n")},
+    {"type": "output", "id": 1, "stream": 1, "payload": b"1\n"},
     {"type": "result", "id": 1, "exit_code": 0, "stdout": enc(b"1\n"), "stderr": "",
      "duration_s": 0.01, "artifacts": [{"path": "/mnt/data/c.png", "size": 3, "mime": "image/png",
                                         "mtime_ms": 1, "is_dir": False}],
@@ -164,8 +174,7 @@ answers = [
     {"type": "ok", "id": 3},
     {"type": "ok", "id": 4},
     {"type": "ok", "id": 5},
-    {"type": "file", "id": 6, "content": enc(b"hello"), "size": 5, "eof": True, "dev": 1,
-     "ino": 2},
+    {"type": "file", "id": 6, "payload": b"hello", "size": 5, "eof": True, "dev": 1, "ino": 2},
     {"type": "info", "id": 7, "entry": {"path": "/mnt/data/a.txt", "size": 5}},
     {"type": "entries", "id": 8, "entries": [{"path": "/mnt/data/a.txt", "size": 5},
                                              {"path": "/mnt/data/d", "is_dir": True}]},

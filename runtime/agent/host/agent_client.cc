@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/agent/messages.h"
 #include "runtime/agent/run_limits.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/base64.h"
@@ -45,13 +46,14 @@ std::string AgentClient::broken_reason() {
   return broken_;
 }
 
-Status AgentClient::SendRequest(const Json& request) {
+Status AgentClient::SendRequest(const Json& request, std::string_view payload) {
   if (!broken_.empty()) return Fail(ErrorCode::kSandboxUnavailable, "agent unusable: {}", broken_);
-  std::string frame = agent::EncodeFrame(request);
-  if (frame.size() - 4 > agent::kMaxFrameBytes) {
+  std::string frame =
+      payload.empty() ? agent::EncodeFrame(request) : agent::EncodeFrame(request, payload);
+  if (agent::ExceedsFrameLimit(frame)) {
     // init would stop trusting the stream (and end the session): refuse it here instead.
     return Fail(ErrorCode::kInvalidArgument,
-                "the request of {} bytes exceeds the agent protocol's limit of {} bytes",
+                "the request of {} bytes exceeds the agent protocol's limit of {} bytes per frame",
                 frame.size() - 4, agent::kMaxFrameBytes);
   }
   if (auto written = stream_.Write(frame); !written) {
@@ -60,7 +62,7 @@ Status AgentClient::SendRequest(const Json& request) {
   return {};
 }
 
-Result<Json> AgentClient::ReadMessage(Clock::time_point deadline) {
+Result<agent::Message> AgentClient::ReadMessage(Clock::time_point deadline) {
   for (;;) {
     auto next = decoder_->Next();
     if (!next) return Broken("malformed frame from the agent: " + next.error().message);
@@ -76,20 +78,23 @@ Result<Json> AgentClient::ReadMessage(Clock::time_point deadline) {
   }
 }
 
-void AgentClient::RecordHello(const Json& hello) {
+void AgentClient::RecordHello(const Json& message) {
   ready_ = true;
-  info_.protocol = static_cast<int>(agent::GetInt(hello, "protocol"));
-  info_.init_pid = static_cast<int>(agent::GetInt(hello, "init_pid"));
-  info_.worker_pid = static_cast<int>(agent::GetInt(hello, "worker_pid"));
-  info_.python_version = agent::GetString(hello, "python");
-  info_.data_dir = agent::GetString(hello, "data_dir");
-  info_.tmp_dir = agent::GetString(hello, "tmp_dir");
+  auto hello = agent::Hello::FromJson(message);
+  info_.protocol = hello.protocol;
+  info_.init_pid = hello.init_pid;
+  info_.worker_pid = hello.worker_pid;
+  info_.python_version = std::move(hello.python);
+  info_.data_dir = std::move(hello.data_dir);
+  info_.tmp_dir = std::move(hello.tmp_dir);
 }
 
-Result<Json> AgentClient::Await(uint64_t id, Clock::time_point deadline,
-                                const std::function<void(const Json&)>& on_event) {
+Result<agent::Message> AgentClient::Await(
+    uint64_t id, Clock::time_point deadline,
+    const std::function<void(const agent::Message&)>& on_event) {
   for (;;) {
-    SBX_ASSIGN_OR_RETURN(Json message, ReadMessage(deadline));
+    SBX_ASSIGN_OR_RETURN(agent::Message received, ReadMessage(deadline));
+    const Json& message = received.json;
     std::string type = agent::GetString(message, "type");
     if (type == "hello") {
       RecordHello(message);
@@ -102,14 +107,14 @@ Result<Json> AgentClient::Await(uint64_t id, Clock::time_point deadline,
     }
     if (message_id != id) continue;  // a late answer to an exchange that was abandoned
     if (type == "output") {
-      if (on_event) on_event(message);
+      if (on_event) on_event(received);
       continue;
     }
     if (type == "error") {
       return Fail(agent::ErrorCodeFromName(agent::GetString(message, "code")), "{}",
                   agent::GetString(message, "message"));
     }
-    return message;
+    return received;
   }
 }
 
@@ -119,11 +124,11 @@ Status AgentClient::WaitReady(std::chrono::milliseconds timeout) {
   while (!ready_) {
     auto message = ReadMessage(deadline);
     if (!message) return Fail(std::move(message.error()).Context("waiting for the agent's hello"));
-    std::string type = agent::GetString(*message, "type");
+    std::string type = agent::GetString(message->json, "type");
     if (type == "hello") {
-      RecordHello(*message);
+      RecordHello(message->json);
     } else if (type == "error") {
-      return Broken("the agent could not start: " + agent::GetString(*message, "message"));
+      return Broken("the agent could not start: " + agent::GetString(message->json, "message"));
     }
   }
   if (info_.protocol != agent::kProtocolVersion) {
@@ -157,16 +162,17 @@ Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallba
   }
 
   size_t delivered[2] = {0, 0};
-  auto on_event = [&](const Json& event) {
-    int64_t stream = agent::GetInt(event, "stream");
-    auto data = agent::GetBytes(event, "data");
-    if ((stream != 1 && stream != 2) || !data) return;
-    delivered[stream - 1] += data->size();
-    if (on_output) on_output(static_cast<int>(stream), *data);
+  auto on_event = [&](const agent::Message& event) {
+    int64_t stream = agent::GetInt(event.json, "stream");
+    if (stream != 1 && stream != 2) return;
+    // The output is the event's payload (a binary frame).
+    delivered[stream - 1] += event.payload.size();
+    if (on_output) on_output(static_cast<int>(stream), event.payload);
   };
-  auto answer = Await(id, deadline, on_event);
+  auto awaited = Await(id, deadline, on_event);
   run_id_ = 0;
-  if (!answer) return tl::unexpected(std::move(answer.error()));
+  if (!awaited) return tl::unexpected(std::move(awaited.error()));
+  const Json* answer = &awaited->json;
   if (agent::GetString(*answer, "type") != "result") {
     return Broken("unexpected answer to run: " + agent::GetString(*answer, "type"));
   }
@@ -258,7 +264,8 @@ Status AgentClient::WaitWarm(std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   uint64_t id = next_id_++;
   SBX_TRY(SendRequest(Json{{"type", "warm"}, {"id", id}}));
-  SBX_ASSIGN_OR_RETURN(Json answer, Await(id, Clock::now() + timeout, {}));
+  SBX_ASSIGN_OR_RETURN(agent::Message awaited, Await(id, Clock::now() + timeout, {}));
+  const Json& answer = awaited.json;
   if (agent::GetString(answer, "type") != "warm") {
     return Broken(fmt::format("unexpected answer '{}' to warm", agent::GetString(answer, "type")));
   }
@@ -274,13 +281,19 @@ Status AgentClient::WaitWarm(std::chrono::milliseconds timeout) {
   return {};
 }
 
-Result<Json> AgentClient::Call(Json request, const char* expected_type) {
-  uint64_t id = next_id_++;
-  request["id"] = id;
-  SBX_TRY(SendRequest(request));
-  SBX_ASSIGN_OR_RETURN(Json answer, Await(id, Clock::now() + kFileOpDeadline, {}));
-  if (agent::GetString(answer, "type") != expected_type) {
-    return Broken(fmt::format("unexpected answer '{}' to {}", agent::GetString(answer, "type"),
+Result<agent::Message> AgentClient::Call(Json request, const char* expected_type,
+                                         std::string_view payload) {
+  request["id"] = next_id_++;
+  return Exchange(request, expected_type, payload);
+}
+
+Result<agent::Message> AgentClient::Exchange(const Json& request, const char* expected_type,
+                                             std::string_view payload) {
+  uint64_t id = agent::GetUint(request, "id");
+  SBX_TRY(SendRequest(request, payload));
+  SBX_ASSIGN_OR_RETURN(agent::Message answer, Await(id, Clock::now() + kFileOpDeadline, {}));
+  if (agent::GetString(answer.json, "type") != expected_type) {
+    return Broken(fmt::format("unexpected answer '{}' to {}", agent::GetString(answer.json, "type"),
                               agent::GetString(request, "type")));
   }
   return answer;
@@ -303,15 +316,16 @@ Status AgentClient::WriteFile(const std::string& path, const ContentSource& cont
                               uint32_t mode) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   // write_open, one write_chunk per kFileChunkBytes, write_commit: no frame holds more than a
-  // chunk, and the host holds at most one chunk re-encoded. Any failure after the open aborts
+  // chunk, and the host holds at most one chunk framed. Any failure after the open aborts
   // it, so init removes the partial file (as it does when the session ends mid-write).
-  SBX_ASSIGN_OR_RETURN(
-      Json opened,
-      Call(Json{{"type", "write_open"}, {"path", path}, {"overwrite", overwrite}, {"mode", mode}},
-           "ok"));
-  uint64_t write_id = agent::GetUint(opened, "id");
+  uint64_t write_id = next_id_++;
+  SBX_TRY(Exchange(
+      agent::WriteOpenRequest{.path = path, .overwrite = overwrite, .mode = mode}.ToJson(write_id),
+      "ok"));
   auto abort = [&](Error error) -> Status {
-    if (broken_.empty()) (void)Call(Json{{"type", "write_abort"}, {"write", write_id}}, "ok");
+    if (broken_.empty()) {
+      (void)Exchange(agent::WriteAbortRequest{.write = write_id}.ToJson(next_id_++), "ok");
+    }
     return tl::unexpected(std::move(error));
   };
   std::string piece;
@@ -319,11 +333,15 @@ Status AgentClient::WriteFile(const std::string& path, const ContentSource& cont
     piece.clear();
     content(agent::kFileChunkBytes, piece);
     if (piece.empty()) break;
-    Json chunk{{"type", "write_chunk"}, {"write", write_id}};
-    chunk["content"] = Base64Encode(piece);
-    if (auto sent = Call(std::move(chunk), "ok"); !sent) return abort(std::move(sent.error()));
+    // The content goes raw, as the request's payload (a binary frame).
+    if (auto sent =
+            Exchange(agent::WriteChunkRequest{.write = write_id}.ToJson(next_id_++), "ok", piece);
+        !sent) {
+      return abort(std::move(sent.error()));
+    }
   }
-  if (auto committed = Call(Json{{"type", "write_commit"}, {"write", write_id}}, "ok");
+  if (auto committed =
+          Exchange(agent::WriteCommitRequest{.write = write_id}.ToJson(next_id_++), "ok");
       !committed) {
     return abort(std::move(committed.error()));
   }
@@ -339,52 +357,53 @@ Result<std::string> AgentClient::ReadFile(const std::string& path, uint64_t max_
   uint64_t inode = 0;
   for (;;) {
     uint64_t offset = content.size();
-    SBX_ASSIGN_OR_RETURN(Json answer, Call(Json{{"type", "read_file"},
-                                                {"path", path},
-                                                {"max_bytes", max_bytes},
-                                                {"offset", offset},
-                                                {"length", agent::kFileChunkBytes}},
-                                           "file"));
-    auto chunk = agent::GetBytes(answer, "content");
-    if (!chunk || chunk->size() > agent::kFileChunkBytes) {
+    SBX_ASSIGN_OR_RETURN(agent::Message read,
+                         Exchange(agent::ReadFileRequest{.path = path,
+                                                         .max_bytes = max_bytes,
+                                                         .offset = offset,
+                                                         .length = agent::kFileChunkBytes}
+                                      .ToJson(next_id_++),
+                                  "file"));
+    auto answer = agent::FileAnswer::FromJson(read.json);
+    // The content is the answer's payload (a binary frame; none for an empty chunk).
+    const std::string& chunk = read.payload;
+    if (chunk.size() > agent::kFileChunkBytes) {
       return Broken("malformed file content from the agent");
     }
-    uint64_t chunk_device = agent::GetUint(answer, "dev");
-    uint64_t chunk_inode = agent::GetUint(answer, "ino");
     if (offset == 0) {
-      device = chunk_device;
-      inode = chunk_inode;
-      content.reserve(static_cast<size_t>(std::min(agent::GetUint(answer, "size"), max_bytes)));
-    } else if (chunk_device != device || chunk_inode != inode) {
+      device = answer.dev;
+      inode = answer.ino;
+      content.reserve(static_cast<size_t>(std::min(answer.size, max_bytes)));
+    } else if (answer.dev != device || answer.ino != inode) {
       // Replaced (e.g. renamed over) between two chunks: the parts would not belong together.
       return Fail(ErrorCode::kInternal, "{} was replaced while it was read; read it again", path);
     }
-    content += *chunk;
+    content += chunk;
     if (content.size() > max_bytes) {
       return Fail(ErrorCode::kArtifactTooLarge, "{} has more than the limit of {} bytes", path,
                   max_bytes);
     }
     // An empty chunk ends the file too, so an agent that never says eof cannot loop us forever.
-    if (agent::GetBool(answer, "eof") || chunk->empty()) break;
+    if (answer.eof || chunk.empty()) break;
   }
   return content;
 }
 
 Result<FileInfo> AgentClient::Stat(const std::string& path) {
   std::lock_guard<std::mutex> lock(call_mutex_);
-  SBX_ASSIGN_OR_RETURN(Json answer, Call(Json{{"type", "stat"}, {"path", path}}, "info"));
-  auto it = answer.find("entry");
-  if (it == answer.end() || !it->is_object()) return Broken("malformed stat answer");
+  SBX_ASSIGN_OR_RETURN(agent::Message answer, Call(Json{{"type", "stat"}, {"path", path}}, "info"));
+  auto it = answer.json.find("entry");
+  if (it == answer.json.end() || !it->is_object()) return Broken("malformed stat answer");
   return FileInfoFromJson(*it);
 }
 
 Result<std::vector<FileInfo>> AgentClient::ListFiles(const std::string& path, bool recursive) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   SBX_ASSIGN_OR_RETURN(
-      Json answer,
+      agent::Message answer,
       Call(Json{{"type", "list"}, {"path", path}, {"recursive", recursive}}, "entries"));
   std::vector<FileInfo> entries;
-  if (auto it = answer.find("entries"); it != answer.end() && it->is_array()) {
+  if (auto it = answer.json.find("entries"); it != answer.json.end() && it->is_array()) {
     for (const auto& entry : *it) entries.push_back(FileInfoFromJson(entry));
   }
   return entries;

@@ -24,7 +24,8 @@ namespace sandbox {
 
 namespace agent {
 class FrameDecoder;
-}
+struct Message;
+}  // namespace agent
 
 // Produces a file's content piece by piece for AgentClient::WriteFile: appends at most `max`
 // bytes to `out`, nothing once the content is over. Lets a caller decode or generate content
@@ -96,13 +97,19 @@ class AgentClient {
   static constexpr std::chrono::seconds kFileOpDeadline{120};
 
  private:
-  Status SendRequest(const nlohmann::json& request);
+  // A non-empty payload goes as a binary frame after the request (write_chunk's content).
+  Status SendRequest(const nlohmann::json& request, std::string_view payload = {});
   // Reads until the answer to `id` (skipping stale answers and the hello); an "error" answer
-  // becomes its Error. Output events of `id` go to `on_event`.
-  Result<nlohmann::json> Await(uint64_t id, Clock::time_point deadline,
-                               const std::function<void(const nlohmann::json&)>& on_event);
-  Result<nlohmann::json> ReadMessage(Clock::time_point deadline);
-  Result<nlohmann::json> Call(nlohmann::json request, const char* expected_type);
+  // becomes its Error. Output events of `id` (their bytes the payload) go to `on_event`.
+  Result<agent::Message> Await(uint64_t id, Clock::time_point deadline,
+                               const std::function<void(const agent::Message&)>& on_event);
+  Result<agent::Message> ReadMessage(Clock::time_point deadline);
+  // Sends `request` with the next id, and waits for its answer of `expected_type`.
+  Result<agent::Message> Call(nlohmann::json request, const char* expected_type,
+                              std::string_view payload = {});
+  // The same for a request that carries its id already (a typed message's ToJson(next_id_++)).
+  Result<agent::Message> Exchange(const nlohmann::json& request, const char* expected_type,
+                                  std::string_view payload = {});
   void RecordHello(const nlohmann::json& hello);
   tl::unexpected<Error> Broken(std::string message);
 

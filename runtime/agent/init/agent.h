@@ -2,6 +2,10 @@
 // (runtime/agent/PROTOCOL.md) on one input and one output fd, supervises the persistent Python
 // worker, fresh workers and shell commands, and reaps every child that ends up with it.
 // Single-threaded: one poll() loop over the protocol fd, a signalfd and the children's pipes.
+// Its definitions are split along the seams: agent.cc (the loop, the requests, what goes to the
+// host), agent_workers.cc (the workers, the zygote, their control channels, reaping),
+// agent_run.cc (the run in flight: start, cancel, timeout, output, result); the file requests
+// are FileService's.
 #pragma once
 
 #include <chrono>
@@ -92,7 +96,7 @@ class Agent {
   Result<std::unique_ptr<Proc>> SpawnWorker(Proc::Role role, bool warm_up = false);
 
   void HandleInput();
-  void HandleRequest(const Json& request);
+  void HandleRequest(const Message& request);
   void HandleRun(uint64_t id, const Json& request);
   void HandleCancel(uint64_t id);
   void HandleWarm(uint64_t id);
@@ -134,7 +138,8 @@ class Agent {
   void FinishRun(Json result);
   void FailRun(const Error& error);
 
-  void Send(const Json& message);
+  // A non-empty payload goes as a binary frame after the message (read_file's content).
+  void Send(const Json& message, std::string_view payload = {});
   void SendError(uint64_t id, const Error& error);
   void SendHello();
 

@@ -4,15 +4,16 @@
 #include <array>
 #include <utility>
 
+#include "runtime/agent/messages.h"
 #include "runtime/agent/mime.h"
-#include "runtime/base/base64.h"
 
 namespace sandbox::agent {
 
 namespace {
 
-// The largest chunk one read_file answer carries (the host asks for less).
-constexpr uint64_t kMaxReadChunk = uint64_t{8} << 20;
+// The largest chunk one read_file answer carries. init holds it twice while it sends it (read,
+// then framed), inside the sandbox's memory limit.
+constexpr uint64_t kMaxReadChunk = kFileChunkBytes;
 constexpr size_t kMaxListEntries = 20000;
 
 Json FileEntryJson(const FileEntry& entry) {
@@ -23,7 +24,7 @@ Json FileEntryJson(const FileEntry& entry) {
               {"is_dir", entry.is_dir}};
 }
 
-Json Ok(uint64_t id) { return Json{{"type", "ok"}, {"id", id}}; }
+Json Ok(uint64_t id) { return OkAnswer{.size = std::nullopt}.ToJson(id); }
 
 }  // namespace
 
@@ -43,41 +44,46 @@ bool FileService::Handles(std::string_view type) {
   return std::find(kTypes.begin(), kTypes.end(), type) != kTypes.end();
 }
 
-Json FileService::Handle(uint64_t id, std::string_view type, const Json& request) {
-  if (type == "write_open") return WriteOpen(id, request);
-  if (type == "write_chunk") return WriteChunk(id, request);
-  if (type == "write_commit") return WriteCommit(id, request);
-  if (type == "write_abort") return WriteAbort(id, request);
-  if (type == "read_file") return ReadFile(id, request);
-  if (type == "stat") return Stat(id, request);
-  if (type == "list") return List(id, request);
-  return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "not a file request"));
+Message FileService::Handle(uint64_t id, std::string_view type, const Message& request) {
+  auto answer = [](Json json) { return Message{std::move(json), {}}; };
+  if (type == "write_open") return answer(WriteOpen(id, request.json));
+  if (type == "write_chunk") return answer(WriteChunk(id, request));
+  if (type == "write_commit") return answer(WriteCommit(id, request.json));
+  if (type == "write_abort") return answer(WriteAbort(id, request.json));
+  if (type == "read_file") return ReadFile(id, request.json);
+  if (type == "stat") return answer(Stat(id, request.json));
+  if (type == "list") return answer(List(id, request.json));
+  return answer(ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "not a file request")));
 }
 
 Json FileService::WriteOpen(uint64_t id, const Json& request) {
   write_.reset();  // a write the host abandoned: its file goes
-  auto mode = static_cast<uint32_t>(GetUint(request, "mode", 0644));
-  auto write =
-      files_.BeginWrite(GetString(request, "path"), GetBool(request, "overwrite", true), mode);
+  auto open = WriteOpenRequest::FromJson(request);
+  auto write = files_.BeginWrite(open.path, open.overwrite, open.mode);
   if (!write) return ErrorAnswer(id, write.error());
   write_.emplace(std::move(*write));
   write_id_ = id;
   return Ok(id);
 }
 
-PendingWrite* FileService::FindWrite(const Json& request) {
-  if (!write_ || GetUint(request, "write") != write_id_) return nullptr;
+PendingWrite* FileService::FindWrite(uint64_t write_id) {
+  if (!write_ || write_id != write_id_) return nullptr;
   return &*write_;
 }
 
-Json FileService::WriteChunk(uint64_t id, const Json& request) {
-  PendingWrite* write = FindWrite(request);
+Json FileService::WriteChunk(uint64_t id, const Message& request) {
+  auto chunk = WriteChunkRequest::FromJson(request.json);
+  PendingWrite* write = FindWrite(chunk.write);
   if (write == nullptr) {
-    return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress",
-                                     GetUint(request, "write")));
+    return ErrorAnswer(
+        id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress", chunk.write));
   }
-  auto content = GetBytes(request, "content");
-  Status appended = content ? write->Append(*content) : Status(tl::unexpected(content.error()));
+  // The content is the payload; a chunk without one is a sender of another protocol version
+  // (content in base64), whose file would come out empty: refused, and the write with it.
+  Status appended =
+      request.json.contains(kPayloadField)
+          ? write->Append(request.payload)
+          : Status(Fail(ErrorCode::kInvalidArgument, "write_chunk without its content"));
   if (!appended) {
     write_.reset();
     return ErrorAnswer(id, appended.error());
@@ -86,34 +92,34 @@ Json FileService::WriteChunk(uint64_t id, const Json& request) {
 }
 
 Json FileService::WriteCommit(uint64_t id, const Json& request) {
-  PendingWrite* write = FindWrite(request);
+  auto commit = WriteCommitRequest::FromJson(request);
+  PendingWrite* write = FindWrite(commit.write);
   if (write == nullptr) {
-    return ErrorAnswer(id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress",
-                                     GetUint(request, "write")));
+    return ErrorAnswer(
+        id, MakeError(ErrorCode::kInvalidArgument, "no write {} in progress", commit.write));
   }
   Status committed = write->Commit();
   uint64_t size = write->written();
   write_.reset();
   if (!committed) return ErrorAnswer(id, committed.error());
-  return Json{{"type", "ok"}, {"id", id}, {"size", size}};
+  return OkAnswer{.size = size}.ToJson(id);
 }
 
 Json FileService::WriteAbort(uint64_t id, const Json& request) {
-  if (FindWrite(request) != nullptr) write_.reset();
+  if (FindWrite(WriteAbortRequest::FromJson(request).write) != nullptr) write_.reset();
   return Ok(id);
 }
 
-Json FileService::ReadFile(uint64_t id, const Json& request) {
-  auto chunk = files_.ReadChunk(
-      GetString(request, "path"), GetUint(request, "offset"),
-      static_cast<size_t>(std::min(GetUint(request, "length", kMaxReadChunk), kMaxReadChunk)),
-      GetUint(request, "max_bytes", uint64_t{50} << 20));
-  if (!chunk) return ErrorAnswer(id, chunk.error());
-  Json answer{{"type", "file"},       {"id", id},
-              {"size", chunk->size},  {"eof", chunk->eof},
-              {"dev", chunk->device}, {"ino", chunk->inode}};
-  answer["content"] = Base64Encode(chunk->content);
-  return answer;
+Message FileService::ReadFile(uint64_t id, const Json& request) {
+  auto read = ReadFileRequest::FromJson(request);
+  auto chunk =
+      files_.ReadChunk(read.path, read.offset,
+                       static_cast<size_t>(std::min(read.length, kMaxReadChunk)), read.max_bytes);
+  if (!chunk) return Message{ErrorAnswer(id, chunk.error()), {}};
+  return Message{
+      FileAnswer{.size = chunk->size, .eof = chunk->eof, .dev = chunk->device, .ino = chunk->inode}
+          .ToJson(id),
+      std::move(chunk->content)};
 }
 
 Json FileService::Stat(uint64_t id, const Json& request) {

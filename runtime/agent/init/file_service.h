@@ -21,22 +21,23 @@ class FileService {
 
   // Whether `type` is one of the file requests.
   static bool Handles(std::string_view type);
-  // The answer to request `id` of `type` (one Handles() accepts): "ok", "file", "info",
-  // "entries" or "error".
-  Json Handle(uint64_t id, std::string_view type, const Json& request);
+  // The answer to request `id` of `type` (one Handles() accepts): "ok", "file" (with the
+  // content as its payload), "info", "entries" or "error". A write_chunk's content is the
+  // request's payload.
+  Message Handle(uint64_t id, std::string_view type, const Message& request);
 
   const FileOps& files() const { return files_; }
 
  private:
   Json WriteOpen(uint64_t id, const Json& request);
-  Json WriteChunk(uint64_t id, const Json& request);
+  Json WriteChunk(uint64_t id, const Message& request);
   Json WriteCommit(uint64_t id, const Json& request);
   Json WriteAbort(uint64_t id, const Json& request);
-  Json ReadFile(uint64_t id, const Json& request);
+  Message ReadFile(uint64_t id, const Json& request);
   Json Stat(uint64_t id, const Json& request);
   Json List(uint64_t id, const Json& request);
-  // The upload a write_chunk/commit names, or nullptr when it is not the one in progress.
-  PendingWrite* FindWrite(const Json& request);
+  // The upload a write_chunk/commit/abort names, or nullptr when it is not the one in progress.
+  PendingWrite* FindWrite(uint64_t write_id);
 
   FileOps files_;
   // The upload in progress (at most one: the host sends one request at a time), named by the

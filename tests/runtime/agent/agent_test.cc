@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/agent/run_limits.h"
+#include "runtime/agent/wire.h"
 #include "runtime/base/files.h"
 #include "tests/support/agent_session.h"
 #include "tests/support/local_agent.h"
@@ -80,7 +81,7 @@ bool WaitGone(pid_t pid, std::chrono::milliseconds timeout) {
 TEST_CASE("init says hello once the Python worker is up", "[agent]") {
   Session s;
   const auto& info = s.agent->client().info();
-  CHECK(info.protocol == 1);
+  CHECK(info.protocol == sandbox::agent::kProtocolVersion);
   CHECK(info.init_pid == s.agent->pid());
   CHECK(info.worker_pid > 0);
   CHECK(info.python_version.rfind("3.", 0) == 0);

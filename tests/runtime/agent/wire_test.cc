@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -51,14 +52,137 @@ TEST_CASE("frames survive being split at every byte and merged", "[unit]") {
         auto next = decoder.Next();
         REQUIRE(next);
         if (!next->has_value()) break;
-        CHECK((**next)["id"] == seen);
-        CHECK((**next)["s"] == "é\n");
+        CHECK((**next).json["id"] == seen);
+        CHECK((**next).json["s"] == "é\n");
+        CHECK((**next).payload.empty());
         ++seen;
       }
     }
     CHECK(seen == 3);
     CHECK(decoder.buffered() == 0);
   }
+}
+
+namespace {
+
+// A frame's length word, as bytes.
+std::string LengthWord(uint32_t word) {
+  std::string bytes;
+  for (int shift : {24, 16, 8, 0}) bytes += static_cast<char>((word >> shift) & 0xff);
+  return bytes;
+}
+
+// Everything `stream` decodes to, fed `step` bytes at a time; the first error ends it.
+struct Decoded {
+  std::vector<sandbox::agent::Message> messages;
+  std::optional<sandbox::Error> error;
+  size_t buffered = 0;
+};
+Decoded DecodeAll(std::string_view stream, size_t step, size_t max_frame_bytes = 1024) {
+  FrameDecoder decoder(max_frame_bytes);
+  Decoded decoded;
+  for (size_t offset = 0; offset < stream.size(); offset += step) {
+    decoder.Append(stream.substr(offset, step));
+    for (;;) {
+      auto next = decoder.Next();
+      if (!next) {
+        decoded.error = next.error();
+        return decoded;
+      }
+      if (!next->has_value()) break;
+      decoded.messages.push_back(std::move(**next));
+    }
+  }
+  decoded.buffered = decoder.buffered();
+  return decoded;
+}
+
+}  // namespace
+
+TEST_CASE("binary payloads survive being split at every byte and merged with JSON frames",
+          "[unit]") {
+  // Raw bytes of every value, including what looks like a length word or a JSON frame.
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
+  bytes += std::string("\x80\x00\x00\x05{}", 6);
+  std::string stream = EncodeFrame(Json{{"type", "file"}, {"id", 1}}, bytes) +
+                       EncodeFrame(Json{{"type", "ok"}, {"id", 2}}) +
+                       EncodeFrame(Json{{"type", "write_chunk"}, {"id", 3}}, "x") +
+                       EncodeFrame(Json{{"type", "file"}, {"id", 4}}, "");
+  for (size_t step = 1; step <= stream.size(); ++step) {
+    Decoded decoded = DecodeAll(stream, step);
+    REQUIRE_FALSE(decoded.error);
+    REQUIRE(decoded.messages.size() == 4);
+    CHECK(decoded.messages[0].json["id"] == 1);
+    CHECK(decoded.messages[0].json["bytes"] == bytes.size());
+    CHECK(decoded.messages[0].payload == bytes);
+    CHECK(decoded.messages[1].json["id"] == 2);
+    CHECK(decoded.messages[1].payload.empty());
+    CHECK(decoded.messages[2].payload == "x");
+    CHECK(decoded.messages[3].json["bytes"] == 0);  // an empty payload is a frame of 0 bytes
+    CHECK(decoded.messages[3].payload.empty());
+    CHECK(decoded.buffered == 0);
+  }
+}
+
+TEST_CASE("malformed binary frames are protocol errors, judged as early as possible", "[unit]") {
+  const std::string header = EncodeFrame(Json{{"type", "file"}, {"bytes", 3}});
+  struct Case {
+    const char* what;
+    std::string stream;
+  };
+  for (const auto& [what, stream] : std::vector<Case>{
+           {"a binary frame without its header", LengthWord(0x80000003) + "abc"},
+           {"a binary frame without its header, announced by nothing yet", LengthWord(0x80000000)},
+           {"a binary frame of another size than announced", header + LengthWord(0x80000004)},
+           {"a JSON frame where the binary one was due", header + EncodeFrame(Json{{"id", 1}})},
+           {"an oversized binary frame",
+            EncodeFrame(Json{{"bytes", 1024}}) + LengthWord(0x80000000 | 1025)},
+           {"a header announcing more than a frame may hold", EncodeFrame(Json{{"bytes", 1025}})},
+           {"a header announcing a negative size", EncodeFrame(Json{{"bytes", -1}})},
+           {"a header announcing a size that is not a number", EncodeFrame(Json{{"bytes", "3"}})},
+           {"a header announcing a fraction", EncodeFrame(Json{{"bytes", 1.5}})},
+       }) {
+    INFO(what);
+    for (size_t step : {size_t{1}, stream.size()}) {
+      Decoded decoded = DecodeAll(stream, step);
+      REQUIRE(decoded.error);
+      CHECK(decoded.error->code == ErrorCode::kInvalidArgument);
+      CHECK(decoded.messages.empty());
+    }
+  }
+}
+
+TEST_CASE("a truncated binary frame yields nothing until its last byte", "[unit]") {
+  std::string stream = EncodeFrame(Json{{"type", "file"}, {"id", 9}}, std::string(100, 'z'));
+  for (size_t cut = 0; cut < stream.size(); ++cut) {
+    Decoded decoded = DecodeAll(std::string_view(stream).substr(0, cut), 7);
+    CHECK_FALSE(decoded.error);
+    CHECK(decoded.messages.empty());
+  }
+  Decoded whole = DecodeAll(stream, 7);
+  REQUIRE(whole.messages.size() == 1);
+  CHECK(whole.messages[0].payload == std::string(100, 'z'));
+}
+
+TEST_CASE("the frame limit is judged per frame, and a sender can tell before sending", "[unit]") {
+  using sandbox::agent::ExceedsFrameLimit;
+  using sandbox::agent::kMaxFrameBytes;
+  CHECK_FALSE(ExceedsFrameLimit(EncodeFrame(Json{{"type", "ok"}})));
+  CHECK_FALSE(ExceedsFrameLimit(EncodeFrame(Json{{"type", "file"}}, "abc")));
+  std::string at_limit(kMaxFrameBytes, 'a');
+  CHECK_FALSE(ExceedsFrameLimit(EncodeFrame(Json{{"type", "write_chunk"}}, at_limit)));
+  at_limit += 'a';
+  CHECK(ExceedsFrameLimit(EncodeFrame(Json{{"type", "write_chunk"}}, at_limit)));
+  CHECK(ExceedsFrameLimit(EncodeFrame(Json{{"code", at_limit}})));
+  // The default decoder takes a payload of exactly the limit.
+  std::string stream = EncodeFrame(Json{{"type", "file"}}, std::string_view(at_limit).substr(1));
+  FrameDecoder decoder;
+  decoder.Append(stream);
+  auto next = decoder.Next();
+  REQUIRE(next);
+  REQUIRE(next->has_value());
+  CHECK((**next).payload.size() == kMaxFrameBytes);
 }
 
 TEST_CASE("an oversized frame is refused from its header alone", "[unit]") {
@@ -112,7 +236,7 @@ TEST_CASE("invalid UTF-8 in a string field does not throw when encoding", "[unit
   auto next = decoder.Next();
   REQUIRE(next);
   REQUIRE(next->has_value());
-  CHECK((**next)["code"] ==
+  CHECK((**next).json["code"] ==
         "a\xef\xbf\xbd"
         "b");  // U+FFFD
 }
@@ -210,12 +334,13 @@ TEST_CASE("AgentClient: no hello in time, malformed frames and EOF mean unavaila
     auto [ours, theirs] = SocketPair();
     sandbox::FdByteStream stream(std::move(ours));
     sandbox::AgentClient client(stream);
-    REQUIRE(sandbox::WriteAll(theirs.get(), EncodeFrame(Json{{"type", "hello"},
-                                                             {"id", 0},
-                                                             {"protocol", 1},
-                                                             {"init_pid", 1},
-                                                             {"worker_pid", 2},
-                                                             {"python", "3.11.2"}})));
+    REQUIRE(sandbox::WriteAll(theirs.get(),
+                              EncodeFrame(Json{{"type", "hello"},
+                                               {"id", 0},
+                                               {"protocol", sandbox::agent::kProtocolVersion},
+                                               {"init_pid", 1},
+                                               {"worker_pid", 2},
+                                               {"python", "3.11.2"}})));
     REQUIRE(client.WaitReady(5s));
     CHECK(client.info().worker_pid == 2);
     // The agent answers a stat with a stale answer, an output event of another id, then the
@@ -249,8 +374,10 @@ TEST_CASE("AgentClient bounds a run result from init: figures and artifacts", "[
   auto [ours, theirs] = SocketPair();
   sandbox::FdByteStream stream(std::move(ours));
   sandbox::AgentClient client(stream);
-  REQUIRE(sandbox::WriteAll(theirs.get(),
-                            EncodeFrame(Json{{"type", "hello"}, {"id", 0}, {"protocol", 1}})));
+  REQUIRE(sandbox::WriteAll(
+      theirs.get(),
+      EncodeFrame(
+          Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
   REQUIRE(client.WaitReady(5s));
   std::thread agent([fd = theirs.get()] {
     FrameDecoder decoder;
@@ -262,7 +389,7 @@ TEST_CASE("AgentClient bounds a run result from init: figures and artifacts", "[
       decoder.Append(std::string_view(buf, static_cast<size_t>(n)));
       auto next = decoder.Next();
       if (!next) return;
-      request = *next;
+      if (next->has_value()) request = (*next)->json;
     }
     Json figures = Json::array();
     Json artifacts = Json::array();
@@ -285,4 +412,57 @@ TEST_CASE("AgentClient bounds a run result from init: figures and artifacts", "[
   CHECK(run->figures.size() == sandbox::agent::kMaxRunFigures);
   CHECK(run->artifacts.size() == sandbox::agent::kMaxRunArtifacts);
   CHECK(run->figures.front().png == "png");
+}
+
+TEST_CASE("AgentClient passes output events' payloads on as raw bytes, then the rest", "[unit]") {
+  auto [ours, theirs] = SocketPair();
+  sandbox::FdByteStream stream(std::move(ours));
+  sandbox::AgentClient client(stream);
+  REQUIRE(sandbox::WriteAll(
+      theirs.get(),
+      EncodeFrame(
+          Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
+  REQUIRE(client.WaitReady(5s));
+  const std::string captured(
+      "\xff\x00"
+      "a\n"
+      "bc",
+      6);  // not UTF-8, with a NUL
+  std::thread agent([fd = theirs.get(), &captured] {
+    FrameDecoder decoder;
+    std::optional<Json> request;
+    char buf[4096];
+    while (!request) {
+      ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n <= 0) return;
+      decoder.Append(std::string_view(buf, static_cast<size_t>(n)));
+      auto next = decoder.Next();
+      if (!next) return;
+      if (next->has_value()) request = (*next)->json;
+    }
+    Json id = (*request)["id"];
+    std::string frames =
+        EncodeFrame(Json{{"type", "output"}, {"id", id}, {"stream", 1}}, captured.substr(0, 4)) +
+        EncodeFrame(Json{{"type", "output"}, {"id", id}, {"stream", 3}}, "ignored") +
+        EncodeFrame(Json{{"type", "result"},
+                         {"id", id},
+                         {"exit_code", 0},
+                         {"stdout", Base64Encode(captured)},
+                         {"stderr", ""}});
+    (void)sandbox::WriteAll(fd, frames);
+  });
+  std::vector<std::string> chunks;
+  sandbox::RunRequest request;
+  request.code = "pass";
+  request.timeout_s = 30;
+  auto run = client.Run(request, [&](int which, std::string_view chunk) {
+    CHECK(which == 1);
+    chunks.emplace_back(chunk);
+  });
+  agent.join();
+  REQUIRE(run);
+  CHECK(run->stdout_text == captured);
+  REQUIRE(chunks.size() == 2);
+  CHECK(chunks[0] == captured.substr(0, 4));  // the event's bytes, exactly
+  CHECK(chunks[1] == "bc");                   // what the events did not carry, from the result
 }

@@ -1,0 +1,369 @@
+// Agent, continued: supervision of its children (runtime/agent/PROTOCOL.md "init <-> worker"
+// and "The preload zygote"): starting the persistent and fresh Python workers, the zygote they
+// fork from, their control channel, their output outside runs, signals, reaping and deaths.
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "runtime/agent/init/agent.h"
+#include "runtime/agent/init/init_io.h"
+#include "runtime/agent/init/process_group.h"
+#include "runtime/agent/run_limits.h"
+#include "runtime/base/base64.h"
+
+namespace sandbox::agent {
+
+namespace {
+
+constexpr size_t kStderrTailBytes = 4096;
+constexpr uint64_t kMaxFigureBytes = uint64_t{32} << 20;
+// How long after a run a paused zygote waits before it continues importing: longer than the
+// host takes to lower the session's CPU priority again once it has the result, and a client
+// calling back to back keeps it paused.
+constexpr std::chrono::milliseconds kZygoteResumeDelay{50};
+
+}  // namespace
+
+Status Agent::StartWorker(bool warm_up) {
+  SBX_ASSIGN_OR_RETURN(worker_, SpawnWorker(Proc::Role::kWorker, warm_up));
+  return {};
+}
+
+Result<std::unique_ptr<Agent::Proc>> Agent::SpawnWorker(Proc::Role role, bool warm_up) {
+  ChildSpec spec;
+  spec.executable = config_.python;
+  // -u: unbuffered stdout/stderr, so output streams while a cell runs.
+  spec.argv = {config_.python, "-u", config_.worker_script};
+  spec.env = config_.child_env;
+  spec.cwd = config_.data_dir;
+  spec.control_channel = true;
+  auto proc = std::make_unique<Proc>();
+  proc->role = role;
+  if (zygote_ && zygote_->ready()) {
+    // Shell commands never come here; a Python worker comes from the zygote when it can.
+    auto forked = zygote_->Fork(std::chrono::seconds(5), warm_up);
+    if (forked) {
+      proc->child = std::move(*forked);
+      proc->from_zygote = true;
+      return proc;
+    }
+    DropZygote(forked.error().message);
+  }
+  SBX_ASSIGN_OR_RETURN(proc->child, SpawnChild(spec));
+  return proc;
+}
+
+// --- the preload zygote ----------------------------------------------------------------------
+
+void Agent::StartZygote() {
+  if (config_.preload.empty()) {
+    warm_ = true;
+    return;
+  }
+  ChildSpec spec;
+  spec.executable = config_.python;
+  spec.argv = {config_.python, "-u", config_.worker_script};
+  spec.env = config_.child_env;
+  spec.cwd = config_.data_dir;
+  auto zygote = Zygote::Start(spec, config_.preload);
+  if (!zygote) {
+    Log("preload zygote: " + zygote.error().message + "; workers start without the preload");
+    warm_ = true;
+    return;
+  }
+  zygote_ = std::move(*zygote);
+}
+
+void Agent::OnZygoteReady() {
+  if (auto ready = zygote_->ReadReady(); !ready) {
+    DropZygote(ready.error().message);
+    return;
+  }
+  for (const auto& failure : zygote_->failed()) Log("preload: " + failure + " (left out)");
+  // The persistent worker started cold so the hello was not held up by the imports; while it
+  // has run nothing, one forked from the zygote (the modules imported) takes its place.
+  if (worker_ && !worker_->ran_code && !(run_ && run_->proc == worker_.get())) {
+    ::kill(-worker_->child.pid, SIGKILL);  // its zombie is reaped with the others
+    worker_.reset();
+    if (auto started = StartWorker(/*warm_up=*/true); !started) {
+      Log(started.error().message);
+      warm_ = true;
+      AnswerWarm();
+    }
+    return;  // warm once the new worker says ready
+  }
+  warm_ = true;
+  AnswerWarm();
+}
+
+void Agent::PauseZygote() {
+  zygote_resume_at_.reset();
+  if (!zygote_ || zygote_->ready() || zygote_paused_) return;
+  // The whole group: the zygote is its leader, and nothing it started may go on meanwhile.
+  if (::kill(-zygote_->pid(), SIGSTOP) == 0) zygote_paused_ = true;
+}
+
+void Agent::OnRunEnded() {
+  auto resume = Clock::now() + kZygoteResumeDelay;
+  if (zygote_paused_) zygote_resume_at_ = resume;
+  // A zygote due during the run starts after it, as a paused one continues.
+  if (zygote_at_ && *zygote_at_ < resume) zygote_at_ = resume;
+}
+
+void Agent::DropZygote(const std::string& why) {
+  Log("preload zygote: " + why + "; workers start without the preload");
+  zygote_.reset();
+  zygote_paused_ = false;
+  zygote_resume_at_.reset();
+  warm_ = true;
+  AnswerWarm();
+}
+
+void Agent::HandleWarm(uint64_t id) {
+  warm_waiters_.push_back(id);
+  if (warm_) AnswerWarm();
+}
+
+void Agent::AnswerWarm() {
+  if (!warm_) return;
+  Json imported = Json::array();
+  Json failed = Json::array();
+  if (zygote_ && zygote_->ready()) {
+    for (const auto& name : zygote_->imported()) imported.push_back(name);
+    for (const auto& failure : zygote_->failed()) failed.push_back(failure);
+  }
+  for (uint64_t id : warm_waiters_) {
+    Send(Json{{"type", "warm"}, {"id", id}, {"imported", imported}, {"failed", failed}});
+  }
+  warm_waiters_.clear();
+}
+
+// --- children --------------------------------------------------------------------------------
+
+void Agent::HandleControl(Proc& proc) {
+  std::string data;
+  bool open = ReadAvailable(proc.child.control_read.get(), data, kMaxDrainReads);
+  proc.control.Append(data);
+  for (;;) {
+    auto next = proc.control.Next();
+    if (!next) {
+      // The worker's control channel is sandboxed code's to corrupt; a worker that does is
+      // treated as dead (its exit finishes the run).
+      Log("bad frame from the Python worker: " + next.error().message);
+      ::kill(-proc.child.pid, SIGKILL);
+      proc.child.control_read.Reset();
+      return;
+    }
+    if (!next->has_value()) break;
+    const Json& message = (*next)->json;
+    std::string type = GetString(message, "type");
+    if (type == "ready") {
+      proc.ready = true;
+      proc.python_version = GetString(message, "python");
+      OnWorkerReady(proc);
+    } else if (type == "done") {
+      OnWorkerDone(proc, message);
+      return;  // `proc` may be gone (a fresh worker is dropped after its run)
+    }
+  }
+  if (!open) proc.child.control_read.Reset();
+}
+
+void Agent::HandleOutput(Proc& proc, int stream) { ReadOutput(proc, stream, 16); }
+
+void Agent::ReadOutput(Proc& proc, int stream, int max_reads) {
+  Fd& fd = stream == 1 ? proc.child.stdout_read : proc.child.stderr_read;
+  if (!fd) return;
+  std::string data;
+  bool open = ReadAvailable(fd.get(), data, max_reads);
+  if (!data.empty()) {
+    if (run_ && run_->proc == &proc) {
+      AddOutput(stream, data);
+    } else if (stream == 2) {
+      // Outside a run (a background thread, a worker that fails to start): keep the tail for
+      // diagnostics, drop the rest.
+      AppendTail(proc.stderr_tail, data, kStderrTailBytes);
+    }
+  }
+  if (!open) fd.Reset();
+}
+
+void Agent::HandleSignals() {
+  struct signalfd_siginfo info[8];
+  for (;;) {
+    ssize_t n = ::read(signal_fd_.get(), info, sizeof info);
+    if (n <= 0) break;
+    for (size_t i = 0; i < static_cast<size_t>(n) / sizeof info[0]; ++i) {
+      if (info[i].ssi_signo == SIGCHLD) continue;  // reaped below, all at once
+      Log("signal " + std::to_string(info[i].ssi_signo) + ": stopping");
+      stopping_ = true;
+    }
+  }
+  ReapChildren();
+}
+
+void Agent::ReapChildren() {
+  // As pid 1 (or a child subreaper), every orphan of the sandbox ends up here: reap them all,
+  // not only the ones init started, or they stay zombies for the sandbox's life.
+  for (;;) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    if (zygote_ && zygote_->pid() == pid) {
+      zygote_.reset();  // the group's other members (none between forks) go with it
+      DropZygote("exited (status " + std::to_string(status) + ")");
+      continue;
+    }
+    for (Proc* proc : {worker_.get(), run_proc_.get()}) {
+      if (proc != nullptr && proc->child.pid == pid) {
+        OnProcExit(*proc, status);
+        break;
+      }
+    }
+  }
+}
+
+void Agent::OnProcExit(Proc& proc, int wait_status) {
+  bool persistent = &proc == worker_.get();
+  Drain(proc);  // the last output, or why it could not start
+  if (run_ && run_->proc == &proc) {
+    if (proc.role != Proc::Role::kShell && !run_->code_sent && !run_->killed) {
+      std::string tail = proc.stderr_tail;
+      FailRun(MakeError(ErrorCode::kSandboxUnavailable,
+                        "the Python worker exited before it was ready (status {:#x}): {}",
+                        wait_status, tail));
+    } else {
+      Json result;
+      int signal_number = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+      result["exit_code"] = signal_number != 0 ? 128 + signal_number : WEXITSTATUS(wait_status);
+      result["term_signal"] = signal_number;
+      bool worker = proc.role != Proc::Role::kShell;
+      // A stopped shell command takes what it started in the background with it.
+      if (!worker && run_->interrupted) ::kill(-proc.child.pid, SIGKILL);
+      // A worker that ended while running a cell: killed by us (timeout, cancel) or by something
+      // else (the OOM killer, a kill from another process, os._exit in the cell).
+      result["worker_killed"] = worker && signal_number != 0 && !run_->killed;
+      // (A worker killed while still starting, e.g. by a short timeout, had no state.)
+      result["state_lost"] = persistent && (proc.ran_code || run_->code_sent);
+      FinishRun(std::move(result));
+    }
+  } else if (persistent && !proc.ready && !hello_sent_) {
+    SendError(0, MakeError(ErrorCode::kSandboxUnavailable,
+                           "the Python worker exited during startup (status {:#x}): {}",
+                           wait_status, proc.stderr_tail));
+    stopping_ = true;
+    exit_status_ = 1;
+  } else if (persistent && proc.ran_code) {
+    state_lost_pending_ = true;  // died between runs: the next run reports the loss
+  }
+
+  if (persistent) {
+    bool was_ready = worker_->ready;
+    bool from_zygote = worker_->from_zygote;
+    worker_.reset();
+    if (!was_ready && from_zygote && !stopping_) {
+      // A forked worker that dies before it is ready says the zygote is no good: start cold.
+      DropZygote("a worker it forked died before it was ready");
+      was_ready = true;
+    }
+    // Restart now so the next cell does not wait for Python to start; a worker that never got
+    // ready is only retried when a run asks for it, so a broken image cannot make init spin.
+    if (was_ready && !stopping_) {
+      if (auto started = StartWorker(); !started) Log(started.error().message);
+    }
+  } else if (&proc == run_proc_.get()) {
+    run_proc_.reset();
+  }
+}
+
+void Agent::OnWorkerReady(Proc& proc) {
+  if (&proc == worker_.get() && !hello_sent_) {
+    SendHello();
+    // Only now: started next to the worker, the zygote's imports would hold up the hello.
+    if (config_.preload_delay.count() == 0) {
+      StartZygote();
+    } else {
+      zygote_at_ = Clock::now() + config_.preload_delay;
+    }
+  }
+  if (&proc == worker_.get() && !warm_ && zygote_ && zygote_->ready()) {
+    warm_ = true;
+    AnswerWarm();
+  }
+  if (run_ && run_->proc == &proc && !run_->code_sent && !run_->interrupted) SendCode();
+}
+
+Json Agent::FiguresFromDone(const Json& done) {
+  // The figure list is whatever the worker's pipe carried, and cell code can write there: at
+  // most kMaxRunFigures distinct paths and kMaxRunFigureBytes in all are read (run_limits.h).
+  Json figures = Json::array();
+  auto it = done.find("figures");
+  if (it == done.end() || !it->is_array()) return figures;
+  uint64_t budget = kMaxRunFigureBytes;
+  size_t skipped = 0;
+  std::vector<std::string> seen;
+  for (const auto& entry : *it) {
+    if (!entry.is_string()) continue;
+    const std::string& path = entry.get_ref<const std::string&>();
+    if (figures.size() >= kMaxRunFigures || budget == 0 || path.size() > kMaxReportedPathBytes ||
+        std::find(seen.begin(), seen.end(), path) != seen.end()) {
+      ++skipped;
+      continue;
+    }
+    seen.push_back(path);
+    auto png = file_service_.files().Read(path, std::min(kMaxFigureBytes, budget));
+    if (!png) {
+      Log("figure " + path.substr(0, 256) + ": " + png.error().message);
+      continue;
+    }
+    budget -= std::min<uint64_t>(budget, png->size());
+    figures.push_back(Json{{"path", path}, {"png", Base64Encode(*png)}});
+  }
+  if (skipped > 0) {
+    Log("the worker reported " + std::to_string(skipped) +
+        " figure(s) past the run's bounds; left out");
+  }
+  return figures;
+}
+
+void Agent::OnWorkerDone(Proc& proc, const Json& done) {
+  if (!run_ || run_->proc != &proc || run_->killed || GetUint(done, "id") != run_->id) return;
+  proc.ran_code = true;
+  Drain(proc);
+  Json result;
+  result["exit_code"] = GetInt(done, "exit_code", 1);
+  result["term_signal"] = 0;
+  result["worker_killed"] = false;
+  result["state_lost"] = false;
+  result["figures"] = FiguresFromDone(done);
+  if (run_->interrupted) {
+    // The cell was stopped (timeout, cancel) and the worker kept its state; what the cell
+    // started in the background is stopped with it, as a killed worker's group would be.
+    std::vector<pid_t> killed;
+    if (int stray = KillGroupExcept(proc.child.pid, proc.child.pid, &killed); stray > 0) {
+      Log("stopped " + std::to_string(stray) + " process(es) the interrupted cell left running");
+      // Those the cell forked itself are the persistent worker's children: their zombies stay
+      // (each holding a pid of the session's pids limit) until the worker waits for them, so it
+      // is told which ones to reap. Grandchildren were reparented to init, which reaps them.
+      if (proc.role != Proc::Role::kFreshWorker) {
+        proc.control_out += EncodeFrame(Json{{"type", "reap"}, {"pids", killed}});
+        FlushControl(proc);
+      }
+    }
+  }
+  bool fresh = proc.role == Proc::Role::kFreshWorker;
+  FinishRun(std::move(result));
+  if (fresh && run_proc_.get() == &proc) {
+    // A fresh worker is thrown away with everything it started; its zombie is reaped later.
+    ::kill(-proc.child.pid, SIGKILL);
+    run_proc_.reset();
+  }
+}
+
+}  // namespace sandbox::agent
