@@ -449,7 +449,8 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   started.image = image.name;
   if (egress) {
     auto proxy = SessionEgress::Start(config_.egress, session_id, backend_->egress_transport(),
-                                      EgressSocketDir(config_.state_dir), spec);
+                                      EgressSocketDir(config_.state_dir),
+                                      EgressBytesDir(config_.state_dir), spec);
     if (!proxy) metrics::SandboxStartFailed(backend_->name(), "egress");
     SBX_ASSIGN_OR_RETURN(started.egress, std::move(proxy));
   }
