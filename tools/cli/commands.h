@@ -30,6 +30,7 @@ int RunCommand(const Argv& args);
 int ImageCommand(const Argv& args);
 int DoctorCommand(const Argv& args);
 int SessionsCommand(const Argv& args);
+int TopCommand(const Argv& args);  // cmd_top.cc: a live view of the sandboxes
 
 // `image build`, called by ImageCommand with the store it opened (cmd_image_build.cc): does
 // nothing (and says so) when the store already has the image of the current recipe, unless
