@@ -187,6 +187,7 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
       spdlog::info("swept {} egress socket(s) left by an earlier server", swept);
     }
   }
+  if (!config_.state_dir.empty()) (void)SweepEgressBytesFiles(EgressBytesDir(config_.state_dir));
   if (auto swept = backend_->SweepOrphans(); !swept) {
     spdlog::warn("orphan sweep failed: {}", swept.error().message);
   } else if (*swept > 0) {
