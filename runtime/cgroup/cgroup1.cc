@@ -15,6 +15,7 @@
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
+#include "runtime/cgroup/usage_files.h"
 #include "runtime/sandbox_layout.h"
 
 namespace sandbox::cgroup {
@@ -90,7 +91,9 @@ class Cgroup1Group final : public SandboxCgroup {
  public:
   // `dirs[i]` is the group in `hierarchies[i]`.
   Cgroup1Group(std::vector<Cgroup1Hierarchy> hierarchies, std::vector<std::string> dirs)
-      : hierarchies_(std::move(hierarchies)), dirs_(std::move(dirs)) {}
+      : hierarchies_(std::move(hierarchies)),
+        dirs_(std::move(dirs)),
+        usage_files_(CgroupUsageFiles::Open(/*v2=*/false, DirFor("memory"), DirFor("cpuacct"))) {}
   ~Cgroup1Group() override {
     if (auto st = Destroy(); !st) spdlog::warn("cgroup1: {}", st.error().message);
   }
@@ -143,7 +146,7 @@ class Cgroup1Group final : public SandboxCgroup {
 
   Result<MemoryPeakReader> StartMemoryPeakWindow() const override {
     uint64_t before = 0;
-    auto reader = sandbox::StartMemoryPeakWindow(DirFor("memory"), /*v2=*/false, &before);
+    auto reader = usage_files_.StartMemoryPeakWindow(&before);
     uint64_t kept = peak_before_resets_.load();
     while (before > kept && !peak_before_resets_.compare_exchange_weak(kept, before)) {
     }
@@ -165,24 +168,14 @@ class Cgroup1Group final : public SandboxCgroup {
     return usage;
   }
 
-  double CpuSeconds() const override {
-    std::string cpuacct = DirFor("cpuacct");
-    if (cpuacct.empty()) return 0;
-    return static_cast<double>(ReadUint(cpuacct + "/cpuacct.usage").value_or(0)) / 1e9;
-  }
+  double CpuSeconds() const override { return usage_files_.CpuSeconds(); }
 
-  uint64_t OomKills() const override {
-    std::string memory = DirFor("memory");
-    auto oom = ReadFile(memory + "/memory.oom_control");
-    if (!oom) return 0;
-    if (auto kills = FindKeyedValue(*oom, "oom_kill")) return *kills;
-    // Before Linux 4.13: only how often the limit was hit (see Plan's note).
-    return ReadUint(memory + "/memory.failcnt").value_or(0);
-  }
+  uint64_t OomKills() const override { return usage_files_.OomKills(); }
 
   Status Destroy() override {
     if (destroyed_) return {};
     SBX_TRY(KillAll());
+    usage_files_.Close();
     for (const auto& dir : dirs_) SBX_TRY(RemoveCgroupDir(dir, kDrainTimeout));
     destroyed_ = true;
     if (uncounted_) {
@@ -205,6 +198,7 @@ class Cgroup1Group final : public SandboxCgroup {
 
   std::vector<Cgroup1Hierarchy> hierarchies_;
   std::vector<std::string> dirs_;
+  CgroupUsageFiles usage_files_;  // read around every run, open while the group lives
   // The largest high-water mark seen just before a per-call reset (memory_peak.h).
   mutable std::atomic<uint64_t> peak_before_resets_{0};
   bool destroyed_ = false;

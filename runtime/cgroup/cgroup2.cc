@@ -19,6 +19,7 @@
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
 #include "runtime/cgroup/systemd_scope.h"
+#include "runtime/cgroup/usage_files.h"
 #include "runtime/sandbox_layout.h"
 
 namespace sandbox::cgroup {
@@ -178,7 +179,10 @@ Result<Cgroup2Setup> PrepareAt(const V2Mount& mount, const std::string& base,
 
 class Cgroup2Group final : public SandboxCgroup {
  public:
-  Cgroup2Group(std::string dir, Fd dir_fd) : dir_(std::move(dir)), dir_fd_(std::move(dir_fd)) {}
+  Cgroup2Group(std::string dir, Fd dir_fd)
+      : dir_(std::move(dir)),
+        dir_fd_(std::move(dir_fd)),
+        usage_files_(CgroupUsageFiles::Open(/*v2=*/true, dir_, dir_)) {}
   ~Cgroup2Group() override {
     if (auto st = Destroy(); !st) spdlog::warn("cgroup2: {}", st.error().message);
   }
@@ -225,7 +229,7 @@ class Cgroup2Group final : public SandboxCgroup {
   }
 
   Result<MemoryPeakReader> StartMemoryPeakWindow() const override {
-    return sandbox::StartMemoryPeakWindow(dir_, /*v2=*/true);
+    return usage_files_.StartMemoryPeakWindow(nullptr);
   }
 
   SandboxUsage Usage() const override {
@@ -239,15 +243,9 @@ class Cgroup2Group final : public SandboxCgroup {
     return usage;
   }
 
-  double CpuSeconds() const override {
-    auto stat = ReadFile(dir_ + "/cpu.stat");
-    return stat ? static_cast<double>(FindKeyedValue(*stat, "usage_usec").value_or(0)) / 1e6 : 0;
-  }
+  double CpuSeconds() const override { return usage_files_.CpuSeconds(); }
 
-  uint64_t OomKills() const override {
-    auto events = ReadFile(dir_ + "/memory.events");
-    return events ? FindKeyedValue(*events, "oom_kill").value_or(0) : 0;
-  }
+  uint64_t OomKills() const override { return usage_files_.OomKills(); }
 
   Status Destroy() override {
     if (destroyed_) return {};
@@ -260,6 +258,7 @@ class Cgroup2Group final : public SandboxCgroup {
       std::this_thread::sleep_for(milliseconds(1));
     }
     dir_fd_.Reset();
+    usage_files_.Close();
     SBX_TRY(RemoveCgroupDir(dir_, kDrainTimeout));
     destroyed_ = true;
     return {};
@@ -270,6 +269,7 @@ class Cgroup2Group final : public SandboxCgroup {
  private:
   std::string dir_;
   Fd dir_fd_;
+  CgroupUsageFiles usage_files_;  // read around every run, open while the group lives
   bool destroyed_ = false;
 };
 

@@ -4,10 +4,7 @@
 #include <unistd.h>
 
 #include <charconv>
-#include <memory>
-
-#include "runtime/base/fd.h"
-#include "runtime/base/files.h"
+#include <string_view>
 
 namespace sandbox {
 
@@ -21,35 +18,36 @@ std::optional<uint64_t> ParseCount(std::string_view text) {
   return value;
 }
 
+// The number in the file, read from its start (a cgroup file regenerates its text at offset 0).
+std::optional<uint64_t> ReadCount(const Fd& file) {
+  char buffer[32];
+  ssize_t n = ::pread(file.get(), buffer, sizeof buffer - 1, 0);
+  if (n <= 0) return std::nullopt;
+  return ParseCount(std::string_view(buffer, static_cast<size_t>(n)));
+}
+
 }  // namespace
 
-Result<MemoryPeakReader> StartMemoryPeakWindow(const std::string& memory_group, bool v2,
-                                               uint64_t* peak_before) {
+Result<std::shared_ptr<const Fd>> OpenMemoryPeakFile(const std::string& memory_group, bool v2) {
   if (memory_group.empty()) return Fail(ErrorCode::kNotFound, "no memory cgroup");
-  if (!v2) {
-    std::string path = memory_group + "/memory.max_usage_in_bytes";
-    if (peak_before != nullptr) {
-      auto text = ReadFile(path);
-      *peak_before = text ? ParseCount(*text).value_or(0) : 0;
-    }
-    SBX_TRY(WriteFile(path, "0"));
-    return MemoryPeakReader([path]() -> std::optional<uint64_t> {
-      auto text = ReadFile(path);
-      return text ? ParseCount(*text) : std::nullopt;
-    });
+  std::string path = memory_group + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes");
+  // Before Linux 6.12 memory.peak has no write handler: the open for writing fails (EACCES).
+  auto file = std::make_shared<const Fd>(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (!*file) return FailSys("open", path);
+  return file;
+}
+
+Result<MemoryPeakReader> StartMemoryPeakWindow(std::shared_ptr<const Fd> peak_file, bool v2,
+                                               uint64_t* peak_before) {
+  if (!peak_file || !*peak_file) return Fail(ErrorCode::kNotFound, "no memory peak file");
+  if (!v2 && peak_before != nullptr) *peak_before = ReadCount(*peak_file).value_or(0);
+  std::string_view reset = v2 ? "reset\n" : "0";
+  if (::pwrite(peak_file->get(), reset.data(), reset.size(), 0) !=
+      static_cast<ssize_t>(reset.size())) {
+    return FailSys("write", v2 ? "memory.peak" : "memory.max_usage_in_bytes");
   }
-  std::string path = memory_group + "/memory.peak";
-  auto fd = std::make_shared<Fd>(::open(path.c_str(), O_RDWR | O_CLOEXEC));
-  if (!*fd) return FailSys("open", path);
-  // Before Linux 6.12 memory.peak is read-only: the write fails (EACCES/EINVAL), and there is
-  // no per-call peak to be had.
-  if (::write(fd->get(), "reset\n", 6) != 6) return FailSys("write", path);
-  return MemoryPeakReader([fd]() -> std::optional<uint64_t> {
-    char buffer[32];
-    ssize_t n = ::pread(fd->get(), buffer, sizeof buffer - 1, 0);
-    if (n <= 0) return std::nullopt;
-    return ParseCount(std::string_view(buffer, static_cast<size_t>(n)));
-  });
+  return MemoryPeakReader(
+      [file = std::move(peak_file)]() -> std::optional<uint64_t> { return ReadCount(*file); });
 }
 
 }  // namespace sandbox

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/cgroup/memory_peak.h"
+#include "runtime/cgroup/usage_files.h"
 #include "runtime/docker/attach_stream.h"
 #include "runtime/docker/container_cgroup.h"
 #include "runtime/docker/container_spec.h"
@@ -44,6 +44,8 @@ class DockerSandbox : public Sandbox {
         stream_(std::move(stream)),
         limits_(std::move(limits)),
         cgroup_(std::move(cgroup)),
+        usage_files_(cgroup_ ? CgroupUsageFiles::Open(cgroup_->v2, cgroup_->memory, cgroup_->cpu)
+                             : CgroupUsageFiles()),
         started_unix_(started_unix),
         priority_(std::make_unique<CpuPriorityUpdater>(engine_, id_, session_id_)) {}
 
@@ -106,7 +108,7 @@ class DockerSandbox : public Sandbox {
   std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() override {
     if (!cgroup_) return {};
     uint64_t before = 0;
-    auto reader = sandbox::StartMemoryPeakWindow(cgroup_->memory, cgroup_->v2, &before);
+    auto reader = usage_files_.StartMemoryPeakWindow(&before);
     uint64_t kept = peak_before_resets_.load();
     while (before > kept && !peak_before_resets_.compare_exchange_weak(kept, before)) {
     }
@@ -114,8 +116,11 @@ class DockerSandbox : public Sandbox {
     return std::move(*reader);
   }
 
+  // Read around every run: from the kept cgroup files, else the whole of Usage().
+  double CpuSeconds() override { return cgroup_ ? usage_files_.CpuSeconds() : Usage().cpu_seconds; }
+
   uint64_t OomKills() override {
-    if (cgroup_) return ReadContainerOomKills(*cgroup_);
+    if (cgroup_) return usage_files_.OomKills();
     // The daemon emits "oom" whenever the container's memory cgroup kills a process, also
     // when that is not the container's init (unlike State.OOMKilled).
     auto ooms = engine_->CountContainerEvents(id_, "oom", started_unix_);
@@ -134,6 +139,7 @@ class DockerSandbox : public Sandbox {
   std::unique_ptr<AttachStream> stream_;
   EnforcedLimits limits_;
   std::optional<ContainerCgroupPaths> cgroup_;
+  CgroupUsageFiles usage_files_;  // the container cgroup's files read around every run
   // The largest v1 high-water mark seen just before a per-call reset (memory_peak.h).
   std::atomic<uint64_t> peak_before_resets_{0};
   int64_t started_unix_;

@@ -98,22 +98,25 @@ int Dial(const struct sockaddr* address, socklen_t length, int stop_fd, Clock::t
 }  // namespace
 
 Result<std::unique_ptr<EgressProxy>> EgressProxy::Start(std::string session_id, Allowlist allowlist,
-                                                        EgressLimits limits, Fd channel) {
+                                                        EgressLimits limits, Fd channel,
+                                                        uint64_t* published) {
   Fd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!stop) return FailSys("eventfd", "egress proxy");
   std::unique_ptr<EgressProxy> proxy(new EgressProxy(std::move(session_id), std::move(allowlist),
-                                                     limits, std::move(channel), std::move(stop)));
+                                                     limits, std::move(channel), std::move(stop),
+                                                     published));
   proxy->reader_ = std::thread([raw = proxy.get()] { raw->ReadChannel(); });
   return proxy;
 }
 
 EgressProxy::EgressProxy(std::string session_id, Allowlist allowlist, EgressLimits limits,
-                         Fd channel, Fd stop)
+                         Fd channel, Fd stop, uint64_t* published)
     : session_id_(std::move(session_id)),
       allowlist_(std::move(allowlist)),
       limits_(limits),
       channel_(std::move(channel)),
       stop_(std::move(stop)),
+      published_(published),
       log_(session_id_, limits_.log) {}
 
 void EgressProxy::Shutdown() {
@@ -244,6 +247,13 @@ size_t EgressProxy::Reserve(size_t want) {
 
 void EgressProxy::Unreserve(size_t unused) {
   if (unused != 0) bytes_.fetch_sub(unused);
+}
+
+void EgressProxy::CountCarried(uint64_t bytes) {
+  metrics::EgressBytes(bytes);
+  if (published_ != nullptr) {
+    std::atomic_ref<uint64_t>(*published_).fetch_add(bytes, std::memory_order_relaxed);
+  }
 }
 
 void EgressProxy::Serve(Fd client) {
@@ -412,7 +422,7 @@ void EgressProxy::Serve(Fd client) {
   if (!first.empty()) {
     size_t granted = Reserve(first.size());
     if (granted < first.size() || !SendAll(upstream.get(), first, stop, deadline)) return;
-    metrics::EgressBytes(first.size());
+    CountCarried(first.size());
   }
   Pump(client.get(), upstream.get(), target);
 }
@@ -464,7 +474,7 @@ void EgressProxy::Pump(int client, int upstream, const std::string& target) {
         ssize_t n = ::recv(d.from, d.buffer.data(), granted, 0);
         Unreserve(granted - (n > 0 ? static_cast<size_t>(n) : 0));
         if (n > 0) {
-          metrics::EgressBytes(static_cast<uint64_t>(n));  // counted as the session's budget is
+          CountCarried(static_cast<uint64_t>(n));  // counted as the session's budget is
           d.start = 0;
           d.end = static_cast<size_t>(n);
         } else if (n == 0) {

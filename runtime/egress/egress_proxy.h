@@ -45,9 +45,12 @@ struct EgressUsage {
 
 class EgressProxy {
  public:
-  // Serves `channel` until destroyed. `session_id` labels the log lines.
+  // Serves `channel` until destroyed. `session_id` labels the log lines. `published`, when
+  // given, gets every byte carried added to it (atomically; memory shared with other
+  // processes, egress_bytes_file.h) and must outlive the proxy.
   static Result<std::unique_ptr<EgressProxy>> Start(std::string session_id, Allowlist allowlist,
-                                                    EgressLimits limits, Fd channel);
+                                                    EgressLimits limits, Fd channel,
+                                                    uint64_t* published = nullptr);
   ~EgressProxy();
   EgressProxy(const EgressProxy&) = delete;
   EgressProxy& operator=(const EgressProxy&) = delete;
@@ -63,8 +66,8 @@ class EgressProxy {
     std::atomic<bool> done{false};
   };
 
-  EgressProxy(std::string session_id, Allowlist allowlist, EgressLimits limits, Fd channel,
-              Fd stop);
+  EgressProxy(std::string session_id, Allowlist allowlist, EgressLimits limits, Fd channel, Fd stop,
+              uint64_t* published);
   void ReadChannel();
   void Serve(Fd client);
   // Answers `status` with `reason` in the status line and the body, logs it, counts a refusal.
@@ -74,6 +77,8 @@ class EgressProxy {
   // Reserves up to `want` bytes of the session's budget; 0 when it is spent.
   size_t Reserve(size_t want);
   void Unreserve(size_t unused);
+  // `bytes` went through: the metrics and the published count.
+  void CountCarried(uint64_t bytes);
   void ReapFinished(bool all);
 
   const std::string session_id_;
@@ -82,6 +87,7 @@ class EgressProxy {
   Fd channel_;
   Fd stop_;  // eventfd: readable once the proxy is closing
   std::atomic<uint64_t> bytes_{0};
+  uint64_t* const published_;  // or nullptr
   std::atomic<uint64_t> connections_{0};
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint32_t> open_{0};

@@ -145,6 +145,29 @@ void RunChild(const ChildPlan& plan) {
   WaitForParent(plan);
   Check(plan, ChildStep::kUnshare, ::unshare(CLONE_NEWCGROUP));
 
+  // fds 0 and 1: the agent stream; 2: the log pipe (or /dev/null). Moved above 2 first so
+  // that none of them is overwritten by another's dup2. Before the rlimits: the child holds a
+  // copy of every descriptor of the server (hundreds of sessions' worth), and with the
+  // sandbox's RLIMIT_NOFILE (1024) in force F_DUPFD finds no free slot below it (EMFILE).
+  int stream = ::fcntl(plan.stream_fd, F_DUPFD_CLOEXEC, 3);
+  if (stream < 0) Report(plan, ChildStep::kStdio, 0, errno);
+  int log = plan.log_fd >= 0 ? ::fcntl(plan.log_fd, F_DUPFD_CLOEXEC, 3)
+                             : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (log < 0) Report(plan, ChildStep::kStdio, 1, errno);
+  int channel = plan.channel_fd >= 0 ? ::fcntl(plan.channel_fd, F_DUPFD_CLOEXEC, 3) : -1;
+  if (plan.channel_fd >= 0 && channel < 0) Report(plan, ChildStep::kStdio, 3, errno);
+  if (::dup2(stream, 0) < 0 || ::dup2(stream, 1) < 0 || ::dup2(log, 2) < 0) {
+    Report(plan, ChildStep::kStdio, 2, errno);
+  }
+  if (int err = MarkFdsCloseOnExec(plan.use_close_range); err != 0)
+    Report(plan, ChildStep::kCloseFds, 0, err);
+  // The channel, if any, as fd 3 and inherited. dup2 onto itself would keep CLOEXEC.
+  if (channel == 3) {
+    if (::fcntl(3, F_SETFD, 0) != 0) Report(plan, ChildStep::kStdio, 4, errno);
+  } else if (channel >= 0 && ::dup2(channel, 3) < 0) {
+    Report(plan, ChildStep::kStdio, 4, errno);
+  }
+
   for (size_t i = 0; i < plan.rlimits.size(); ++i) {
     const RlimitSetting& limit = plan.rlimits[i];
     struct rlimit value = {limit.soft, limit.hard};
@@ -181,27 +204,6 @@ void RunChild(const ChildPlan& plan) {
 
   // As the sandbox user: the workdir must be reachable by it.
   Check(plan, ChildStep::kWorkdir, ::chdir(plan.workdir.c_str()));
-
-  // fds 0 and 1: the agent stream; 2: the log pipe (or /dev/null). Moved above 2 first so
-  // that none of them is overwritten by another's dup2.
-  int stream = ::fcntl(plan.stream_fd, F_DUPFD_CLOEXEC, 3);
-  if (stream < 0) Report(plan, ChildStep::kStdio, 0, errno);
-  int log = plan.log_fd >= 0 ? ::fcntl(plan.log_fd, F_DUPFD_CLOEXEC, 3)
-                             : ::open("/dev/null", O_WRONLY | O_CLOEXEC);
-  if (log < 0) Report(plan, ChildStep::kStdio, 1, errno);
-  int channel = plan.channel_fd >= 0 ? ::fcntl(plan.channel_fd, F_DUPFD_CLOEXEC, 3) : -1;
-  if (plan.channel_fd >= 0 && channel < 0) Report(plan, ChildStep::kStdio, 3, errno);
-  if (::dup2(stream, 0) < 0 || ::dup2(stream, 1) < 0 || ::dup2(log, 2) < 0) {
-    Report(plan, ChildStep::kStdio, 2, errno);
-  }
-  if (int err = MarkFdsCloseOnExec(plan.use_close_range); err != 0)
-    Report(plan, ChildStep::kCloseFds, 0, err);
-  // The channel, if any, as fd 3 and inherited. dup2 onto itself would keep CLOEXEC.
-  if (channel == 3) {
-    if (::fcntl(3, F_SETFD, 0) != 0) Report(plan, ChildStep::kStdio, 4, errno);
-  } else if (channel >= 0 && ::dup2(channel, 3) < 0) {
-    Report(plan, ChildStep::kStdio, 4, errno);
-  }
 
   // Last: from here on only what the policy allows (execve, write for the report, exit).
   if (plan.seccomp != nullptr) {

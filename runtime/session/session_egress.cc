@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <spdlog/spdlog.h>
+
 #include "runtime/base/fd_ops.h"
 
 namespace sandbox {
@@ -18,22 +20,27 @@ Result<bool> SessionWantsEgress(const egress::EgressConfig& config, std::optiona
   return requested.value_or(config.enabled());
 }
 
-Result<std::unique_ptr<SessionEgress>> SessionEgress::Start(const egress::EgressConfig& config,
-                                                            const std::string& session_id,
-                                                            EgressTransport transport,
-                                                            const std::string& socket_dir,
-                                                            SandboxSpec& spec) {
+Result<std::unique_ptr<SessionEgress>> SessionEgress::Start(
+    const egress::EgressConfig& config, const std::string& session_id, EgressTransport transport,
+    const std::string& socket_dir, const std::string& bytes_dir, SandboxSpec& spec) {
   auto egress = std::make_unique<SessionEgress>();
   egress->session_id_ = session_id;
   egress->allow_ = config.allow;
   egress->limits_ = config.limits;
+  // Without it the session still has egress; only `sessions ls` and `top` show no bytes.
+  if (auto published = EgressBytesFile::Create(bytes_dir, session_id); published) {
+    egress->published_ = std::move(*published);
+  } else {
+    spdlog::warn("session {}: egress bytes not published: {}", session_id,
+                 published.error().message);
+  }
   switch (transport) {
     case EgressTransport::kChannelFd: {
       Fd server_end;
       SBX_TRY(MakeSocketPair(SOCK_SEQPACKET, server_end, egress->sandbox_end_, "egress channel"));
-      SBX_ASSIGN_OR_RETURN(egress->proxy_,
-                           egress::EgressProxy::Start(session_id, config.allow, config.limits,
-                                                      std::move(server_end)));
+      SBX_ASSIGN_OR_RETURN(egress->proxy_, egress::EgressProxy::Start(
+                                               session_id, config.allow, config.limits,
+                                               std::move(server_end), egress->PublishedCounter()));
       spec.egress_channel_fd = egress->sandbox_end_.get();
       break;
     }
@@ -56,7 +63,7 @@ Status SessionEgress::SandboxReady() {
   // bounds a sandbox that failed in between.
   SBX_ASSIGN_OR_RETURN(Fd channel, socket_.AcceptOnce(kEgressConnectWait));
   SBX_ASSIGN_OR_RETURN(proxy_, egress::EgressProxy::Start(session_id_, std::move(allow_), limits_,
-                                                          std::move(channel)));
+                                                          std::move(channel), PublishedCounter()));
   return {};
 }
 

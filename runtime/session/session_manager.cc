@@ -184,6 +184,7 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
       spdlog::info("swept {} egress socket(s) left by an earlier server", swept);
     }
   }
+  if (!config_.state_dir.empty()) (void)SweepEgressBytesFiles(EgressBytesDir(config_.state_dir));
   if (auto swept = backend_->SweepOrphans(); !swept) {
     spdlog::warn("orphan sweep failed: {}", swept.error().message);
   } else if (*swept > 0) {
@@ -456,7 +457,8 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   started.image = image.name;
   if (egress) {
     auto proxy = SessionEgress::Start(config_.egress, session_id, backend_->egress_transport(),
-                                      EgressSocketDir(config_.state_dir), spec);
+                                      EgressSocketDir(config_.state_dir),
+                                      EgressBytesDir(config_.state_dir), spec);
     if (!proxy) metrics::SandboxStartFailed(backend_->name(), "egress");
     SBX_ASSIGN_OR_RETURN(started.egress, std::move(proxy));
   }

@@ -2,7 +2,9 @@
 // /mnt/data (and one in /tmp) shows in the session's disk use in sandbox_session_status and
 // sandbox_list_sessions; a download from a loopback HTTP server through the egress allowlist
 // shows in the session's egress bytes; a second session that did neither reports ~nothing.
-// `mcp-sandbox sessions ls --json` reads the same disk figures from the host while it lives.
+// `mcp-sandbox sessions ls --json` reads the same disk figures from the host while it lives, and
+// the egress bytes the server publishes; `mcp-sandbox top` (one frame: stdout is a pipe) shows
+// the same columns, and a session busy in the background at the top with its CPU %.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
@@ -77,6 +79,20 @@ describe('usage: disk and egress bytes per session', { skip: runtime.ok ? false 
     const after = (await callOk(client, 'sandbox_session_status', { session_id: session })).structured;
     assert.ok(after.usage.egress_bytes >= BLOB.length, JSON.stringify(after.usage));
     assert.equal(after.usage.egress_bytes, after.egress.bytes);
+    if (status.backend === 'namespace') {
+      // The host's view of the egress bytes: what the server published, both directions.
+      const hostView = JSON.parse(execFileSync(BIN, ['sessions', 'ls', '--json', '--state-dir', STATE_DIR], { encoding: 'utf8' }));
+      const byId = (id) => hostView.sessions.find((entry) => entry.session_id === id);
+      assert.equal(byId(session).usage.egress_bytes, after.usage.egress_bytes, JSON.stringify(byId(session)));
+      assert.equal(byId(other).usage.egress_bytes, 0, JSON.stringify(byId(other)));
+      const table = execFileSync(BIN, ['sessions', 'ls', '--state-dir', STATE_DIR], { encoding: 'utf8' });
+      assert.match(table.split('\n')[0], /\bTMP\s+EGRESS\s+SERVER PID\b/);
+      const row = table.split('\n').find((line) => line.startsWith(`${session} `));
+      assert.ok(row, table);
+      // SESSION INIT PID HOST UID ALIVE MEMORY CPU S PIDS DATA TMP EGRESS ...: the 10th column.
+      assert.match(row.trim().split(/\s+/)[9], /^[0-9.]+(B|KiB|MiB)$/, row);
+      assert.notEqual(row.trim().split(/\s+/)[9], '0B', row);
+    }
     const sessions = (await callOk(client, 'sandbox_list_sessions', {})).structured.sessions;
     const mine = sessions.find((entry) => entry.session_id === session);
     assert.ok(mine.usage.data_bytes >= 50 * MB && mine.usage.egress_bytes >= BLOB.length, JSON.stringify(mine));
@@ -86,5 +102,50 @@ describe('usage: disk and egress bytes per session', { skip: runtime.ok ? false 
     await callOk(client, 'sandbox_run_python', { session_id: session, code: "import os; os.remove('/mnt/data/big.bin')" });
     const emptied = (await callOk(client, 'sandbox_session_status', { session_id: session })).structured;
     assert.ok(emptied.usage.data_bytes < 5 * MB, JSON.stringify(emptied.usage));
+  });
+
+  test('mcp-sandbox top: one frame without a terminal, the busy session first', async (t) => {
+    const { client } = server;
+    // A process of the session's own spinning in the background while top samples.
+    const busy = await callOk(client, 'sandbox_run_python', {
+      code: "import subprocess, sys\n"
+        + "spinner = subprocess.Popen([sys.executable, '-c', 'while True: pass'])\nprint(spinner.pid)",
+    });
+    const session = busy.structured.session_id;
+    const status = (await callOk(client, 'sandbox_session_status', { session_id: session })).structured;
+    if (status.backend !== 'namespace') {
+      t.skip('top lists namespace sandboxes; this server runs another backend');
+      return;
+    }
+    const quiet = (await callOk(client, 'sandbox_run_python', { code: 'print(1)' })).structured.session_id;
+    try {
+      // stdout is a pipe here: one frame and out, no --once needed.
+      const frame = execFileSync(BIN, ['top', '--interval', '1', '--state-dir', STATE_DIR], { encoding: 'utf8', timeout: 30_000 });
+      const lines = frame.split('\n');
+      assert.match(lines[0], /^mcp-sandbox top - /, frame);
+      const header = lines.findIndex((line) => line.startsWith('SESSION '));
+      assert.ok(header > 0, frame);
+      assert.match(lines[header], /CPU %\s+MEMORY\s+PIDS\s+DATA\s+TMP\s+EGRESS\s+SERVER/);
+      const rows = lines.slice(header + 1).filter((line) => line.startsWith('sess_'));
+      const columns = (id) => rows.find((line) => line.startsWith(`${id} `))?.trim().split(/\s+/);
+      const spinning = columns(session);
+      const idle = columns(quiet);
+      assert.ok(spinning && idle, frame);
+      // One core's worth, more or less, on a loaded host; the idle one next to nothing.
+      assert.ok(Number(spinning[1]) >= 30, frame);
+      assert.ok(Number(idle[1]) < 20, frame);
+      assert.ok(Number(spinning[3]) >= 2, frame);  // the worker and its spinner at least
+      assert.equal(spinning[6], '0B', frame);       // egress: allowed, nothing carried
+      assert.equal(spinning[7], 'alive', frame);
+      // Busiest first.
+      assert.ok(rows.indexOf(rows.find((line) => line.startsWith(`${session} `))) <
+        rows.indexOf(rows.find((line) => line.startsWith(`${quiet} `))), frame);
+    } finally {
+      await callOk(client, 'sandbox_close_session', { session_id: session });
+    }
+    // Bad flags are usage errors (exit 2), never a frame.
+    for (const args of [['--interval', '0'], ['--interval', 'soon'], ['extra']]) {
+      assert.throws(() => execFileSync(BIN, ['top', ...args], { stdio: 'pipe' }), (error) => error.status === 2, args.join(' '));
+    }
   });
 });

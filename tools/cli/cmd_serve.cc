@@ -230,6 +230,16 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   for (auto& extra : extra_tools) tools.push_back(std::move(extra));
   mcp::Server server(options, std::move(tools));
 
+  // Every HTTP connection is a descriptor, and every session holds a few (its agent stream,
+  // pidfd, kept cgroup files: runtime/cgroup/usage_files.h), over stdio too: take the whole
+  // hard limit so hundreds of sessions and clients fit. Sandboxes set their own limit.
+  if (struct rlimit files{};
+      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &files) != 0) {
+      spdlog::warn("cannot raise RLIMIT_NOFILE: {}", std::strerror(errno));
+    }
+  }
   if (!http) {
     auto served = mcp::ServeStdio(server, configured->stdio, [&sessions] { sessions.CloseAll(); });
     server.Shutdown();
@@ -241,15 +251,6 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
     return kExitOk;
   }
 
-  // Every HTTP connection is a descriptor: take the whole hard limit so hundreds of clients
-  // (or idle attackers, up to the transport's caps) fit. Sandboxes set their own limit.
-  if (struct rlimit files{};
-      ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &files) != 0) {
-      spdlog::warn("cannot raise RLIMIT_NOFILE: {}", std::strerror(errno));
-    }
-  }
   mcp::HttpOptions http_options = configured->http;
   http_options.read_file = mcp::SandboxFileReader(sessions);
   http_options.readiness = [&sessions, &config] {

@@ -9,19 +9,17 @@
 #include <nlohmann/json.hpp>
 
 #include "rootfs/store.h"
-#include "runtime/agent/init/disk_use.h"
 #include "runtime/base/logging.h"
 #include "runtime/base/units.h"
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/docker/docker_backend.h"
 #include "runtime/ns/namespace_backend.h"
-#include "runtime/ns/process_usage.h"
-#include "runtime/ns/session_record.h"
-#include "runtime/sandbox_layout.h"
 #include "runtime/session/backend_factory.h"
+#include "runtime/session/egress_bytes_file.h"
 #include "runtime/session/egress_socket.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/live_sandboxes.h"
 #include "tools/cli/saved_sessions_cli.h"
 #include "tools/cli/wiring.h"
 
@@ -34,11 +32,12 @@ constexpr const char* kHelp = R"(usage: mcp-sandbox sessions ls [--json] [--stat
 
 ls  lists the namespace sandboxes recorded in the state dir: session id, host pid of its init,
     host uid, whether the sandbox and the server that started it are alive, and what a live
-    one uses now: memory, CPU seconds and processes (its process tree in /proc), and the bytes
-    on its /mnt/data and /tmp (their tmpfs, through /proc/PID/root; "-" where this user may
-    not look). Egress bytes are the server's count: sandbox_session_status reports them.
+    one uses now: memory, CPU seconds and processes (its process tree in /proc), the bytes
+    on its /mnt/data and /tmp (their tmpfs, through /proc/PID/root) and the bytes its egress
+    proxy carried, both directions, as its server publishes them ("-" where the session has
+    no egress or this user may not look). `mcp-sandbox top` shows the same, live.
 gc  removes what crashed servers left: kills their sandboxes, removes cgroups, host-id claims
-    and records, egress sockets older than an hour, and (when a Docker daemon answers)
+    and records, egress sockets older than an hour, egress byte counts no server holds, and (when a Docker daemon answers)
     containers labelled by a dead server.
     Sandboxes of live servers are never touched.
 rm  deletes hibernated sessions (their saved files and Python state), which `ls` lists after
@@ -48,41 +47,27 @@ example:
   mcp-sandbox sessions gc
 )";
 
-// What a live sandbox uses now, read from the host (the server's figures need the server).
-struct LiveUsage {
-  SandboxUsage process;
-  std::optional<uint64_t> data_bytes;
-  std::optional<uint64_t> tmp_bytes;
-};
-
-LiveUsage ReadLiveUsage(pid_t init) {
-  std::string root = "/proc/" + std::to_string(init) + "/root";
-  return {.process = ns::ProcessTreeUsage(init),
-          .data_bytes = agent::TmpfsUsedBytes(root + layout::kDataDir),
-          .tmp_bytes = agent::TmpfsUsedBytes(root + layout::kTmpDir)};
-}
-
 std::string BytesColumn(const std::optional<uint64_t>& bytes) {
   return bytes ? FormatBytes(*bytes) : "-";
 }
 
 int List(const std::string& state_dir, bool json) {
-  ns::SessionRecords records(state_dir + "/sessions");
-  auto all = records.ReadAll();
+  auto all = ReadLiveSandboxes(state_dir);
   if (json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& record : all) {
+    for (const auto& sandbox : all) {
+      const auto& record = sandbox.record;
       nlohmann::json entry = {
           {"session_id", record.session_id}, {"init_pid", record.init.pid},
-          {"host_uid", record.host_uid},     {"alive", record.init.IsAlive()},
-          {"server_pid", record.server.pid}, {"server_alive", record.server.IsAlive()}};
-      if (record.init.IsAlive()) {
-        LiveUsage usage = ReadLiveUsage(record.init.pid);
-        entry["usage"] = {{"memory_bytes", usage.process.memory_bytes},
-                          {"cpu_seconds", usage.process.cpu_seconds},
-                          {"pids", usage.process.pids}};
-        if (usage.data_bytes) entry["usage"]["data_bytes"] = *usage.data_bytes;
-        if (usage.tmp_bytes) entry["usage"]["tmp_bytes"] = *usage.tmp_bytes;
+          {"host_uid", record.host_uid},     {"alive", sandbox.alive},
+          {"server_pid", record.server.pid}, {"server_alive", sandbox.server_alive}};
+      if (sandbox.alive) {
+        entry["usage"] = {{"memory_bytes", sandbox.process.memory_bytes},
+                          {"cpu_seconds", sandbox.process.cpu_seconds},
+                          {"pids", sandbox.process.pids}};
+        if (sandbox.data_bytes) entry["usage"]["data_bytes"] = *sandbox.data_bytes;
+        if (sandbox.tmp_bytes) entry["usage"]["tmp_bytes"] = *sandbox.tmp_bytes;
+        if (sandbox.egress_bytes) entry["usage"]["egress_bytes"] = *sandbox.egress_bytes;
       }
       out.push_back(std::move(entry));
     }
@@ -98,19 +83,20 @@ int List(const std::string& state_dir, bool json) {
     PrintSavedSessions(state_dir);
     return kExitOk;
   }
-  std::printf("%-18s %-9s %-11s %-6s %-10s %-8s %-5s %-10s %-10s %-11s %s\n", "SESSION", "INIT PID",
-              "HOST UID", "ALIVE", "MEMORY", "CPU S", "PIDS", "DATA", "TMP", "SERVER PID",
-              "SERVER");
-  for (const auto& record : all) {
-    bool alive = record.init.IsAlive();
-    LiveUsage usage = alive ? ReadLiveUsage(record.init.pid) : LiveUsage{};
-    std::printf("%-18s %-9d %-11u %-6s %-10s %-8s %-5s %-10s %-10s %-11d %s\n",
+  std::printf("%-18s %-9s %-11s %-6s %-10s %-8s %-5s %-10s %-10s %-10s %-11s %s\n", "SESSION",
+              "INIT PID", "HOST UID", "ALIVE", "MEMORY", "CPU S", "PIDS", "DATA", "TMP", "EGRESS",
+              "SERVER PID", "SERVER");
+  for (const auto& sandbox : all) {
+    const auto& record = sandbox.record;
+    bool alive = sandbox.alive;
+    std::printf("%-18s %-9d %-11u %-6s %-10s %-8s %-5s %-10s %-10s %-10s %-11d %s\n",
                 record.session_id.c_str(), record.init.pid, record.host_uid, alive ? "yes" : "no",
-                alive ? FormatBytes(usage.process.memory_bytes).c_str() : "-",
-                alive ? fmt::format("{:.2f}", usage.process.cpu_seconds).c_str() : "-",
-                alive ? std::to_string(usage.process.pids).c_str() : "-",
-                BytesColumn(usage.data_bytes).c_str(), BytesColumn(usage.tmp_bytes).c_str(),
-                record.server.pid, record.server.IsAlive() ? "alive" : "gone (gc removes it)");
+                alive ? FormatBytes(sandbox.process.memory_bytes).c_str() : "-",
+                alive ? fmt::format("{:.2f}", sandbox.process.cpu_seconds).c_str() : "-",
+                alive ? std::to_string(sandbox.process.pids).c_str() : "-",
+                BytesColumn(sandbox.data_bytes).c_str(), BytesColumn(sandbox.tmp_bytes).c_str(),
+                BytesColumn(sandbox.egress_bytes).c_str(), record.server.pid,
+                sandbox.server_alive ? "alive" : "gone (gc removes it)");
   }
   PrintSavedSessions(state_dir);
   return kExitOk;
@@ -134,6 +120,8 @@ int Collect(const std::string& state_dir) {
   std::cout << "namespace sandboxes removed: " << *swept << "\n";
   std::cout << "egress sockets removed: "
             << SweepEgressSockets(EgressSocketDir(state_dir), kStaleEgressSocketAge) << "\n";
+  std::cout << "egress byte counts removed: " << SweepEgressBytesFiles(EgressBytesDir(state_dir))
+            << "\n";
   if (auto docker = docker::DockerBackend::Connect(); docker) {
     auto containers = (*docker)->SweepOrphans();
     if (!containers) {

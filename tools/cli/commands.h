@@ -31,5 +31,6 @@ int RunCommand(const Argv& args);
 int ImageCommand(const Argv& args);
 int DoctorCommand(const Argv& args);
 int SessionsCommand(const Argv& args);
+int TopCommand(const Argv& args);  // cmd_top.cc: a live view of the sandboxes
 
 }  // namespace sandbox::cli

@@ -22,6 +22,7 @@ constexpr Subcommand kSubcommands[] = {
     {"image", sandbox::cli::ImageCommand, "build, import, list and remove sandbox images"},
     {"doctor", sandbox::cli::DoctorCommand, "show what this host supports and what serve will use"},
     {"sessions", sandbox::cli::SessionsCommand, "list sessions; sweep what a crashed server left"},
+    {"top", sandbox::cli::TopCommand, "a live view of the sandboxes: CPU, memory, disk, egress"},
 };
 
 void PrintUsage(std::ostream& out) {

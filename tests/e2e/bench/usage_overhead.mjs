@@ -2,7 +2,8 @@
 //  1. A warm sandbox_run_python of print(1) over stdio (raw JSON-RPC on the pipes, so the figure
 //     is the server's), on two servers side by side: SANDBOX_USAGE=on (the default: every run
 //     measures its CPU and memory peak, the metrics count events) and SANDBOX_USAGE=off, in
-//     alternating rounds so load on the host hits both alike (target: on within 3 % of off).
+//     alternating rounds so load on the host hits both alike (target: on within 3 % of off),
+//     and the median of the per-round differences.
 //  2. GET /metrics (SANDBOX_METRICS_ADDR, one keep-alive connection) of a server holding N live
 //     sessions (BENCH_SCRAPE_SESSIONS, 500), against the same server with none (target <= 10 ms).
 // Environment: MCP_SANDBOX_BIN, BENCH_USAGE_CALLS (1000 per server), BENCH_SCRAPE_SESSIONS (500),
@@ -56,6 +57,12 @@ async function runOverhead() {
   row('warm sandbox_run_python, SANDBOX_USAGE=off (ms)', off,
     `memory_peak_scope: ${measured.off.memory_peak_scope ?? 'absent'}`);
   console.log(`| on / off, p50 (target <= 1.03) | | ${(on.p50 / off.p50).toFixed(3)} | | | |`);
+  // The calls alternate, so call i of one server and call i of the other ran under the same
+  // load: the median of those differences is what usage adds, with less of the host's noise
+  // than the ratio of two medians.
+  const paired = summary(samples.on.map((ms, i) => (ms - samples.off[i]) * 1000));
+  console.log(`| on - off, paired per round (µs) | ${paired.n} | ${paired.p50.toFixed(1)} | | | `
+    + `${((paired.p50 / 1000 / off.p50) * 100).toFixed(1)} % of the off p50 |`);
   for (const server of Object.values(servers)) await server.close();
 }
 

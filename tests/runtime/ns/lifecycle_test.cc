@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/base/fd.h"
 #include "runtime/base/files.h"
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/ns/process_identity.h"
@@ -96,6 +98,31 @@ TEST_CASE_METHOD(StartedBackend, "lifecycle: a program runs to completion in a s
   auto out = RunShell(*backend, spec, "echo $GREETING; id -u; id -g; hostname; pwd; echo $$");
   CHECK(out.eof);
   CHECK(out.text == "hello\n1000\n1000\nsandbox\n/mnt/data\n1\n");
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
+// A server with hundreds of sessions holds more descriptors than a sandbox may (its
+// RLIMIT_NOFILE, 1024 by default); the child starting a sandbox holds a copy of them all until
+// it execs, and must still find low slots for its stdio (issue #26: ~5 descriptors a session).
+TEST_CASE_METHOD(StartedBackend, "lifecycle: a sandbox starts while the server holds 1100 fds",
+                 "[sandbox][lifecycle]") {
+  REQUIRE(spec.limits.open_files < 1100);
+  struct rlimit files = {};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &files) == 0);
+  if (files.rlim_max < 1300) SkipTest("RLIMIT_NOFILE's hard limit is below 1300 here");
+  struct rlimit raised = {files.rlim_max, files.rlim_max};
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &raised) == 0);
+  std::vector<Fd> held;
+  for (int i = 0; i < 1100; ++i) {
+    held.emplace_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    REQUIRE(held.back());
+  }
+  auto out = RunShell(*backend, spec, "ls /proc/self/fd | wc -l");
+  held.clear();
+  (void)::setrlimit(RLIMIT_NOFILE, &files);
+  CHECK(out.eof);
+  // ls's own: 0-2, and the directory it reads (the 1100 stay with the server).
+  CHECK(out.text == "4\n");
   CheckNothingLeft(tmp, *backend, spec.session_id);
 }
 
