@@ -37,6 +37,20 @@ std::pair<Fd, Fd> SocketPair() {
   return {Fd(sv[0]), Fd(sv[1])};
 }
 
+// The first request the host sent on `fd`, as a fake init reads it; nullopt on EOF or a bad frame.
+std::optional<Json> ReadRequest(int fd) {
+  FrameDecoder decoder;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return std::nullopt;
+    decoder.Append(std::string_view(buf, static_cast<size_t>(n)));
+    auto next = decoder.Next();
+    if (!next) return std::nullopt;
+    if (next->has_value()) return (*next)->json;
+  }
+}
+
 }  // namespace
 
 TEST_CASE("frames survive being split at every byte and merged", "[unit]") {
@@ -380,17 +394,8 @@ TEST_CASE("AgentClient bounds a run result from init: figures and artifacts", "[
           Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
   REQUIRE(client.WaitReady(5s));
   std::thread agent([fd = theirs.get()] {
-    FrameDecoder decoder;
-    std::optional<Json> request;
-    char buf[4096];
-    while (!request) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) return;
-      decoder.Append(std::string_view(buf, static_cast<size_t>(n)));
-      auto next = decoder.Next();
-      if (!next) return;
-      if (next->has_value()) request = (*next)->json;
-    }
+    std::optional<Json> request = ReadRequest(fd);
+    if (!request) return;
     Json figures = Json::array();
     Json artifacts = Json::array();
     for (int i = 0; i < 5000; ++i) {
@@ -429,17 +434,8 @@ TEST_CASE("AgentClient passes output events' payloads on as raw bytes, then the 
       "bc",
       6);  // not UTF-8, with a NUL
   std::thread agent([fd = theirs.get(), &captured] {
-    FrameDecoder decoder;
-    std::optional<Json> request;
-    char buf[4096];
-    while (!request) {
-      ssize_t n = ::read(fd, buf, sizeof buf);
-      if (n <= 0) return;
-      decoder.Append(std::string_view(buf, static_cast<size_t>(n)));
-      auto next = decoder.Next();
-      if (!next) return;
-      if (next->has_value()) request = (*next)->json;
-    }
+    std::optional<Json> request = ReadRequest(fd);
+    if (!request) return;
     Json id = (*request)["id"];
     std::string frames =
         EncodeFrame(Json{{"type", "output"}, {"id", id}, {"stream", 1}}, captured.substr(0, 4)) +
