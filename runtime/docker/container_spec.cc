@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/agent/agent_env.h"
+
 namespace sandbox::docker {
 namespace {
 
@@ -102,7 +104,7 @@ Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::strin
                   spec.egress_socket_path);
     }
     container.binds.push_back({spec.egress_socket_path, kEgressSocketMountPoint, true});
-    container.env.push_back(std::string("SANDBOX_AGENT_EGRESS_SOCKET=") + kEgressSocketMountPoint);
+    container.env.push_back(std::string(agent_env::kEgressSocket) + "=" + kEgressSocketMountPoint);
   }
   container.limits = spec.limits;
   container.cpu_shares = CpuSharesFor(spec.cpu_priority);

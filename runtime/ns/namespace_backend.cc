@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/agent/agent_env.h"
 #include "runtime/agent/host/fd_byte_stream.h"
 #include "runtime/base/fd_ops.h"
 #include "runtime/ns/child_setup.h"
@@ -271,7 +272,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   plan.exec_path = argv[0];
   plan.argv = std::move(argv);
   plan.env = spec.env;
-  if (spec.egress_channel_fd >= 0) plan.env.push_back("SANDBOX_AGENT_EGRESS_FD=3");
+  if (spec.egress_channel_fd >= 0) plan.env.push_back(std::string(agent_env::kEgressFd) + "=3");
   plan.Finalize();
 
   IdMapping mapping;

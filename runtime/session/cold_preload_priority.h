@@ -1,14 +1,14 @@
 // The CPU priority of a session started cold while its zygote imports the preload (issue #28).
 //
-// Until the zygote is due (its start is delayed and spaced out server-wide) nothing imports, so
-// the session stays at normal priority and its calls cost no priority writes: on cgroup v1 a
-// raise and a lower are two cpu.shares writes and two reweighs of the sessions' parent (about
+// Until the zygote is due (the server starts it in a quiet moment: cold_preload_queue.h) nothing
+// imports, so the session stays at normal priority and its calls cost no priority writes: on cgroup
+// v1 a raise and a lower are two cpu.shares writes and two reweighs of the sessions' parent (about
 // 0.1 ms a call), which a burst of new sessions would otherwise pay on every call. From the
 // moment the zygote is due until the preload is in place the session is at background priority
 // except during its own calls (init stops the zygote during them), so its imports yield to
 // every other session's calls. After that, normal for good.
 //
-// Thread-safe: calls begin and end on request threads, the due moment comes on a timer's.
+// Thread-safe: calls begin and end on request threads, the due moment comes on the queue's.
 #pragma once
 
 #include <functional>

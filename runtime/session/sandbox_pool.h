@@ -48,8 +48,8 @@ struct WarmSandbox {
   std::unique_ptr<AgentClient> agent;
   std::chrono::steady_clock::time_point ready_since;
   std::unique_ptr<SessionEgress> egress;  // null: no network (destroyed first: joins tunnels)
-  // Started cold with a delayed preload: when its zygote begins importing (server's clock).
-  std::optional<std::chrono::steady_clock::time_point> zygote_due;
+  // Started cold with the preload: its zygote waits for the server's `preload` message.
+  bool preload_on_request = false;
 };
 
 struct PoolStats {

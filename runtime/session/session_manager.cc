@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/agent/agent_env.h"
 #include "runtime/base/quoted.h"
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
@@ -32,19 +33,6 @@ constexpr std::chrono::seconds kReaperInterval{15};
 // How long a pooled sandbox may take to import the preload (numpy, pandas, matplotlib: about a
 // second; much more on a loaded host).
 constexpr std::chrono::seconds kWarmTimeout{120};
-// How long a session started cold (of the pool's kind) waits before its zygote imports the
-// preload: a burst of creates is over by then, and its first restart seldom comes sooner.
-constexpr std::chrono::milliseconds kColdPreloadDelay{1000};
-// Cold sessions' zygotes start at least this far apart, server-wide: about what one import of
-// the default preload takes, so a burst of fifty imports them roughly one at a time instead of
-// fifty at once (each at background priority; still, fifty Python processes faulting in 100 MB
-// each thrash the caches the calls run in). The delay is capped where init's parser stops.
-constexpr std::chrono::milliseconds kColdPreloadSpacing{1000};
-constexpr std::chrono::milliseconds kMaxColdPreloadDelay{600000};
-// How much earlier than init's own count the server takes a cold session's zygote to be due:
-// what the timer's thread may be late by on a loaded host.
-constexpr std::chrono::milliseconds kZygoteDueAhead{50};
-
 // Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
 // read-only; /tmp is a tmpfs) and a headless matplotlib.
 void AddDefaultEnv(std::vector<std::string>& env) {
@@ -386,19 +374,6 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
                              limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
-    // Started; its zygote imports the preload once due, at background CPU priority from then
-    // on, so that the imports yield to every call, this session's own included (Acquire raises
-    // it for each of them, and init stops the zygote meanwhile).
-    if (started->zygote_due) {
-      Sandbox* sandbox = started->sandbox.get();  // owned by the session from here on
-      session->preload_priority = std::make_shared<ColdPreloadPriority>(
-          started->session_id,
-          [sandbox](CpuPriority priority) { return sandbox->SetCpuPriority(priority); });
-      preload_timer_.At(*started->zygote_due, [weak = std::weak_ptr<Session>(session)] {
-        auto due = weak.lock();
-        if (due && !due->closed) due->preload_priority->ZygoteDue();
-      });
-    }
   }
   if (pooled) {
     // It waited at background priority so that refills never slow running calls; from now on
@@ -417,6 +392,7 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
   session->egress = std::move(started->egress);
   session->created = Now();
   session->Touch(session->created);
+  if (started->preload_on_request) QueueColdPreload(session);
   spdlog::info("session {} {} (image {}, backend {}{})", session->id,
                fixed_id.empty() ? "created" : "started to resume", session->image,
                session->sandbox->backend_name(), pooled ? ", from the pool" : "");
@@ -434,17 +410,13 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   spec.rootfs = image.rootfs;
   spec.env = image.env;
   AddDefaultEnv(spec.env);
-  std::optional<std::chrono::steady_clock::time_point> started_zygote_due;
+  // A session started cold (the pool was empty: a burst, most likely): its zygote waits for
+  // the server's word (QueueColdPreload), so its imports never run beside the burst's calls.
+  const bool preload_on_request =
+      preload && !config_.preload.empty() && cpu_priority == CpuPriority::kNormal;
   if (preload && !config_.preload.empty()) {
-    spec.env.push_back("SANDBOX_AGENT_PRELOAD=" + config_.preload);  // init strips it
-    if (cpu_priority == CpuPriority::kNormal) {
-      // A session started cold (the pool was empty: a burst, most likely): its imports wait
-      // until the other starts are done. init counts the delay from its hello, which comes
-      // after this moment: due a little early, the priority is down before the imports begin.
-      std::chrono::milliseconds delay = NextColdPreloadDelay();
-      spec.env.push_back(fmt::format("SANDBOX_AGENT_PRELOAD_DELAY_MS={}", delay.count()));
-      started_zygote_due = std::chrono::steady_clock::now() + delay - kZygoteDueAhead;
-    }
+    spec.env.push_back(std::string(agent_env::kPreload) + "=" + config_.preload);  // init strips it
+    if (preload_on_request) spec.env.push_back(std::string(agent_env::kPreloadOnRequest) + "=1");
   }
   if (!image.workdir.empty()) spec.workdir = image.workdir;
   spec.limits = limits;
@@ -452,7 +424,7 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   spec.wheelhouse = config_.wheelhouse;
   spec.docker = image.docker;
   WarmSandbox started;
-  started.zygote_due = started_zygote_due;
+  started.preload_on_request = preload_on_request;
   started.session_id = session_id;
   started.image = image.name;
   if (egress) {
@@ -492,12 +464,27 @@ Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
   return started;
 }
 
-std::chrono::milliseconds SessionManager::NextColdPreloadDelay() {
-  auto now = std::chrono::steady_clock::now();
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto at = std::max(now + kColdPreloadDelay, next_cold_preload_);
-  next_cold_preload_ = at + kColdPreloadSpacing;
-  return std::min(std::chrono::ceil<std::chrono::milliseconds>(at - now), kMaxColdPreloadDelay);
+void SessionManager::QueueColdPreload(const std::shared_ptr<Session>& session) {
+  // Its CPU priority while the zygote imports: background from its turn on, raised for its own
+  // calls (Acquire), normal for good once the preload is in place (cold_preload_priority.h).
+  Sandbox* sandbox = session->sandbox.get();  // owned by the session, which the turn holds
+  session->preload_priority = std::make_shared<ColdPreloadPriority>(
+      session->id, [sandbox](CpuPriority priority) { return sandbox->SetCpuPriority(priority); });
+  cold_preloads_.Add([weak = std::weak_ptr<Session>(session)] {
+    auto queued = weak.lock();
+    if (!queued || queued->closed) return ColdPreloadQueue::Outcome::kGone;
+    // Lowered before init hears of it, so not one import runs at the priority of calls.
+    queued->preload_priority->ZygoteDue();
+    switch (queued->agent->RequestPreload()) {
+      case AgentClient::PreloadRequest::kSent:
+        return ColdPreloadQueue::Outcome::kStarted;
+      case AgentClient::PreloadRequest::kBusy:
+        return ColdPreloadQueue::Outcome::kRetry;  // its own call runs: it stays due
+      case AgentClient::PreloadRequest::kUnusable:
+        break;
+    }
+    return ColdPreloadQueue::Outcome::kGone;
+  });
 }
 
 Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {

@@ -22,7 +22,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
-#include "runtime/session/deadline_timer.h"
+#include "runtime/session/cold_preload_queue.h"
 #include "runtime/session/sandbox_pool.h"
 #include "runtime/session/saved_sessions.h"
 #include "runtime/session/session_egress.h"
@@ -225,8 +225,8 @@ class SessionManager {
                                    CpuPriority cpu_priority = CpuPriority::kNormal);
   // A sandbox for the pool: the default image and limits, the preload imported.
   Result<WarmSandbox> StartPooled(const PoolKey& key);
-  // How long after its hello the zygote of a session started cold now starts (spaced out).
-  std::chrono::milliseconds NextColdPreloadDelay();
+  // A session started cold, of the pool's kind: its zygote starts at a quiet moment.
+  void QueueColdPreload(const std::shared_ptr<Session>& session);
   // Stamps the end of a call or a creation; IdleFor is how long ago the last one ended (zero
   // while one runs): the pool refills only after a quiet stretch.
   void MarkActivity();
@@ -240,8 +240,7 @@ class SessionManager {
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
   int creating_ = 0;  // sessions being created (count against max_sessions)
-  std::unordered_map<std::string, int> creating_by_owner_;   // the same, per subject
-  std::chrono::steady_clock::time_point next_cold_preload_;  // the next free start (spacing)
+  std::unordered_map<std::string, int> creating_by_owner_;  // the same, per subject
   std::atomic<int> calls_in_flight_{0};       // busy leases held (the pool refills when none is)
   std::atomic<int64_t> last_activity_ns_{0};  // steady clock, when the last call or creation ended
   std::atomic<bool> draining_{false};
@@ -262,9 +261,9 @@ class SessionManager {
   std::condition_variable hibernated_;
   void WaitWhileHibernating(std::unique_lock<std::mutex>& lock, const std::string& id);
 
-  // Lowers cold sessions' CPU priority when their zygotes are due (cold_preload_priority.h).
-  // Its actions hold the session weakly.
-  DeadlineTimer preload_timer_;
+  // Starts cold sessions' zygotes in quiet moments (cold_preload_queue.h). Its turns hold the
+  // sessions weakly; destroyed (its thread joined) before what IdleFor reads.
+  ColdPreloadQueue cold_preloads_{[this] { return IdleFor(); }};
 
   // Declared last: destroyed (its refill thread stopped) before what it calls into.
   std::unique_ptr<SandboxPool> pool_;

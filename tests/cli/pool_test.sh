@@ -5,8 +5,8 @@
 # replaces a pooled sandbox killed from outside; fresh workers come from the zygote with their own
 # random seeds; pool 0 behaves as before; shutdown, and `sessions gc` after a crash, leave no
 # record and no process; a cold session's preload never runs at a call's CPU priority (issue #28:
-# its cgroup's cpu.shares / cpu.weight while another session's call runs, its zygote's state
-# while its own does). Needs root and the default image (`python`) in the shared store; runs
+# no zygote starts while calls run; its cgroup's cpu.shares / cpu.weight while another
+# session's call runs, its zygote's state while its own does). Needs root and the default image (`python`) in the shared store; runs
 # against a private state dir that borrows the store's images read-only.
 # With `docker`, the same on the Docker backend against the daemon on DOCKER_HOST (tools/test
 # starts one and loads the default image into it): the sandboxes are the containers labelled
@@ -307,22 +307,35 @@ check(not any(alive(pid) for pid in pids.values()), "no sandbox process left aft
 
 # --- Beyond the pool: a session of the pool's kind started cold ------------------------------
 # Two creates at once against a pool of 1: one takes the pooled sandbox, the other starts cold.
-# Once its zygote is due (a moment after its start) the cold one waits at background CPU
-# priority, raised for each of its calls only until its worker has the preload; its first call
-# does not wait for the preload, and its zygote never imports during a call (issue #28).
+# The cold one's zygote starts only in a quiet moment of the server (no call running); from then
+# on the session waits at background CPU priority, raised for each of its calls only until its
+# worker has the preload; its first call does not wait for the preload, and its zygote never
+# imports during a call (issue #28).
 server = Server("--pool-size", "1")
 server.wait_ready(1)
 pair = [server.send_tool("sandbox_create_session") for _ in range(2)]
 answers = {request_id: server.tool_result(request_id)["session_id"] for request_id in pair}
 check(server.pool()["claimed"] == 1, "two creates against a pool of 1: one pooled, one cold")
 started = records()
+# Both busy at once, right after their creates (shell commands: the persistent workers stay
+# unused): while calls run, only the pooled sandbox has a zygote; the cold one's waits.
+sleepers = [server.send_request("tools/call", {"name": "sandbox_run_command", "arguments": {
+    "session_id": sid, "command": "sleep 3"}}) for sid in answers.values()]
+time.sleep(1.5)
+with_zygote = {sid: find_zygote(sandbox_pid(started[sid]), 0.1) is not None
+               for sid in answers.values()}
+check(sorted(with_zygote.values()) == [False, True],
+      "while calls run, the cold session starts no zygote (the pooled one has its own): %s"
+      % with_zygote)
+for sleeper in sleepers:
+    server.wait_for(sleeper)
 priorities = {sid: cpu_priority(sandbox_pid(started[sid])) for sid in answers.values()}
 cold = None
 if any(p is None for p in priorities.values()):
     print("skip the cold session's checks: no cpu controller tells which one started cold")
 else:
-    # The cold one is at normal priority until its zygote is due (a second after its start),
-    # then waits at background priority with no call to lower it.
+    # The cold one is at normal priority until its zygote's turn (the quiet moment after those
+    # calls), then waits at background priority with no call to lower it.
     deadline = time.monotonic() + 10
     while True:
         priorities = {sid: cpu_priority(sandbox_pid(started[sid])) for sid in answers.values()}
@@ -333,6 +346,7 @@ else:
     check(len(background) == 1, "the cold one waits at background CPU priority once its "
           "zygote is due: %s" % priorities)
     cold = background[0] if len(background) == 1 else None
+    check(cold is None or not with_zygote[cold], "the one that waited is the cold one")
 if cold:
     cold_init = sandbox_pid(records()[cold])
     first = json.loads(server.python(cold, PROBE)["stdout"])
@@ -349,7 +363,7 @@ if cold:
         "session_id": other, "code": "import time; time.sleep(8)"}})
     busy_since = time.monotonic()
     zygote = find_zygote(cold_init, 6)
-    check(zygote is not None, "the cold session's zygote starts while another session's call runs")
+    check(zygote is not None, "the cold session's zygote, started in the quiet moment, is there")
     if zygote is not None:
         # Stopped during the cold session's own first call, the zygote goes on 50 ms after it.
         zygote_state, settle = process_state(zygote), time.monotonic() + 3

@@ -281,6 +281,15 @@ Status AgentClient::WaitWarm(std::chrono::milliseconds timeout) {
   return {};
 }
 
+AgentClient::PreloadRequest AgentClient::RequestPreload() {
+  // Under the call lock, so the frame cannot land inside another request's (a write_chunk's
+  // payload); with it held no run is in flight either, so no Cancel() writes meanwhile.
+  std::unique_lock<std::mutex> lock(call_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return PreloadRequest::kBusy;
+  if (!SendRequest(Json{{"type", "preload"}, {"id", next_id_++}})) return PreloadRequest::kUnusable;
+  return PreloadRequest::kSent;
+}
+
 Result<agent::Message> AgentClient::Call(Json request, const char* expected_type,
                                          std::string_view payload) {
   request["id"] = next_id_++;

@@ -77,6 +77,12 @@ class AgentClient {
     std::vector<std::string> failed;
   };
   const Preload& preload() const { return preload_; }
+  // Tells an agent started with SANDBOX_AGENT_PRELOAD_ON_REQUEST to start its zygote now (a
+  // notification: nothing is awaited). Never waits for a call of this client: kBusy when one is
+  // in flight (ask again later), kUnusable when the agent serves nothing more.
+  enum class PreloadRequest { kSent, kBusy, kUnusable };
+  PreloadRequest RequestPreload();
+
   // What the last run's result said (`preload_pending`): the persistent worker does not have
   // the preload yet. True before the first run; false for an agent without a preload.
   bool preload_pending() const { return preload_pending_; }

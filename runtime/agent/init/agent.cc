@@ -154,6 +154,8 @@ void Agent::HandleRequest(const Message& message) {
     Send(answer.json, answer.payload);
   } else if (type == "warm") {
     HandleWarm(id);
+  } else if (type == "preload") {
+    HandlePreload();  // a notification: no answer
   } else if (type == "shutdown") {
     Send(Json{{"type", "ok"}, {"id", id}});
     stopping_ = true;

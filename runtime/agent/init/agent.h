@@ -38,9 +38,10 @@ struct AgentConfig {
   std::chrono::milliseconds interrupt_grace{1000};
   // Modules the preload zygote imports, comma-separated ("" = no zygote; workers start cold).
   std::string preload;
-  // How long after the hello the zygote starts: a pooled sandbox's at once; a session started
-  // cold waits, so that in a burst of creates the imports do not slow the other starts.
-  std::chrono::milliseconds preload_delay{0};
+  // A pooled sandbox's zygote starts right after the hello. A session started cold waits for
+  // the host's `preload` message (or a `warm` request): the server sends it in a quiet moment,
+  // so that the imports never run beside a burst of creates and calls.
+  bool preload_on_request = false;
 };
 
 class Agent {
@@ -100,6 +101,7 @@ class Agent {
   void HandleRun(uint64_t id, const Json& request);
   void HandleCancel(uint64_t id);
   void HandleWarm(uint64_t id);
+  void HandlePreload();
 
   // The preload zygote: started next to the first worker; once it has imported the preload,
   // an unused persistent worker is replaced by one forked from it, and every later worker is.
@@ -155,8 +157,9 @@ class Agent {
   std::unique_ptr<Zygote> zygote_;
   // `warm` requests waiting for the persistent worker to come from the zygote.
   std::vector<uint64_t> warm_waiters_;
-  bool warm_ = false;  // the persistent worker has the preload, or it never will
-  std::optional<Clock::time_point> zygote_at_;         // when the delayed zygote is due
+  bool warm_ = false;               // the persistent worker has the preload, or it never will
+  bool preload_requested_ = false;  // the host asked for the zygote (preload_on_request)
+  std::optional<Clock::time_point> zygote_at_;         // when the zygote is due (after a run)
   bool zygote_paused_ = false;                         // SIGSTOPped for a run (PauseZygote)
   std::optional<Clock::time_point> zygote_resume_at_;  // when a paused zygote continues
   bool hello_sent_ = false;

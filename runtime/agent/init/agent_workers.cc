@@ -127,7 +127,19 @@ void Agent::DropZygote(const std::string& why) {
 
 void Agent::HandleWarm(uint64_t id) {
   warm_waiters_.push_back(id);
-  if (warm_) AnswerWarm();
+  if (warm_) {
+    AnswerWarm();
+  } else {
+    HandlePreload();  // whoever waits for the preload wants it started
+  }
+}
+
+void Agent::HandlePreload() {
+  if (!config_.preload_on_request || preload_requested_) return;
+  preload_requested_ = true;
+  // Before the hello the worker's start comes first (OnWorkerReady starts the zygote then).
+  // Otherwise the timer starts it, after the run in flight if there is one (OnRunEnded).
+  if (hello_sent_ && !zygote_ && !warm_) zygote_at_ = Clock::now();
 }
 
 void Agent::AnswerWarm() {
@@ -286,10 +298,8 @@ void Agent::OnWorkerReady(Proc& proc) {
   if (&proc == worker_.get() && !hello_sent_) {
     SendHello();
     // Only now: started next to the worker, the zygote's imports would hold up the hello.
-    if (config_.preload_delay.count() == 0) {
-      StartZygote();
-    } else {
-      zygote_at_ = Clock::now() + config_.preload_delay;
+    if (!config_.preload_on_request || preload_requested_ || config_.preload.empty()) {
+      StartZygote();  // with no preload, this only marks the worker warm
     }
   }
   if (&proc == worker_.get() && !warm_ && zygote_ && zygote_->ready()) {

@@ -13,15 +13,16 @@
 #include <cerrno>
 #include <cstring>
 
+#include "runtime/agent/agent_env.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/fd_ops.h"
 
 namespace sandbox::agent {
 namespace {
 
-constexpr char kFdVariable[] = "SANDBOX_AGENT_EGRESS_FD";
-constexpr char kSocketVariable[] = "SANDBOX_AGENT_EGRESS_SOCKET";
-constexpr char kPortVariable[] = "SANDBOX_AGENT_EGRESS_PORT";
+constexpr const char* kFdVariable = agent_env::kEgressFd;
+constexpr const char* kSocketVariable = agent_env::kEgressSocket;
+constexpr const char* kPortVariable = agent_env::kEgressPort;
 
 Result<Fd> OpenChannel() {
   const char* fd_text = ::getenv(kFdVariable);

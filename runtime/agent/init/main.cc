@@ -10,7 +10,8 @@
 //   SANDBOX_AGENT_GRACE_MS  interrupt grace period before the kill (default 1000)
 //   SANDBOX_AGENT_PRELOAD   modules a zygote imports once for every worker, comma-separated
 //                           (default none: workers start cold)
-//   SANDBOX_AGENT_PRELOAD_DELAY_MS  how long after the hello the zygote starts (default 0)
+//   SANDBOX_AGENT_PRELOAD_ON_REQUEST  "1": the zygote waits for the host's `preload` message
+//                           (a session started cold); otherwise it starts after the hello
 //   SANDBOX_AGENT_EGRESS_*  the egress channel and proxy port (egress_relay.h)
 #include <limits.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/agent/agent_env.h"
 #include "runtime/agent/init/agent.h"
 #include "runtime/agent/init/child_process.h"
 #include "runtime/agent/init/egress_relay.h"
@@ -81,16 +83,18 @@ std::vector<std::string> ChildEnvironment(const std::string& data_dir, const std
     }
     return false;
   };
+  auto names = [](std::string_view entry, std::string_view name) {
+    return entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=';
+  };
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view value(*entry);
-    if (value.starts_with("SANDBOX_AGENT_DATA_DIR=")) continue;  // replaced by the realpath
+    if (names(value, agent_env::kDataDir)) continue;  // replaced by the realpath
     // init's business, not the session's: a pooled session's environment is a cold one's.
-    if (value.starts_with("SANDBOX_AGENT_PRELOAD=")) continue;
-    if (value.starts_with("SANDBOX_AGENT_PRELOAD_DELAY_MS=")) continue;
+    if (names(value, agent_env::kPreload) || names(value, agent_env::kPreloadOnRequest)) continue;
     if (IsEgressRelayVariable(std::string(value))) continue;  // init's alone
     env.emplace_back(value);
   }
-  env.push_back("SANDBOX_AGENT_DATA_DIR=" + data_dir);
+  env.push_back(std::string(agent_env::kDataDir) + "=" + data_dir);
   if (!has("PATH")) env.push_back(std::string("PATH=") + kDefaultPath);
   if (!has("HOME")) env.push_back("HOME=" + tmp_dir);
   if (!has("MPLBACKEND")) env.push_back("MPLBACKEND=Agg");
@@ -110,9 +114,9 @@ int Main(int argc, char** argv) {
   if (::getpid() != 1) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   AgentConfig config;
-  auto data_dir = RealDir(EnvOr("SANDBOX_AGENT_DATA_DIR", layout::kDataDir));
+  auto data_dir = RealDir(EnvOr(agent_env::kDataDir, layout::kDataDir));
   if (!data_dir) Die(std::move(data_dir.error()).Context("data directory"));
-  auto tmp_dir = RealDir(EnvOr("SANDBOX_AGENT_TMP_DIR", layout::kTmpDir));
+  auto tmp_dir = RealDir(EnvOr(agent_env::kTmpDir, layout::kTmpDir));
   if (!tmp_dir) Die(std::move(tmp_dir.error()).Context("tmp directory"));
   config.data_dir = *data_dir;
   config.tmp_dir = *tmp_dir;
@@ -133,40 +137,32 @@ int Main(int argc, char** argv) {
   }
 
   std::string path_list = EnvOr("PATH", kDefaultPath);
-  auto python = FindExecutable(EnvOr("SANDBOX_AGENT_PYTHON", "python3"), path_list);
+  auto python = FindExecutable(EnvOr(agent_env::kPython, "python3"), path_list);
   if (!python) {
     Error error = std::move(python.error()).Context("the image has no usable Python");
     error.code = ErrorCode::kSandboxUnavailable;
     Die(error);
   }
   config.python = *python;
-  config.worker_script = EnvOr("SANDBOX_AGENT_WORKER", DefaultWorkerScript(argv[0]));
+  config.worker_script = EnvOr(agent_env::kWorker, DefaultWorkerScript(argv[0]));
   if (::access(config.worker_script.c_str(), R_OK) != 0) {
     Error error = SysError("access", config.worker_script);
     error.code = ErrorCode::kSandboxUnavailable;
     Die(error);
   }
-  std::string grace = EnvOr("SANDBOX_AGENT_GRACE_MS", "");
+  std::string grace = EnvOr(agent_env::kGraceMs, "");
   if (!grace.empty()) {
     char* end = nullptr;
     long ms = std::strtol(grace.c_str(), &end, 10);
     if (end == grace.c_str() || *end != '\0' || ms < 0 || ms > 600000) {
-      Die(MakeError(ErrorCode::kInvalidArgument, "SANDBOX_AGENT_GRACE_MS={} is not 0..600000",
+      Die(MakeError(ErrorCode::kInvalidArgument, "{}={} is not 0..600000", agent_env::kGraceMs,
                     grace));
     }
     config.interrupt_grace = std::chrono::milliseconds(ms);
   }
 
-  config.preload = EnvOr("SANDBOX_AGENT_PRELOAD", "");
-  if (std::string delay = EnvOr("SANDBOX_AGENT_PRELOAD_DELAY_MS", ""); !delay.empty()) {
-    char* end = nullptr;
-    long ms = std::strtol(delay.c_str(), &end, 10);
-    if (end == delay.c_str() || *end != '\0' || ms < 0 || ms > 600000) {
-      Die(MakeError(ErrorCode::kInvalidArgument,
-                    "SANDBOX_AGENT_PRELOAD_DELAY_MS={} is not 0..600000", delay));
-    }
-    config.preload_delay = std::chrono::milliseconds(ms);
-  }
+  config.preload = EnvOr(agent_env::kPreload, "");
+  config.preload_on_request = EnvOr(agent_env::kPreloadOnRequest, "") == "1";
 
   Agent agent(std::move(config), 0, 1);
   return agent.Serve();

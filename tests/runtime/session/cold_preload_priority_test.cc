@@ -1,18 +1,10 @@
-// The CPU priority of a session started cold while its zygote imports (issue #28), and the timer
-// that says when the zygote is due: what a burst of new sessions pays per call depends on it.
+// The CPU priority of a session started cold while its zygote imports (issue #28): what a burst
+// of new sessions pays per call depends on it.
 #include "runtime/session/cold_preload_priority.h"
 
-#include <atomic>
-#include <chrono>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
-
-#include "runtime/session/deadline_timer.h"
-
-using namespace std::chrono_literals;
 
 namespace sandbox {
 namespace {
@@ -86,39 +78,6 @@ TEST_CASE("cold preload priority: a failed lower is not taken for done", "[unit]
   priority.CallBegins();  // nothing to raise
   priority.CallEnds(true);
   CHECK(attempts == 2);  // tried again after the call
-}
-
-TEST_CASE("deadline timer: runs actions in deadline order, at or after their deadlines", "[unit]") {
-  DeadlineTimer timer;
-  std::mutex mutex;
-  std::vector<int> order;
-  std::vector<std::chrono::steady_clock::duration> late;
-  auto start = std::chrono::steady_clock::now();
-  std::atomic<int> ran{0};
-  for (int i : {3, 1, 2}) {
-    auto when = start + i * 30ms;
-    timer.At(when, [&, i, when] {
-      std::lock_guard<std::mutex> lock(mutex);
-      order.push_back(i);
-      late.push_back(std::chrono::steady_clock::now() - when);
-      ++ran;
-    });
-  }
-  timer.At(start - 1s, [&] { ++ran; });  // already past: at once
-  auto deadline = start + 10s;
-  while (ran < 4 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
-  std::lock_guard<std::mutex> lock(mutex);
-  CHECK(order == std::vector<int>{1, 2, 3});
-  for (auto by : late) CHECK(by >= 0ms);
-}
-
-TEST_CASE("deadline timer: destroying it drops actions not yet due", "[unit]") {
-  std::atomic<bool> ran{false};
-  {
-    DeadlineTimer timer;
-    timer.At(std::chrono::steady_clock::now() + 1h, [&] { ran = true; });
-  }
-  CHECK_FALSE(ran);
 }
 
 }  // namespace

@@ -163,8 +163,18 @@ TEST_CASE("warm pool: pooled workers have the preload, cold ones of the kind get
   // zygote is not due yet, so nothing imports and the call costs no priority writes.
   CHECK(f.Python(cold->id, check) == "False False\n");
   CHECK(control->cpu_priority == CpuPriority::kNormal);
-  // From the zygote's due moment (a second after its start, or later in a burst) until the
-  // preload is in place, the session waits at background priority, with no call to lower it.
+  // Its zygote waits for a quiet moment: not while another session's call runs (issue #28).
+  RunRequest sleep;
+  sleep.code = "import time; time.sleep(1.5)";
+  sleep.timeout_s = 20;
+  bool slept = false;  // Catch2's assertions stay on this thread
+  std::thread busy([&] { slept = static_cast<bool>(f.manager->Run(pooled->id, sleep)); });
+  std::this_thread::sleep_for(1s);
+  CHECK(control->cpu_priority == CpuPriority::kNormal);
+  busy.join();
+  CHECK(slept);
+  // From the zygote's turn (the quiet moment after that call) until the preload is in place,
+  // the session waits at background priority, with no call to lower it.
   auto due_by = std::chrono::steady_clock::now() + 10s;
   while (control->cpu_priority != CpuPriority::kBackground &&
          std::chrono::steady_clock::now() < due_by) {
