@@ -88,14 +88,17 @@ stored=$work/state-stored
 # tar -x reads each layer file; import reads the same bytes from inside the archive. Both end
 # with a sync so the time includes writing the tree, not just filling the page cache.
 #
-# Every timed run unpacks into a new directory, and the trees are deleted only after the last
-# run. Deleting the previous run's tree just before a run made that run pay for the deletion on
-# a filesystem without a journal (this VM's ext4): allocating an inode then skips, one by one,
-# every inode freed in the last 5 s, or 300 s while its inode-table block is dirty
-# (recently_deleted() in fs/ext4/ialloc.c). perf put half of both commands' time there, and it
-# grew run after run (tar -x: 0.85, 2.4, 4.2, 5.9, 6.5 s), so the median measured where a run
-# fell in the series, not the command. The commands also alternate, first one then the other,
-# so both see the same load on a shared machine.
+# Every timed run unpacks into a new directory, and the trees are deleted between the pairs of
+# runs, never just before one: deleting the previous run's tree right before a run made that run
+# pay for the deletion on a filesystem without a journal (this VM's ext4): allocating an inode
+# then skips, one by one, every inode freed in the last 5 s, or 300 s while its inode-table
+# block is dirty (recently_deleted() in fs/ext4/ialloc.c). perf put half of both commands' time
+# there, and it grew run after run (tar -x: 0.85, 2.4, 4.2, 5.9, 6.5 s), so the median measured
+# where a run fell in the series, not the command. So the trees of a pair go after it, then a
+# sync (the inode tables clean) and 6 s (past the 5 s window) before the next pair. Keeping
+# every tree to the end instead took about 4 GB a pair and filled the disk before the last one.
+# The commands also alternate, first one then the other, so both see the same load on a
+# shared machine.
 cat > "$work/tar-x.sh" <<EOF
 #!/bin/sh
 set -e
@@ -107,11 +110,11 @@ cat > "$work/import.sh" <<EOF
 #!/bin/sh
 set -e
 fresh=\$(mktemp -d "$work/state-fresh.XXXXXX")
-"$cli" image import "$image" --state-dir "\$fresh" >/dev/null 2>&1
+"$cli" image import "$image" --state-dir "\$fresh" >/dev/null 2>"$work/import.err"
 sync -f "\$fresh"
 EOF
 chmod +x "$work/tar-x.sh" "$work/import.sh"
-cleanup() { rm -rf "$work"/tar-x.* "$work"/state-fresh.* "$layers"; }
+cleanup() { rm -rf "$work"/tar-x.* "$work"/state-fresh.* "$work/import.err" "$layers"; }
 trap cleanup EXIT
 rm -f "$work"/unpack-*.json
 
@@ -119,8 +122,15 @@ log "image: $image ($label)"
 for i in $(seq "$runs"); do
   pair=(-n "tar -x" "$work/tar-x.sh" -n "image import" "$work/import.sh")
   [ $((i % 2)) -eq 0 ] && pair=("${pair[@]:3:3}" "${pair[@]:0:3}")
-  hyperfine --style basic --runs 1 --prepare sync --export-json "$work/unpack-$i.json" \
-    "${pair[@]}" >&2
+  if ! hyperfine --style basic --runs 1 --prepare sync --export-json "$work/unpack-$i.json" \
+    "${pair[@]}" >&2; then
+    log "image_import: a timed run failed ($(df -h --output=avail "$work" | tail -1) free):"
+    cat "$work/import.err" >&2 2>/dev/null || true
+    exit 1
+  fi
+  rm -rf "$work"/tar-x.* "$work"/state-fresh.*
+  sync -f "$work"
+  sleep 6
 done
 hyperfine --style basic --runs 30 --warmup 3 --export-json "$work/reimport.json" \
   -n "re-import" "'$cli' image import '$image' --state-dir '$stored'" >&2
