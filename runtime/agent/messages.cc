@@ -90,4 +90,97 @@ OkAnswer OkAnswer::FromJson(const Json& message) {
   return answer;
 }
 
+namespace {
+
+std::vector<std::string> GetStrings(const Json& message, const char* key) {
+  std::vector<std::string> out;
+  auto it = message.find(key);
+  if (it == message.end() || !it->is_array()) return out;
+  for (const auto& item : *it) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+Json EntryMessage::ToJson(bool with_is_dir) const {
+  Json json{{"path", path}, {"size", size}, {"mime", mime}, {"mtime_ms", mtime_ms}};
+  if (with_is_dir) json["is_dir"] = is_dir;
+  return json;
+}
+
+EntryMessage EntryMessage::FromJson(const Json& entry) {
+  return EntryMessage{.path = GetString(entry, "path"),
+                      .size = GetUint(entry, "size"),
+                      .mime = GetString(entry, "mime"),
+                      .mtime_ms = GetInt(entry, "mtime_ms"),
+                      .is_dir = GetBool(entry, "is_dir")};
+}
+
+Json StatRequest::ToJson(uint64_t id) const {
+  return Json{{"type", "stat"}, {"id", id}, {"path", path}};
+}
+
+StatRequest StatRequest::FromJson(const Json& message) {
+  return StatRequest{.path = GetString(message, "path")};
+}
+
+Json InfoAnswer::ToJson(uint64_t id) const {
+  return Json{{"type", "info"}, {"id", id}, {"entry", entry.ToJson()}};
+}
+
+std::optional<InfoAnswer> InfoAnswer::FromJson(const Json& message) {
+  auto it = message.find("entry");
+  if (it == message.end() || !it->is_object()) return std::nullopt;
+  return InfoAnswer{.entry = EntryMessage::FromJson(*it)};
+}
+
+Json ListRequest::ToJson(uint64_t id) const {
+  return Json{{"type", "list"}, {"id", id}, {"path", path}, {"recursive", recursive}};
+}
+
+ListRequest ListRequest::FromJson(const Json& message) {
+  return ListRequest{.path = GetString(message, "path"),
+                     .recursive = GetBool(message, "recursive")};
+}
+
+Json EntriesAnswer::ToJson(uint64_t id) const {
+  Json list = Json::array();
+  for (const auto& entry : entries) list.push_back(entry.ToJson());
+  return Json{
+      {"type", "entries"}, {"id", id}, {"entries", std::move(list)}, {"truncated", truncated}};
+}
+
+EntriesAnswer EntriesAnswer::FromJson(const Json& message) {
+  EntriesAnswer answer{.entries = {}, .truncated = GetBool(message, "truncated")};
+  if (auto it = message.find("entries"); it != message.end() && it->is_array()) {
+    for (const auto& entry : *it) answer.entries.push_back(EntryMessage::FromJson(entry));
+  }
+  return answer;
+}
+
+Json WarmRequest::ToJson(uint64_t id) const { return Json{{"type", "warm"}, {"id", id}}; }
+
+Json WarmAnswer::ToJson(uint64_t id) const {
+  return Json{{"type", "warm"}, {"id", id}, {"imported", imported}, {"failed", failed}};
+}
+
+WarmAnswer WarmAnswer::FromJson(const Json& message) {
+  return WarmAnswer{.imported = GetStrings(message, "imported"),
+                    .failed = GetStrings(message, "failed")};
+}
+
+Json PreloadRequest::ToJson(uint64_t id) const { return Json{{"type", "preload"}, {"id", id}}; }
+
+Json ShutdownRequest::ToJson(uint64_t id) const { return Json{{"type", "shutdown"}, {"id", id}}; }
+
+Json ErrorMessage::ToJson(uint64_t id) const {
+  return Json{{"type", "error"}, {"id", id}, {"code", code}, {"message", message}};
+}
+
+ErrorMessage ErrorMessage::FromJson(const Json& json) {
+  return ErrorMessage{.code = GetString(json, "code"), .message = GetString(json, "message")};
+}
+
 }  // namespace sandbox::agent

@@ -4,13 +4,13 @@
 // reads one that never throws: a missing field or one of another type gives the default, as the
 // Get* readers of wire.h do. File content is not here: it is the message's payload (wire.h's
 // Message), a binary frame after the JSON.
-// So far the hello and the file transfer's messages (read_file, write_*); the others are still
-// built and read field by field where they are used.
+// The run's messages (run, output, result, cancel) are in run_messages.h.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/agent/wire.h"
 
@@ -89,6 +89,82 @@ struct OkAnswer {
 
   Json ToJson(uint64_t id) const;
   static OkAnswer FromJson(const Json& message);
+};
+
+// A file or directory as `info`, `entries` and a result's `artifacts` give it: an absolute
+// path; `mime` is empty for a directory.
+struct EntryMessage {
+  std::string path;
+  uint64_t size = 0;
+  std::string mime;
+  int64_t mtime_ms = 0;
+  bool is_dir = false;
+
+  // Artifacts go without `is_dir` (they are always files).
+  Json ToJson(bool with_is_dir = true) const;
+  static EntryMessage FromJson(const Json& entry);
+};
+
+// host → init: one entry's facts; answered by `info`.
+struct StatRequest {
+  std::string path;
+
+  Json ToJson(uint64_t id) const;
+  static StatRequest FromJson(const Json& message);
+};
+struct InfoAnswer {
+  EntryMessage entry;
+
+  Json ToJson(uint64_t id) const;
+  // nullopt when `entry` is missing or no object.
+  static std::optional<InfoAnswer> FromJson(const Json& message);
+};
+
+// host → init: a directory's entries (at most 20000); answered by `entries`.
+struct ListRequest {
+  std::string path;
+  bool recursive = false;
+
+  Json ToJson(uint64_t id) const;
+  static ListRequest FromJson(const Json& message);
+};
+struct EntriesAnswer {
+  std::vector<EntryMessage> entries;
+  bool truncated = false;
+
+  Json ToJson(uint64_t id) const;
+  static EntriesAnswer FromJson(const Json& message);
+};
+
+// host → init: answered by `warm` once the persistent worker has the preload.
+struct WarmRequest {
+  Json ToJson(uint64_t id) const;
+};
+struct WarmAnswer {
+  std::vector<std::string> imported;
+  std::vector<std::string> failed;  // one line per module left out
+
+  Json ToJson(uint64_t id) const;
+  static WarmAnswer FromJson(const Json& message);
+};
+
+// host → init, a notification (no answer): start the zygote of a session started cold.
+struct PreloadRequest {
+  Json ToJson(uint64_t id) const;
+};
+
+// host → init: answered by `ok`, then init exits.
+struct ShutdownRequest {
+  Json ToJson(uint64_t id) const;
+};
+
+// init → host: the answer to any request that failed (id 0: init cannot serve, and exits).
+struct ErrorMessage {
+  std::string code;  // a DESIGN.md error name ("not_found")
+  std::string message;
+
+  Json ToJson(uint64_t id) const;
+  static ErrorMessage FromJson(const Json& message);
 };
 
 }  // namespace sandbox::agent

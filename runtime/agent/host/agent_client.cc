@@ -4,6 +4,7 @@
 
 #include "runtime/agent/messages.h"
 #include "runtime/agent/run_limits.h"
+#include "runtime/agent/run_messages.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/base64.h"
 
@@ -15,14 +16,12 @@ namespace {
 
 constexpr auto kShutdownWait = std::chrono::seconds(2);
 
-FileInfo FileInfoFromJson(const Json& entry) {
-  FileInfo info;
-  info.path = agent::GetString(entry, "path");
-  info.size = agent::GetUint(entry, "size");
-  info.mime_type = agent::GetString(entry, "mime");
-  info.mtime_ms = agent::GetInt(entry, "mtime_ms");
-  info.is_dir = agent::GetBool(entry, "is_dir");
-  return info;
+FileInfo FileInfoOf(agent::EntryMessage entry) {
+  return FileInfo{.path = std::move(entry.path),
+                  .size = entry.size,
+                  .mime_type = std::move(entry.mime),
+                  .mtime_ms = entry.mtime_ms,
+                  .is_dir = entry.is_dir};
 }
 
 const char* KindName(RunRequest::Kind kind) {
@@ -111,8 +110,8 @@ Result<agent::Message> AgentClient::Await(
       continue;
     }
     if (type == "error") {
-      return Fail(agent::ErrorCodeFromName(agent::GetString(message, "code")), "{}",
-                  agent::GetString(message, "message"));
+      auto error = agent::ErrorMessage::FromJson(message);
+      return Fail(agent::ErrorCodeFromName(error.code), "{}", error.message);
     }
     return received;
   }
@@ -141,14 +140,13 @@ Status AgentClient::WaitReady(std::chrono::milliseconds timeout) {
 Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallback& on_output) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   uint64_t id = next_id_++;
-  Json message{{"type", "run"},
-               {"id", id},
-               {"kind", KindName(request.kind)},
-               {"code", request.code},
-               {"fresh", request.fresh},
-               {"timeout_s", request.timeout_s},
-               {"max_output_bytes", request.max_output_bytes},
-               {"cwd", request.cwd}};
+  Json message = agent::RunRequestMessage{.kind = KindName(request.kind),
+                                          .code = request.code,
+                                          .fresh = request.fresh,
+                                          .timeout_s = request.timeout_s,
+                                          .max_output_bytes = request.max_output_bytes,
+                                          .cwd = request.cwd}
+                     .ToJson(id);
   auto deadline = Clock::now() +
                   std::chrono::duration_cast<Clock::duration>(
                       std::chrono::duration<double>(std::max(request.timeout_s, 0.0))) +
@@ -158,16 +156,16 @@ Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallba
   run_id_ = id;
   // A Cancel() that came before run_id_ was set could not name this run: send it now.
   if (cancel_requested_.exchange(false)) {
-    (void)stream_.Write(agent::EncodeFrame(Json{{"type", "cancel"}, {"id", id}}));
+    (void)stream_.Write(agent::EncodeFrame(agent::CancelRequest{}.ToJson(id)));
   }
 
   size_t delivered[2] = {0, 0};
   auto on_event = [&](const agent::Message& event) {
-    int64_t stream = agent::GetInt(event.json, "stream");
+    int stream = agent::OutputEvent::FromJson(event.json).stream;
     if (stream != 1 && stream != 2) return;
     // The output is the event's payload (a binary frame).
     delivered[stream - 1] += event.payload.size();
-    if (on_output) on_output(static_cast<int>(stream), event.payload);
+    if (on_output) on_output(stream, event.payload);
   };
   auto awaited = Await(id, deadline, on_event);
   run_id_ = 0;
@@ -177,61 +175,47 @@ Result<RunResult> AgentClient::Run(const RunRequest& request, const OutputCallba
     return Broken("unexpected answer to run: " + agent::GetString(*answer, "type"));
   }
 
+  auto parsed = agent::RunResultMessage::FromJson(*answer);
+  if (!parsed) return Broken("malformed run result from the agent: " + parsed.error().message);
   RunResult result;
-  auto stdout_text = agent::GetBytes(*answer, "stdout");
-  auto stderr_text = agent::GetBytes(*answer, "stderr");
-  if (!stdout_text || !stderr_text) return Broken("malformed run result from the agent");
-  result.stdout_text = std::move(*stdout_text);
-  result.stderr_text = std::move(*stderr_text);
-  result.exit_code = static_cast<int>(agent::GetInt(*answer, "exit_code"));
-  result.stdout_truncated = agent::GetBool(*answer, "stdout_truncated");
-  result.stderr_truncated = agent::GetBool(*answer, "stderr_truncated");
-  result.timed_out = agent::GetBool(*answer, "timed_out");
-  result.cancelled = agent::GetBool(*answer, "cancelled");
-  result.state_lost = agent::GetBool(*answer, "state_lost");
-  preload_pending_ = agent::GetBool(*answer, "preload_pending");
-  result.worker_killed = agent::GetBool(*answer, "worker_killed");
-  result.term_signal = static_cast<int>(agent::GetInt(*answer, "term_signal"));
-  result.duration_s = agent::GetDouble(*answer, "duration_s");
-  if (auto disk = answer->find("disk"); disk != answer->end() && disk->is_object()) {
-    for (auto [name, field] :
-         {std::pair{"data_bytes", &result.data_bytes}, std::pair{"tmp_bytes", &result.tmp_bytes}}) {
-      auto it = disk->find(name);
-      if (it != disk->end() && it->is_number_unsigned()) *field = it->get<uint64_t>();
-    }
-  }
+  result.stdout_text = std::move(parsed->stdout_bytes);
+  result.stderr_text = std::move(parsed->stderr_bytes);
+  result.exit_code = parsed->exit_code;
+  result.stdout_truncated = parsed->stdout_truncated;
+  result.stderr_truncated = parsed->stderr_truncated;
+  result.timed_out = parsed->timed_out;
+  result.cancelled = parsed->cancelled;
+  result.state_lost = parsed->state_lost;
+  preload_pending_ = parsed->preload_pending.value_or(false);
+  result.worker_killed = parsed->worker_killed;
+  result.term_signal = parsed->term_signal;
+  result.duration_s = parsed->duration_s;
+  result.data_bytes = parsed->data_bytes;
+  result.tmp_bytes = parsed->tmp_bytes;
   // init runs inside the sandbox: what it reports is bounded again here (run_limits.h), so a
   // subverted init cannot make the server build a result of thousands of blocks.
   size_t left_out = 0;
-  if (auto it = answer->find("artifacts"); it != answer->end() && it->is_array()) {
-    for (const auto& entry : *it) {
-      FileInfo info = FileInfoFromJson(entry);
-      if (result.artifacts.size() >= agent::kMaxRunArtifacts ||
-          info.path.size() > agent::kMaxReportedPathBytes) {
-        ++left_out;
-        continue;
-      }
-      result.artifacts.push_back(std::move(info));
+  for (auto& entry : parsed->artifacts) {
+    if (result.artifacts.size() >= agent::kMaxRunArtifacts ||
+        entry.path.size() > agent::kMaxReportedPathBytes) {
+      ++left_out;
+      continue;
     }
+    result.artifacts.push_back(FileInfoOf(std::move(entry)));
   }
-  if (auto it = answer->find("figures"); it != answer->end() && it->is_array()) {
-    uint64_t figure_bytes = 0;
-    for (const auto& entry : *it) {
-      std::string path = agent::GetString(entry, "path");
-      if (result.figures.size() >= agent::kMaxRunFigures ||
-          path.size() > agent::kMaxReportedPathBytes) {
-        ++left_out;
-        continue;
-      }
-      auto png = agent::GetBytes(entry, "png");
-      if (!png) return Broken("malformed figure in the run result");
-      figure_bytes += png->size();
-      if (figure_bytes > agent::kMaxRunFigureBytes) {
-        ++left_out;
-        continue;
-      }
-      result.figures.push_back(Figure{std::move(path), std::move(*png)});
+  uint64_t figure_bytes = 0;
+  for (auto& figure : parsed->figures) {
+    if (result.figures.size() >= agent::kMaxRunFigures ||
+        figure.path.size() > agent::kMaxReportedPathBytes) {
+      ++left_out;
+      continue;
     }
+    figure_bytes += figure.png.size();
+    if (figure_bytes > agent::kMaxRunFigureBytes) {
+      ++left_out;
+      continue;
+    }
+    result.figures.push_back(Figure{std::move(figure.path), std::move(figure.png)});
   }
   if (left_out > 0) {
     spdlog::warn("the agent reported {} figure(s) or artifact(s) past the run's bounds; left out",
@@ -254,7 +238,7 @@ void AgentClient::Cancel() {
   cancel_requested_ = true;
   uint64_t id = run_id_.load();
   if (id == 0) return;  // Run() sends it itself once the run has an id
-  if (auto written = stream_.Write(agent::EncodeFrame(Json{{"type", "cancel"}, {"id", id}}));
+  if (auto written = stream_.Write(agent::EncodeFrame(agent::CancelRequest{}.ToJson(id)));
       !written) {
     spdlog::debug("agent cancel: {}", written.error().message);
   }
@@ -263,21 +247,14 @@ void AgentClient::Cancel() {
 Status AgentClient::WaitWarm(std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   uint64_t id = next_id_++;
-  SBX_TRY(SendRequest(Json{{"type", "warm"}, {"id", id}}));
+  SBX_TRY(SendRequest(agent::WarmRequest{}.ToJson(id)));
   SBX_ASSIGN_OR_RETURN(agent::Message awaited, Await(id, Clock::now() + timeout, {}));
   const Json& answer = awaited.json;
   if (agent::GetString(answer, "type") != "warm") {
     return Broken(fmt::format("unexpected answer '{}' to warm", agent::GetString(answer, "type")));
   }
-  preload_ = {};
-  for (const char* key : {"imported", "failed"}) {
-    auto& into = std::string_view(key) == "imported" ? preload_.imported : preload_.failed;
-    auto it = answer.find(key);
-    if (it == answer.end() || !it->is_array()) continue;
-    for (const auto& name : *it) {
-      if (name.is_string()) into.push_back(name.get<std::string>());
-    }
-  }
+  auto warm = agent::WarmAnswer::FromJson(answer);
+  preload_ = {.imported = std::move(warm.imported), .failed = std::move(warm.failed)};
   return {};
 }
 
@@ -286,14 +263,8 @@ AgentClient::PreloadRequest AgentClient::RequestPreload() {
   // payload); with it held no run is in flight either, so no Cancel() writes meanwhile.
   std::unique_lock<std::mutex> lock(call_mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return PreloadRequest::kBusy;
-  if (!SendRequest(Json{{"type", "preload"}, {"id", next_id_++}})) return PreloadRequest::kUnusable;
+  if (!SendRequest(agent::PreloadRequest{}.ToJson(next_id_++))) return PreloadRequest::kUnusable;
   return PreloadRequest::kSent;
-}
-
-Result<agent::Message> AgentClient::Call(Json request, const char* expected_type,
-                                         std::string_view payload) {
-  request["id"] = next_id_++;
-  return Exchange(request, expected_type, payload);
 }
 
 Result<agent::Message> AgentClient::Exchange(const Json& request, const char* expected_type,
@@ -400,20 +371,22 @@ Result<std::string> AgentClient::ReadFile(const std::string& path, uint64_t max_
 
 Result<FileInfo> AgentClient::Stat(const std::string& path) {
   std::lock_guard<std::mutex> lock(call_mutex_);
-  SBX_ASSIGN_OR_RETURN(agent::Message answer, Call(Json{{"type", "stat"}, {"path", path}}, "info"));
-  auto it = answer.json.find("entry");
-  if (it == answer.json.end() || !it->is_object()) return Broken("malformed stat answer");
-  return FileInfoFromJson(*it);
+  SBX_ASSIGN_OR_RETURN(agent::Message answer,
+                       Exchange(agent::StatRequest{.path = path}.ToJson(next_id_++), "info"));
+  auto info = agent::InfoAnswer::FromJson(answer.json);
+  if (!info) return Broken("malformed stat answer");
+  return FileInfoOf(std::move(info->entry));
 }
 
 Result<std::vector<FileInfo>> AgentClient::ListFiles(const std::string& path, bool recursive) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   SBX_ASSIGN_OR_RETURN(
       agent::Message answer,
-      Call(Json{{"type", "list"}, {"path", path}, {"recursive", recursive}}, "entries"));
+      Exchange(agent::ListRequest{.path = path, .recursive = recursive}.ToJson(next_id_++),
+               "entries"));
   std::vector<FileInfo> entries;
-  if (auto it = answer.json.find("entries"); it != answer.json.end() && it->is_array()) {
-    for (const auto& entry : *it) entries.push_back(FileInfoFromJson(entry));
+  for (auto& entry : agent::EntriesAnswer::FromJson(answer.json).entries) {
+    entries.push_back(FileInfoOf(std::move(entry)));
   }
   return entries;
 }
@@ -421,7 +394,7 @@ Result<std::vector<FileInfo>> AgentClient::ListFiles(const std::string& path, bo
 void AgentClient::Shutdown() {
   std::lock_guard<std::mutex> lock(call_mutex_);
   uint64_t id = next_id_++;
-  if (SendRequest(Json{{"type", "shutdown"}, {"id", id}})) {
+  if (SendRequest(agent::ShutdownRequest{}.ToJson(id))) {
     (void)Await(id, Clock::now() + kShutdownWait, {});
   }
   stream_.CloseWrite();

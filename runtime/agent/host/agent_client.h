@@ -110,10 +110,8 @@ class AgentClient {
   Result<agent::Message> Await(uint64_t id, Clock::time_point deadline,
                                const std::function<void(const agent::Message&)>& on_event);
   Result<agent::Message> ReadMessage(Clock::time_point deadline);
-  // Sends `request` with the next id, and waits for its answer of `expected_type`.
-  Result<agent::Message> Call(nlohmann::json request, const char* expected_type,
-                              std::string_view payload = {});
-  // The same for a request that carries its id already (a typed message's ToJson(next_id_++)).
+  // Sends `request` (a typed message's ToJson(next_id_++)) and waits for its answer of
+  // `expected_type`.
   Result<agent::Message> Exchange(const nlohmann::json& request, const char* expected_type,
                                   std::string_view payload = {});
   void RecordHello(const nlohmann::json& hello);

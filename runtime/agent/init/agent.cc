@@ -157,7 +157,7 @@ void Agent::HandleRequest(const Message& message) {
   } else if (type == "preload") {
     HandlePreload();  // a notification: no answer
   } else if (type == "shutdown") {
-    Send(Json{{"type", "ok"}, {"id", id}});
+    Send(OkAnswer{.size = std::nullopt}.ToJson(id));
     stopping_ = true;
   } else {
     SendError(id, MakeError(ErrorCode::kInvalidArgument, "unknown request type '{}'", type));
@@ -171,11 +171,11 @@ void Agent::Send(const Json& message, std::string_view payload) {
   if (ExceedsFrameLimit(frame)) {
     // The host would stop trusting the stream: answer with an error that fits instead.
     Log("an answer of " + std::to_string(frame.size()) + " bytes exceeds the frame limit");
-    frame = EncodeFrame(Json{{"type", "error"},
-                             {"id", GetUint(message, "id")},
-                             {"code", std::string(ErrorCodeName(ErrorCode::kInternal))},
-                             {"message", "the answer of " + std::to_string(frame.size()) +
-                                             " bytes exceeds the agent protocol's frame limit"}});
+    frame = EncodeFrame(
+        ErrorAnswer(GetUint(message, "id"),
+                    MakeError(ErrorCode::kInternal,
+                              "the answer of {} bytes exceeds the agent protocol's frame limit",
+                              frame.size())));
   }
   if (!WriteFully(out_fd_, frame)) {
     stopping_ = true;  // the host is gone

@@ -21,6 +21,7 @@
 #include "runtime/agent/init/file_service.h"
 #include "runtime/agent/init/output_capture.h"
 #include "runtime/agent/init/zygote.h"
+#include "runtime/agent/run_messages.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/fd.h"
 #include "runtime/base/result.h"
@@ -127,7 +128,7 @@ class Agent {
   void OnWorkerReady(Proc& proc);
   void OnWorkerDone(Proc& proc, const Json& done);
   // The figures of a `done` message, read and bounded (run_limits.h).
-  Json FiguresFromDone(const Json& done);
+  std::vector<FigureMessage> FiguresFromDone(const Json& done);
 
   void SendCode();
   void Interrupt();
@@ -137,7 +138,9 @@ class Agent {
   void AddOutput(int stream, std::string_view data);
   void FlushOutput(bool force);
   void Drain(Proc& proc);
-  void FinishRun(Json result);
+  // Sends the result: `result` holds what the ending process told (exit code, signal, figures);
+  // the run's own facts (output, flags, artifacts, disk) are added here.
+  void FinishRun(RunResultMessage result);
   void FailRun(const Error& error);
 
   // A non-empty payload goes as a binary frame after the message (read_file's content).

@@ -15,7 +15,6 @@
 #include "runtime/agent/init/init_io.h"
 #include "runtime/agent/mime.h"
 #include "runtime/agent/run_limits.h"
-#include "runtime/base/base64.h"
 
 namespace sandbox::agent {
 
@@ -35,31 +34,29 @@ void Agent::HandleRun(uint64_t id, const Json& request) {
     SendError(id, MakeError(ErrorCode::kSessionBusy, "run {} is still in progress", run_->id));
     return;
   }
-  std::string kind = GetString(request, "kind", "python");
-  if (kind != "python" && kind != "shell") {
-    SendError(id, MakeError(ErrorCode::kInvalidArgument, "unknown run kind '{}'", kind));
+  auto asked = RunRequestMessage::FromJson(request);
+  if (asked.kind != "python" && asked.kind != "shell") {
+    SendError(id, MakeError(ErrorCode::kInvalidArgument, "unknown run kind '{}'", asked.kind));
     return;
   }
-  double timeout_s = GetDouble(request, "timeout_s", 60);
-  if (!(timeout_s > 0) || timeout_s > 1e7) {
-    SendError(id,
-              MakeError(ErrorCode::kInvalidArgument, "timeout_s {} is out of range", timeout_s));
+  if (!(asked.timeout_s > 0) || asked.timeout_s > 1e7) {
+    SendError(id, MakeError(ErrorCode::kInvalidArgument, "timeout_s {} is out of range",
+                            asked.timeout_s));
     return;
   }
   ActiveRun run;
   run.id = id;
-  run.shell = kind == "shell";
-  run.fresh = !run.shell && GetBool(request, "fresh");
-  run.code = GetString(request, "code");
+  run.shell = asked.kind == "shell";
+  run.fresh = !run.shell && asked.fresh;
+  run.code = std::move(asked.code);
   run.started = Clock::now();
-  run.output.emplace(std::min(GetUint(request, "max_output_bytes", 100 << 10), kMaxOutputCap),
-                     run.started);
+  run.output.emplace(std::min(asked.max_output_bytes, kMaxOutputCap), run.started);
   run.deadline = run.started + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(timeout_s));
+                                   std::chrono::duration<double>(asked.timeout_s));
   run.before = DataSnapshot::Take(config_.data_dir);
 
   if (run.shell) {
-    auto cwd = file_service_.files().Normalize(GetString(request, "cwd", config_.data_dir));
+    auto cwd = file_service_.files().Normalize(asked.cwd.empty() ? config_.data_dir : asked.cwd);
     struct stat st {};
     if (cwd && (::stat(cwd->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) {
       cwd = Fail(ErrorCode::kInvalidPath, "cwd {} is not a directory", *cwd);
@@ -223,7 +220,7 @@ void Agent::AddOutput(int stream, std::string_view data) {
 void Agent::FlushOutput(bool force) {
   run_->output->Flush(Clock::now(), force, [this](int stream, std::string_view chunk) {
     // The bytes as they came, as the event's payload (a binary frame).
-    Send(Json{{"type", "output"}, {"id", run_->id}, {"stream", stream}}, chunk);
+    Send(OutputEvent{.stream = stream}.ToJson(run_->id), chunk);
   });
 }
 
@@ -231,37 +228,35 @@ void Agent::Drain(Proc& proc) {
   for (int stream = 1; stream <= 2; ++stream) ReadOutput(proc, stream, kMaxDrainReads);
 }
 
-void Agent::FinishRun(Json result) {
+void Agent::FinishRun(RunResultMessage result) {
   ActiveRun& run = *run_;
-  result["type"] = "result";
-  result["id"] = run.id;
-  result["stdout"] = Base64Encode(run.output->kept(1));
-  result["stderr"] = Base64Encode(run.output->kept(2));
-  result["stdout_truncated"] = run.output->truncated(1);
-  result["stderr_truncated"] = run.output->truncated(2);
-  result["timed_out"] = run.timed_out;
-  result["cancelled"] = run.cancelled;
+  result.stdout_bytes = run.output->kept(1);
+  result.stderr_bytes = run.output->kept(2);
+  result.stdout_truncated = run.output->truncated(1);
+  result.stderr_truncated = run.output->truncated(2);
+  result.timed_out = run.timed_out;
+  result.cancelled = run.cancelled;
   if (!run.shell && !run.fresh && state_lost_pending_) {
-    result["state_lost"] = true;
+    result.state_lost = true;
     state_lost_pending_ = false;
   }
-  if (!result.contains("figures")) result["figures"] = Json::array();
-  result["duration_s"] = Seconds(Clock::now() - run.started);
-  Json artifacts = Json::array();
+  result.duration_s = Seconds(Clock::now() - run.started);
   for (const auto& file : run.before.ChangedIn(DataSnapshot::Take(config_.data_dir))) {
-    if (artifacts.size() >= kMaxRunArtifacts) break;
-    artifacts.push_back(Json{{"path", file.path},
-                             {"size", file.size},
-                             {"mime", std::string(MimeTypeForPath(file.path))},
-                             {"mtime_ms", file.mtime_ms}});
+    if (result.artifacts.size() >= kMaxRunArtifacts) break;
+    result.artifacts.push_back(EntryMessage{.path = file.path,
+                                            .size = file.size,
+                                            .mime = std::string(MimeTypeForPath(file.path)),
+                                            .mtime_ms = file.mtime_ms,
+                                            .is_dir = false});
   }
-  result["artifacts"] = std::move(artifacts);
-  result["disk"] = DiskUseJson(config_.data_dir, config_.tmp_dir);
+  result.data_bytes = TmpfsUsedBytes(config_.data_dir);
+  result.tmp_bytes = TmpfsUsedBytes(config_.tmp_dir);
   // The host keeps a session started cold at background CPU priority between its calls while
   // this is true (runtime/agent/PROTOCOL.md, `result`).
-  if (!config_.preload.empty()) result["preload_pending"] = !warm_;
+  if (!config_.preload.empty()) result.preload_pending = !warm_;
+  uint64_t id = run.id;
   run_.reset();
-  Send(result);
+  Send(result.ToJson(id));
   OnRunEnded();
 }
 

@@ -15,7 +15,6 @@
 #include "runtime/agent/init/init_io.h"
 #include "runtime/agent/init/process_group.h"
 #include "runtime/agent/run_limits.h"
-#include "runtime/base/base64.h"
 
 namespace sandbox::agent {
 
@@ -144,15 +143,10 @@ void Agent::HandlePreload() {
 
 void Agent::AnswerWarm() {
   if (!warm_) return;
-  Json imported = Json::array();
-  Json failed = Json::array();
-  if (zygote_ && zygote_->ready()) {
-    for (const auto& name : zygote_->imported()) imported.push_back(name);
-    for (const auto& failure : zygote_->failed()) failed.push_back(failure);
-  }
-  for (uint64_t id : warm_waiters_) {
-    Send(Json{{"type", "warm"}, {"id", id}, {"imported", imported}, {"failed", failed}});
-  }
+  WarmAnswer answer;
+  if (zygote_ && zygote_->ready())
+    answer = {.imported = zygote_->imported(), .failed = zygote_->failed()};
+  for (uint64_t id : warm_waiters_) Send(answer.ToJson(id));
   warm_waiters_.clear();
 }
 
@@ -251,18 +245,18 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
                         "the Python worker exited before it was ready (status {:#x}): {}",
                         wait_status, tail));
     } else {
-      Json result;
+      RunResultMessage result;
       int signal_number = WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
-      result["exit_code"] = signal_number != 0 ? 128 + signal_number : WEXITSTATUS(wait_status);
-      result["term_signal"] = signal_number;
+      result.exit_code = signal_number != 0 ? 128 + signal_number : WEXITSTATUS(wait_status);
+      result.term_signal = signal_number;
       bool worker = proc.role != Proc::Role::kShell;
       // A stopped shell command takes what it started in the background with it.
       if (!worker && run_->interrupted) ::kill(-proc.child.pid, SIGKILL);
       // A worker that ended while running a cell: killed by us (timeout, cancel) or by something
       // else (the OOM killer, a kill from another process, os._exit in the cell).
-      result["worker_killed"] = worker && signal_number != 0 && !run_->killed;
+      result.worker_killed = worker && signal_number != 0 && !run_->killed;
       // (A worker killed while still starting, e.g. by a short timeout, had no state.)
-      result["state_lost"] = persistent && (proc.ran_code || run_->code_sent);
+      result.state_lost = persistent && (proc.ran_code || run_->code_sent);
       FinishRun(std::move(result));
     }
   } else if (persistent && !proc.ready && !hello_sent_) {
@@ -309,10 +303,10 @@ void Agent::OnWorkerReady(Proc& proc) {
   if (run_ && run_->proc == &proc && !run_->code_sent && !run_->interrupted) SendCode();
 }
 
-Json Agent::FiguresFromDone(const Json& done) {
+std::vector<FigureMessage> Agent::FiguresFromDone(const Json& done) {
   // The figure list is whatever the worker's pipe carried, and cell code can write there: at
   // most kMaxRunFigures distinct paths and kMaxRunFigureBytes in all are read (run_limits.h).
-  Json figures = Json::array();
+  std::vector<FigureMessage> figures;
   auto it = done.find("figures");
   if (it == done.end() || !it->is_array()) return figures;
   uint64_t budget = kMaxRunFigureBytes;
@@ -333,7 +327,7 @@ Json Agent::FiguresFromDone(const Json& done) {
       continue;
     }
     budget -= std::min<uint64_t>(budget, png->size());
-    figures.push_back(Json{{"path", path}, {"png", Base64Encode(*png)}});
+    figures.push_back(FigureMessage{.path = path, .png = std::move(*png)});
   }
   if (skipped > 0) {
     Log("the worker reported " + std::to_string(skipped) +
@@ -346,12 +340,9 @@ void Agent::OnWorkerDone(Proc& proc, const Json& done) {
   if (!run_ || run_->proc != &proc || run_->killed || GetUint(done, "id") != run_->id) return;
   proc.ran_code = true;
   Drain(proc);
-  Json result;
-  result["exit_code"] = GetInt(done, "exit_code", 1);
-  result["term_signal"] = 0;
-  result["worker_killed"] = false;
-  result["state_lost"] = false;
-  result["figures"] = FiguresFromDone(done);
+  RunResultMessage result;
+  result.exit_code = static_cast<int>(GetInt(done, "exit_code", 1));
+  result.figures = FiguresFromDone(done);
   if (run_->interrupted) {
     // The cell was stopped (timeout, cancel) and the worker kept its state; what the cell
     // started in the background is stopped with it, as a killed worker's group would be.

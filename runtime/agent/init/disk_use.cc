@@ -11,11 +11,4 @@ std::optional<uint64_t> TmpfsUsedBytes(const std::string& dir) {
   return static_cast<uint64_t>(fs.f_blocks - fs.f_bfree) * static_cast<uint64_t>(fs.f_bsize);
 }
 
-nlohmann::json DiskUseJson(const std::string& data_dir, const std::string& tmp_dir) {
-  nlohmann::json disk = nlohmann::json::object();
-  if (auto bytes = TmpfsUsedBytes(data_dir)) disk["data_bytes"] = *bytes;
-  if (auto bytes = TmpfsUsedBytes(tmp_dir)) disk["tmp_bytes"] = *bytes;
-  return disk;
-}
-
 }  // namespace sandbox::agent

@@ -9,14 +9,9 @@
 #include <optional>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 namespace sandbox::agent {
 
 // The bytes in use on the tmpfs mounted at `dir`, or nullopt when `dir` is no tmpfs.
 std::optional<uint64_t> TmpfsUsedBytes(const std::string& dir);
-
-// {"data_bytes", "tmp_bytes"}, each present when its directory is a tmpfs.
-nlohmann::json DiskUseJson(const std::string& data_dir, const std::string& tmp_dir);
 
 }  // namespace sandbox::agent

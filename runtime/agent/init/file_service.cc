@@ -16,12 +16,13 @@ namespace {
 constexpr uint64_t kMaxReadChunk = kFileChunkBytes;
 constexpr size_t kMaxListEntries = 20000;
 
-Json FileEntryJson(const FileEntry& entry) {
-  return Json{{"path", entry.path},
-              {"size", entry.size},
-              {"mime", entry.is_dir ? std::string() : std::string(MimeTypeForPath(entry.path))},
-              {"mtime_ms", entry.mtime_ms},
-              {"is_dir", entry.is_dir}};
+EntryMessage EntryOf(const FileEntry& entry) {
+  return EntryMessage{
+      .path = entry.path,
+      .size = entry.size,
+      .mime = entry.is_dir ? std::string() : std::string(MimeTypeForPath(entry.path)),
+      .mtime_ms = entry.mtime_ms,
+      .is_dir = entry.is_dir};
 }
 
 Json Ok(uint64_t id) { return OkAnswer{.size = std::nullopt}.ToJson(id); }
@@ -29,10 +30,8 @@ Json Ok(uint64_t id) { return OkAnswer{.size = std::nullopt}.ToJson(id); }
 }  // namespace
 
 Json ErrorAnswer(uint64_t id, const Error& error) {
-  return Json{{"type", "error"},
-              {"id", id},
-              {"code", std::string(ErrorCodeName(error.code))},
-              {"message", error.message}};
+  return ErrorMessage{.code = std::string(ErrorCodeName(error.code)), .message = error.message}
+      .ToJson(id);
 }
 
 FileService::FileService(std::string data_dir, std::string tmp_dir)
@@ -123,21 +122,18 @@ Message FileService::ReadFile(uint64_t id, const Json& request) {
 }
 
 Json FileService::Stat(uint64_t id, const Json& request) {
-  auto entry = files_.Stat(GetString(request, "path"));
+  auto entry = files_.Stat(StatRequest::FromJson(request).path);
   if (!entry) return ErrorAnswer(id, entry.error());
-  return Json{{"type", "info"}, {"id", id}, {"entry", FileEntryJson(*entry)}};
+  return InfoAnswer{.entry = EntryOf(*entry)}.ToJson(id);
 }
 
 Json FileService::List(uint64_t id, const Json& request) {
-  auto listing =
-      files_.List(GetString(request, "path"), GetBool(request, "recursive"), kMaxListEntries);
+  auto asked = ListRequest::FromJson(request);
+  auto listing = files_.List(asked.path, asked.recursive, kMaxListEntries);
   if (!listing) return ErrorAnswer(id, listing.error());
-  Json entries = Json::array();
-  for (const auto& entry : listing->entries) entries.push_back(FileEntryJson(entry));
-  return Json{{"type", "entries"},
-              {"id", id},
-              {"entries", std::move(entries)},
-              {"truncated", listing->truncated}};
+  EntriesAnswer answer{.entries = {}, .truncated = listing->truncated};
+  for (const auto& entry : listing->entries) answer.entries.push_back(EntryOf(entry));
+  return answer.ToJson(id);
 }
 
 }  // namespace sandbox::agent

@@ -45,10 +45,7 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 
 // Tells the host why init cannot serve, as the protocol's error frame, then exits.
 [[noreturn]] void Die(const Error& error) {
-  std::string frame = EncodeFrame(Json{{"type", "error"},
-                                       {"id", 0},
-                                       {"code", std::string(ErrorCodeName(error.code))},
-                                       {"message", error.message}});
+  std::string frame = EncodeFrame(ErrorAnswer(0, error));
   (void)WriteAll(1, frame);
   std::string line = "sandbox-init: " + error.message + "\n";
   (void)WriteAll(2, line);
