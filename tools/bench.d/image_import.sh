@@ -88,17 +88,28 @@ stored=$work/state-stored
 # tar -x reads each layer file; import reads the same bytes from inside the archive. Both end
 # with a sync so the time includes writing the tree, not just filling the page cache.
 #
-# Every timed run unpacks into a new directory, and the trees are deleted between the pairs of
-# runs, never just before one: deleting the previous run's tree right before a run made that run
-# pay for the deletion on a filesystem without a journal (this VM's ext4): allocating an inode
-# then skips, one by one, every inode freed in the last 5 s, or 300 s while its inode-table
-# block is dirty (recently_deleted() in fs/ext4/ialloc.c). perf put half of both commands' time
-# there, and it grew run after run (tar -x: 0.85, 2.4, 4.2, 5.9, 6.5 s), so the median measured
-# where a run fell in the series, not the command. So the trees of a pair go after it, then a
-# sync (the inode tables clean) and 6 s (past the 5 s window) before the next pair. Keeping
-# every tree to the end instead took about 4 GB a pair and filled the disk before the last one.
-# The commands also alternate, first one then the other, so both see the same load on a
-# shared machine.
+# Every timed run unpacks into a new directory, and the trees are deleted only after the last
+# run. Deleting the previous run's tree just before a run made that run pay for the deletion on
+# a filesystem without a journal (this VM's ext4): allocating an inode then skips, one by one,
+# every inode freed in the last 5 s, or 300 s while its inode-table block is dirty
+# (recently_deleted() in fs/ext4/ialloc.c). perf put half of both commands' time there, and it
+# grew run after run (tar -x: 0.85, 2.4, 4.2, 5.9, 6.5 s), so the median measured where a run
+# fell in the series, not the command. Deleting between the pairs of runs, then a sync and 6 s,
+# did not help (an import after it: 24 s against 10 s). So the trees stay, and the runs are as
+# many as the disk holds: each pair of trees takes about twice the unpacked image, and a disk
+# that filled up mid-series failed the whole benchmark before. The commands also alternate,
+# first one then the other, so both see the same load on a shared machine.
+pair_bytes=$((layer_bytes * 5 / 2))
+avail_bytes=$(( $(df --output=avail -k "$work" | tail -1) * 1024 - (3 << 30) ))
+fits=$(( avail_bytes / pair_bytes ))
+if [ "$fits" -lt 1 ]; then
+  log "image_import: not enough disk for one pair of trees ($((pair_bytes >> 20)) MiB); skipped"
+  exit 0
+fi
+if [ "$fits" -lt "$runs" ]; then
+  log "image_import: the disk holds $fits pair(s) of trees, not $runs: $fits run(s) each"
+  runs=$fits
+fi
 cat > "$work/tar-x.sh" <<EOF
 #!/bin/sh
 set -e
@@ -128,9 +139,6 @@ for i in $(seq "$runs"); do
     cat "$work/import.err" >&2 2>/dev/null || true
     exit 1
   fi
-  rm -rf "$work"/tar-x.* "$work"/state-fresh.*
-  sync -f "$work"
-  sleep 6
 done
 hyperfine --style basic --runs 30 --warmup 3 --export-json "$work/reimport.json" \
   -n "re-import" "'$cli' image import '$image' --state-dir '$stored'" >&2
