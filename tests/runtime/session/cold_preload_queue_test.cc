@@ -124,7 +124,7 @@ TEST_CASE("cold preload queue: a server never quiet still gets one turn per max_
   CHECK(turns.at[1] - turns.at[0] >= 150ms);  // spacing, then another whole max_wait
 }
 
-TEST_CASE("cold preload queue: a turn to retry goes first again; a gone one takes no spacing",
+TEST_CASE("cold preload queue: a turn to retry goes first again, and a gone one takes no spacing",
           "[unit]") {
   Server server;
   Turns turns;
