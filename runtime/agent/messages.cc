@@ -90,20 +90,6 @@ OkAnswer OkAnswer::FromJson(const Json& message) {
   return answer;
 }
 
-namespace {
-
-std::vector<std::string> GetStrings(const Json& message, const char* key) {
-  std::vector<std::string> out;
-  auto it = message.find(key);
-  if (it == message.end() || !it->is_array()) return out;
-  for (const auto& item : *it) {
-    if (item.is_string()) out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
-}  // namespace
-
 Json EntryMessage::ToJson(bool with_is_dir) const {
   Json json{{"path", path}, {"size", size}, {"mime", mime}, {"mtime_ms", mtime_ms}};
   if (with_is_dir) json["is_dir"] = is_dir;

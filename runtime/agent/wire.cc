@@ -166,6 +166,16 @@ bool GetBool(const Json& message, const char* key, bool fallback) {
   return field->get<bool>();
 }
 
+std::vector<std::string> GetStrings(const Json& message, const char* key) {
+  std::vector<std::string> out;
+  const Json* field = Field(message, key);
+  if (field == nullptr || !field->is_array()) return out;
+  for (const auto& item : *field) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 Result<std::string> GetBytes(const Json& message, const char* key) {
   const Json* field = Field(message, key);
   if (field == nullptr) return std::string();

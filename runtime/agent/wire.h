@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -83,6 +84,8 @@ int64_t GetInt(const Json& message, const char* key, int64_t fallback = 0);
 uint64_t GetUint(const Json& message, const char* key, uint64_t fallback = 0);
 double GetDouble(const Json& message, const char* key, double fallback = 0);
 bool GetBool(const Json& message, const char* key, bool fallback = false);
+// The strings of the array field `key`; entries of another type are skipped.
+std::vector<std::string> GetStrings(const Json& message, const char* key);
 // The base64 field `key`, decoded; an absent field is empty.
 Result<std::string> GetBytes(const Json& message, const char* key);
 

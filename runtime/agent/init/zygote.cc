@@ -19,16 +19,6 @@ namespace {
 constexpr size_t kMaxPacket = 64 << 10;
 constexpr int kForkedFds = 5;
 
-std::vector<std::string> Strings(const Json& message, const char* key) {
-  std::vector<std::string> out;
-  auto it = message.find(key);
-  if (it == message.end() || !it->is_array()) return out;
-  for (const auto& entry : *it) {
-    if (entry.is_string()) out.push_back(entry.get<std::string>());
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Zygote>> Zygote::Start(const ChildSpec& worker_spec,
@@ -75,8 +65,8 @@ Status Zygote::ReadReady() {
   if (!message.is_object() || GetString(message, "type") != "ready") {
     return Fail(ErrorCode::kInternal, "the preload zygote said something else than ready");
   }
-  imported_ = Strings(message, "imported");
-  failed_ = Strings(message, "failed");
+  imported_ = GetStrings(message, "imported");
+  failed_ = GetStrings(message, "failed");
   ready_ = true;
   return {};
 }
