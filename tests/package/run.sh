@@ -9,6 +9,9 @@
 #             [unit] tier runs there too; then installed_test.sh in a fresh Debian 13 root
 #   portable  tools/package --portable: the tarball for CI runners, then portable_test.sh in
 #             fresh Debian 12 and 13 roots
+#   prefetch  not a default stage: only the Debian root tarballs the stages above unpack
+#             (mmdebstrap, a minute or two each on a fresh machine), which tools/test makes in
+#             the background while it compiles
 # Each check is one JUnit case (package-*.xml) with its output; each stage logs its wall time.
 # SANDBOX_TEST_PACKAGE_STAGES (space-separated) narrows the default list the same way.
 # Runs after the e2e stage: the SDK client comes from tests/e2e/node_modules.
@@ -35,7 +38,9 @@ if [ "$(id -u)" -ne 0 ]; then
   python3 "$case_file" "$results/package-deb.xml" package "the Debian package" 77 "$work/skip.log"
   exit 0
 fi
-archive=$(ls -t /var/lib/mcp-sandbox/archives/python-small-*.tar 2>/dev/null | head -n 1)
+state_dir=$("$BUILD_DIR/mcp-sandbox" image ls --json 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])' 2>/dev/null)
+archive=$(ls -t "$state_dir"/archives/python-small-*.tar 2>/dev/null | head -n 1)
 echo "the python-small image archive is missing (tools/test builds it: mcp-sandbox image build --variant small)" \
   > "$work/missing.log"
 
@@ -84,6 +89,13 @@ stage_trixie() {
   cat "$work/installed-trixie.log" >&2
 }
 
+stage_prefetch() {
+  local debian_root=$root/tools/package.d/debian_root.sh
+  "$debian_root" fetch "$DEBIAN_ROOT_CACHE" bookworm &&
+    "$debian_root" fetch "$DEBIAN_ROOT_CACHE" trixie &&
+    "$debian_root" fetch "$DIST_BUILD_ROOTS" trixie "$(dist_build_packages trixie)"
+}
+
 stage_portable() {
   local tarball rc release
   tarball=$("$root/tools/package" --portable 2>"$work/portable-package.log")
@@ -106,8 +118,8 @@ stage_portable() {
 
 for stage in "${stages[@]}"; do
   case $stage in
-    deb|trixie|portable) ;;
-    *) log "package: unknown stage '$stage' (deb, trixie, portable)"; exit 2 ;;
+    deb|trixie|portable|prefetch) ;;
+    *) log "package: unknown stage '$stage' (deb, trixie, portable, prefetch)"; exit 2 ;;
   esac
   started=$(date +%s)
   "stage_$stage"

@@ -87,6 +87,17 @@ build_project() {
 # a fresh clone on the same machine every time; kept under build/ they would be made anew each run.
 SANDBOX_CACHE_DIR=${SANDBOX_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-sandbox}
 
+# tools/package --dist RELEASE's clean build root: what tools/test installs on the host to build
+# and package, from RELEASE's archive; `file` for CPack; systemd-dev for systemd.pc, which says
+# where units go (Debian 12 has it in systemd, and no systemd-dev). Cached in DIST_BUILD_ROOTS.
+DIST_BUILD_ROOTS=$SANDBOX_CACHE_DIR/build-roots
+dist_build_packages() {
+  local packages
+  packages=$(IFS=,; echo "${BUILD_PACKAGES[*]},${PACKAGE_PACKAGES[*]},file")
+  [ "$1" = bookworm ] || packages+=,systemd-dev
+  echo "$packages"
+}
+
 # What a serving server needs: the binary and the agent it puts into every sandbox (a
 # dependency of the binary). tools/run builds only these; tools/test builds the rest.
 SERVER_TARGETS="mcp-sandbox"

@@ -4,6 +4,9 @@
 #     default: what the CI recipe's runner has, sudo, jq and CA certificates) in DIR, unpacked
 #     from a tarball that mmdebstrap makes once per release and package list (cached in
 #     $DEBIAN_ROOT_CACHE, default beside DIR).
+# debian_root.sh fetch CACHE [RELEASE [PACKAGES]]
+#     Only the tarball of make, in CACHE: tools/test makes the ones its package stage needs
+#     while it compiles, so the stage finds them.
 # debian_root.sh enter DIR CMD...
 #     Runs CMD as root inside DIR as its own mount root (a mount namespace, pivot_root, a fresh
 #     /proc, the host's /sys and /dev). DEBIAN_ROOT_BINDS="SRC:DST[:ro] ..." bind-mounts host
@@ -17,19 +20,27 @@
 set -eu
 verb=$1 dir=$2
 shift 2
+# tarball CACHE RELEASE PACKAGES: the cached tarball's path, made first when missing.
+tarball() {
+  cache=$1 release=$2 packages=$3
+  mkdir -p "$cache"
+  tarball=$cache/$release-minbase-$(echo "$packages" | sha256sum | cut -c1-12).tar
+  if [ ! -s "$tarball" ]; then
+    # mmdebstrap picks the output format from the name: keep ".tar" at the end. dpkg need not
+    # sync each file: a root that dies half-made is made again (as the image recipe does).
+    mmdebstrap --quiet --variant=minbase --dpkgopt=force-unsafe-io --include="$packages" \
+      "$release" "${tarball%.tar}.partial.tar" "${SANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
+    mv "${tarball%.tar}.partial.tar" "$tarball"
+  fi
+  echo "$tarball"
+}
+
 case $verb in
+  fetch)
+    tarball "$dir" "${1:-bookworm}" "${2:-sudo,jq,ca-certificates}" >/dev/null
+    ;;
   make)
-    release=${1:-bookworm}
-    packages=${2:-sudo,jq,ca-certificates}
-    cache=${DEBIAN_ROOT_CACHE:-$(dirname "$dir")}
-    mkdir -p "$cache"
-    tarball=$cache/$release-minbase-$(echo "$packages" | sha256sum | cut -c1-12).tar
-    if [ ! -s "$tarball" ]; then
-      # mmdebstrap picks the output format from the name: keep ".tar" at the end.
-      mmdebstrap --quiet --variant=minbase --include="$packages" "$release" \
-        "${tarball%.tar}.partial.tar" "${SANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-      mv "${tarball%.tar}.partial.tar" "$tarball"
-    fi
+    tarball=$(tarball "${DEBIAN_ROOT_CACHE:-$(dirname "$dir")}" "${1:-bookworm}" "${2:-sudo,jq,ca-certificates}")
     rm -rf "$dir"
     mkdir -p "$dir"
     tar -C "$dir" -xf "$tarball"
@@ -62,7 +73,7 @@ case $verb in
       exec "$@"' sh "$dir" "$@"
     ;;
   *)
-    echo "usage: debian_root.sh make DIR [RELEASE [PACKAGES]] | enter DIR [CMD...]" >&2
+    echo "usage: debian_root.sh make DIR [RELEASE [PACKAGES]] | fetch CACHE [RELEASE [PACKAGES]] | enter DIR [CMD...]" >&2
     exit 2
     ;;
 esac
