@@ -19,14 +19,16 @@ Agent::Agent(AgentConfig config, int in_fd, int out_fd)
     : config_(std::move(config)),
       in_fd_(in_fd),
       out_fd_(out_fd),
-      file_service_(config_.data_dir, config_.tmp_dir) {}
+      file_service_(config_.data_dir, config_.tmp_dir),
+      preload_(WorkerSpec(), config_.preload, config_.preload_on_request,
+               [this](uint64_t id, const WarmAnswer& answer) { Send(answer.ToJson(id)); }) {}
 
 Agent::~Agent() {
   // Whatever is still running goes with init (as it would with pid 1 of a pid namespace).
   for (Proc* proc : {worker_.get(), run_proc_.get()}) {
     if (proc != nullptr) ::kill(-proc->child.pid, SIGKILL);
   }
-  zygote_.reset();  // kills it
+  // preload_ kills the zygote.
 }
 
 int Agent::Serve() {
@@ -72,8 +74,8 @@ int Agent::Serve() {
         owners.emplace_back(proc, 2);
       }
     }
-    if (zygote_ && !zygote_->ready()) {
-      fds.push_back({zygote_->socket_fd(), POLLIN, 0});
+    if (int zygote_fd = preload_.pending_fd(); zygote_fd >= 0) {
+      fds.push_back({zygote_fd, POLLIN, 0});
       owners.emplace_back(nullptr, 4);
     }
     int timeout_ms = -1;
@@ -92,7 +94,7 @@ int Agent::Serve() {
       for (size_t i = 2; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         if (owners[i].second == 4) {
-          if (zygote_ && !zygote_->ready() && zygote_->socket_fd() == fds[i].fd) OnZygoteReady();
+          if (preload_.pending_fd() == fds[i].fd) OnZygoteReady();
           continue;
         }
         Proc* proc = owners[i].first;
@@ -153,9 +155,9 @@ void Agent::HandleRequest(const Message& message) {
     Message answer = file_service_.Handle(id, type, message);
     Send(answer.json, answer.payload);
   } else if (type == "warm") {
-    HandleWarm(id);
+    preload_.OnWarmRequest(id, hello_sent_);
   } else if (type == "preload") {
-    HandlePreload();  // a notification: no answer
+    preload_.OnPreloadRequest(hello_sent_);  // a notification: no answer
   } else if (type == "shutdown") {
     Send(OkAnswer{.size = std::nullopt}.ToJson(id));
     stopping_ = true;

@@ -3,9 +3,9 @@
 // worker, fresh workers and shell commands, and reaps every child that ends up with it.
 // Single-threaded: one poll() loop over the protocol fd, a signalfd and the children's pipes.
 // Its definitions are split along the seams: agent.cc (the loop, the requests, what goes to the
-// host), agent_workers.cc (the workers, the zygote, their control channels, reaping),
-// agent_run.cc (the run in flight: start, cancel, timeout, output, result); the file requests
-// are FileService's.
+// host), agent_workers.cc (the workers, their control channels, reaping), agent_run.cc (the
+// run in flight: start, cancel, timeout, output, result); the file requests are FileService's,
+// and when the preload zygote runs is PreloadZygote's.
 #pragma once
 
 #include <chrono>
@@ -20,7 +20,7 @@
 #include "runtime/agent/init/data_snapshot.h"
 #include "runtime/agent/init/file_service.h"
 #include "runtime/agent/init/output_capture.h"
-#include "runtime/agent/init/zygote.h"
+#include "runtime/agent/init/preload_zygote.h"
 #include "runtime/agent/run_messages.h"
 #include "runtime/agent/wire.h"
 #include "runtime/base/fd.h"
@@ -92,6 +92,8 @@ class Agent {
     DataSnapshot before;
   };
 
+  // What every Python worker (and the zygote) is started as, before the control channel.
+  ChildSpec WorkerSpec() const;
   // `warm_up`: a worker forked from the zygote first runs the light warm-up (see Zygote::Fork);
   // only the one that replaces the cold persistent worker, so restarts stay as fast as forks.
   Status StartWorker(bool warm_up = false);
@@ -101,20 +103,9 @@ class Agent {
   void HandleRequest(const Message& request);
   void HandleRun(uint64_t id, const Json& request);
   void HandleCancel(uint64_t id);
-  void HandleWarm(uint64_t id);
-  void HandlePreload();
-
-  // The preload zygote: started next to the first worker; once it has imported the preload,
-  // an unused persistent worker is replaced by one forked from it, and every later worker is.
-  void StartZygote();
+  // The zygote has imported the preload: a persistent worker that has run nothing is replaced
+  // by one forked from it (it started cold so the hello was not held up by the imports).
   void OnZygoteReady();
-  void DropZygote(const std::string& why);
-  void AnswerWarm();
-  // A zygote still importing stops (SIGSTOP) while a run is in flight and continues
-  // kZygoteResumeDelay after it: the host raises the session's CPU priority for its calls only,
-  // and the imports must not ride on that raise (SessionManager's lease).
-  void PauseZygote();
-  void OnRunEnded();
 
   void HandleControl(Proc& proc);
   void FlushControl(Proc& proc);
@@ -157,14 +148,7 @@ class Agent {
   std::unique_ptr<Proc> worker_;    // the persistent Python worker
   std::unique_ptr<Proc> run_proc_;  // the fresh worker or shell of the run in flight
   std::optional<ActiveRun> run_;
-  std::unique_ptr<Zygote> zygote_;
-  // `warm` requests waiting for the persistent worker to come from the zygote.
-  std::vector<uint64_t> warm_waiters_;
-  bool warm_ = false;               // the persistent worker has the preload, or it never will
-  bool preload_requested_ = false;  // the host asked for the zygote (preload_on_request)
-  std::optional<Clock::time_point> zygote_at_;         // when the zygote is due (after a run)
-  bool zygote_paused_ = false;                         // SIGSTOPped for a run (PauseZygote)
-  std::optional<Clock::time_point> zygote_resume_at_;  // when a paused zygote continues
+  PreloadZygote preload_;
   bool hello_sent_ = false;
   bool state_lost_pending_ = false;  // the worker died between runs: tell the next run
   bool stopping_ = false;

@@ -81,7 +81,7 @@ void Agent::HandleRun(uint64_t id, const Json& request) {
     run.proc = run_proc_.get();
     run.code_sent = true;
     run_ = std::move(run);
-    PauseZygote();
+    preload_.OnRunStarted();
     return;
   }
 
@@ -105,7 +105,7 @@ void Agent::HandleRun(uint64_t id, const Json& request) {
     run.proc = worker_.get();
   }
   run_ = std::move(run);
-  PauseZygote();
+  preload_.OnRunStarted();
   if (run_->proc->ready) SendCode();
 }
 
@@ -180,12 +180,7 @@ std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
   auto consider = [&next](Clock::time_point t) {
     if (!next || t < *next) next = t;
   };
-  if (!run_) {
-    // Neither a zygote's start nor a paused one's continuing happens during a run.
-    if (zygote_at_) consider(*zygote_at_);
-    if (zygote_resume_at_) consider(*zygote_resume_at_);
-    return next;
-  }
+  if (!run_) return preload_.NextTimer();  // the zygote's timers run between runs only
   if (!run_->interrupted) consider(run_->deadline);
   if (run_->kill_at) consider(*run_->kill_at);
   if (auto flush = run_->output->NextFlush()) consider(*flush);
@@ -194,16 +189,10 @@ std::optional<Agent::Clock::time_point> Agent::NextTimer() const {
 
 void Agent::CheckTimers() {
   auto now = Clock::now();
-  if (zygote_at_ && !run_ && now >= *zygote_at_) {
-    zygote_at_.reset();
-    StartZygote();
+  if (!run_) {
+    preload_.CheckTimers(now);
+    return;
   }
-  if (zygote_resume_at_ && !run_ && now >= *zygote_resume_at_) {
-    zygote_resume_at_.reset();
-    if (zygote_ && zygote_paused_) ::kill(-zygote_->pid(), SIGCONT);
-    zygote_paused_ = false;
-  }
-  if (!run_) return;
   if (!run_->interrupted && now >= run_->deadline) {
     run_->timed_out = true;
     Interrupt();
@@ -253,18 +242,18 @@ void Agent::FinishRun(RunResultMessage result) {
   result.tmp_bytes = TmpfsUsedBytes(config_.tmp_dir);
   // The host keeps a session started cold at background CPU priority between its calls while
   // this is true (runtime/agent/PROTOCOL.md, `result`).
-  if (!config_.preload.empty()) result.preload_pending = !warm_;
+  if (preload_.enabled()) result.preload_pending = !preload_.warm();
   uint64_t id = run.id;
   run_.reset();
   Send(result.ToJson(id));
-  OnRunEnded();
+  preload_.OnRunEnded(Clock::now());
 }
 
 void Agent::FailRun(const Error& error) {
   uint64_t id = run_->id;
   run_.reset();
   SendError(id, error);
-  OnRunEnded();
+  preload_.OnRunEnded(Clock::now());
 }
 
 }  // namespace sandbox::agent

@@ -1,6 +1,6 @@
-// Agent, continued: supervision of its children (runtime/agent/PROTOCOL.md "init <-> worker"
-// and "The preload zygote"): starting the persistent and fresh Python workers, the zygote they
-// fork from, their control channel, their output outside runs, signals, reaping and deaths.
+// Agent, continued: supervision of its children (runtime/agent/PROTOCOL.md "init <-> worker"):
+// starting the persistent and fresh Python workers (forked from the preload zygote once it is
+// ready), their control channel, their output outside runs, signals, reaping and deaths.
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -22,12 +22,18 @@ namespace {
 
 constexpr size_t kStderrTailBytes = 4096;
 constexpr uint64_t kMaxFigureBytes = uint64_t{32} << 20;
-// How long after a run a paused zygote waits before it continues importing: longer than the
-// host takes to lower the session's CPU priority again once it has the result, and a client
-// calling back to back keeps it paused.
-constexpr std::chrono::milliseconds kZygoteResumeDelay{50};
 
 }  // namespace
+
+ChildSpec Agent::WorkerSpec() const {
+  ChildSpec spec;
+  spec.executable = config_.python;
+  // -u: unbuffered stdout/stderr, so output streams while a cell runs.
+  spec.argv = {config_.python, "-u", config_.worker_script};
+  spec.env = config_.child_env;
+  spec.cwd = config_.data_dir;
+  return spec;
+}
 
 Status Agent::StartWorker(bool warm_up) {
   SBX_ASSIGN_OR_RETURN(worker_, SpawnWorker(Proc::Role::kWorker, warm_up));
@@ -35,119 +41,36 @@ Status Agent::StartWorker(bool warm_up) {
 }
 
 Result<std::unique_ptr<Agent::Proc>> Agent::SpawnWorker(Proc::Role role, bool warm_up) {
-  ChildSpec spec;
-  spec.executable = config_.python;
-  // -u: unbuffered stdout/stderr, so output streams while a cell runs.
-  spec.argv = {config_.python, "-u", config_.worker_script};
-  spec.env = config_.child_env;
-  spec.cwd = config_.data_dir;
-  spec.control_channel = true;
   auto proc = std::make_unique<Proc>();
   proc->role = role;
-  if (zygote_ && zygote_->ready()) {
+  if (Zygote* zygote = preload_.ready()) {
     // Shell commands never come here; a Python worker comes from the zygote when it can.
-    auto forked = zygote_->Fork(std::chrono::seconds(5), warm_up);
+    auto forked = zygote->Fork(std::chrono::seconds(5), warm_up);
     if (forked) {
       proc->child = std::move(*forked);
       proc->from_zygote = true;
       return proc;
     }
-    DropZygote(forked.error().message);
+    preload_.Drop(forked.error().message);
   }
+  ChildSpec spec = WorkerSpec();
+  spec.control_channel = true;
   SBX_ASSIGN_OR_RETURN(proc->child, SpawnChild(spec));
   return proc;
 }
 
-// --- the preload zygote ----------------------------------------------------------------------
-
-void Agent::StartZygote() {
-  if (config_.preload.empty()) {
-    warm_ = true;
-    return;
-  }
-  ChildSpec spec;
-  spec.executable = config_.python;
-  spec.argv = {config_.python, "-u", config_.worker_script};
-  spec.env = config_.child_env;
-  spec.cwd = config_.data_dir;
-  auto zygote = Zygote::Start(spec, config_.preload);
-  if (!zygote) {
-    Log("preload zygote: " + zygote.error().message + "; workers start without the preload");
-    warm_ = true;
-    return;
-  }
-  zygote_ = std::move(*zygote);
-}
-
 void Agent::OnZygoteReady() {
-  if (auto ready = zygote_->ReadReady(); !ready) {
-    DropZygote(ready.error().message);
-    return;
-  }
-  for (const auto& failure : zygote_->failed()) Log("preload: " + failure + " (left out)");
-  // The persistent worker started cold so the hello was not held up by the imports; while it
-  // has run nothing, one forked from the zygote (the modules imported) takes its place.
+  if (!preload_.OnReadable()) return;  // dropped: workers start cold
   if (worker_ && !worker_->ran_code && !(run_ && run_->proc == worker_.get())) {
     ::kill(-worker_->child.pid, SIGKILL);  // its zombie is reaped with the others
     worker_.reset();
     if (auto started = StartWorker(/*warm_up=*/true); !started) {
       Log(started.error().message);
-      warm_ = true;
-      AnswerWarm();
+      preload_.MarkWarm();
     }
-    return;  // warm once the new worker says ready
+    return;  // warm once the new worker says ready (OnWorkerReady)
   }
-  warm_ = true;
-  AnswerWarm();
-}
-
-void Agent::PauseZygote() {
-  zygote_resume_at_.reset();
-  if (!zygote_ || zygote_->ready() || zygote_paused_) return;
-  // The whole group: the zygote is its leader, and nothing it started may go on meanwhile.
-  if (::kill(-zygote_->pid(), SIGSTOP) == 0) zygote_paused_ = true;
-}
-
-void Agent::OnRunEnded() {
-  auto resume = Clock::now() + kZygoteResumeDelay;
-  if (zygote_paused_) zygote_resume_at_ = resume;
-  // A zygote due during the run starts after it, as a paused one continues.
-  if (zygote_at_ && *zygote_at_ < resume) zygote_at_ = resume;
-}
-
-void Agent::DropZygote(const std::string& why) {
-  Log("preload zygote: " + why + "; workers start without the preload");
-  zygote_.reset();
-  zygote_paused_ = false;
-  zygote_resume_at_.reset();
-  warm_ = true;
-  AnswerWarm();
-}
-
-void Agent::HandleWarm(uint64_t id) {
-  warm_waiters_.push_back(id);
-  if (warm_) {
-    AnswerWarm();
-  } else {
-    HandlePreload();  // whoever waits for the preload wants it started
-  }
-}
-
-void Agent::HandlePreload() {
-  if (!config_.preload_on_request || preload_requested_) return;
-  preload_requested_ = true;
-  // Before the hello the worker's start comes first (OnWorkerReady starts the zygote then).
-  // Otherwise the timer starts it, after the run in flight if there is one (OnRunEnded).
-  if (hello_sent_ && !zygote_ && !warm_) zygote_at_ = Clock::now();
-}
-
-void Agent::AnswerWarm() {
-  if (!warm_) return;
-  WarmAnswer answer;
-  if (zygote_ && zygote_->ready())
-    answer = {.imported = zygote_->imported(), .failed = zygote_->failed()};
-  for (uint64_t id : warm_waiters_) Send(answer.ToJson(id));
-  warm_waiters_.clear();
+  preload_.MarkWarm();
 }
 
 // --- children --------------------------------------------------------------------------------
@@ -221,11 +144,7 @@ void Agent::ReapChildren() {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
-    if (zygote_ && zygote_->pid() == pid) {
-      zygote_.reset();  // the group's other members (none between forks) go with it
-      DropZygote("exited (status " + std::to_string(status) + ")");
-      continue;
-    }
+    if (preload_.OnExited(pid, status)) continue;
     for (Proc* proc : {worker_.get(), run_proc_.get()}) {
       if (proc != nullptr && proc->child.pid == pid) {
         OnProcExit(*proc, status);
@@ -275,7 +194,7 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
     worker_.reset();
     if (!was_ready && from_zygote && !stopping_) {
       // A forked worker that dies before it is ready says the zygote is no good: start cold.
-      DropZygote("a worker it forked died before it was ready");
+      preload_.Drop("a worker it forked died before it was ready");
       was_ready = true;
     }
     // Restart now so the next cell does not wait for Python to start; a worker that never got
@@ -291,15 +210,9 @@ void Agent::OnProcExit(Proc& proc, int wait_status) {
 void Agent::OnWorkerReady(Proc& proc) {
   if (&proc == worker_.get() && !hello_sent_) {
     SendHello();
-    // Only now: started next to the worker, the zygote's imports would hold up the hello.
-    if (!config_.preload_on_request || preload_requested_ || config_.preload.empty()) {
-      StartZygote();  // with no preload, this only marks the worker warm
-    }
+    preload_.OnHello();
   }
-  if (&proc == worker_.get() && !warm_ && zygote_ && zygote_->ready()) {
-    warm_ = true;
-    AnswerWarm();
-  }
+  if (&proc == worker_.get() && !preload_.warm() && preload_.ready()) preload_.MarkWarm();
   if (run_ && run_->proc == &proc && !run_->code_sent && !run_->interrupted) SendCode();
 }
 

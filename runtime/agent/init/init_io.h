@@ -1,5 +1,6 @@
-// What the parts of sandbox-init's Agent (agent.cc, agent_workers.cc, agent_run.cc) share for
-// their fds: init's log line, and reads and writes that never block it for good.
+// What the parts of sandbox-init's Agent (agent.cc, agent_workers.cc, agent_run.cc, and its
+// PreloadZygote) share for their fds: init's log line, and reads and writes that never block it
+// for good.
 #pragma once
 
 #include <cstddef>
