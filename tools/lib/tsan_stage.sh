@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/lib/tsan_stage.sh RESULTS_DIR: tools/test's ThreadSanitizer stage. Builds the test
+# tools/lib/tsan_stage.sh RESULTS_DIR [--build-only]: tools/test's ThreadSanitizer stage. Builds the test
 # executables of the layers above the kernel (the MCP server and transports, the session
 # manager, the agent client with sandbox-init on the host) with -fsanitize=thread in
 # build-tsan/, runs their test cases, and writes per executable Catch2's JUnit file plus one
@@ -10,9 +10,10 @@
 # slowdown and shadow memory break (not races), and agent_tests' [agent] cases (12 minutes
 # under TSan on 2 busy cores, mostly waiting; no reports when they were run).
 # Suppressions (tests/tsan.supp) are for third-party code only, each with its reason.
+# --build-only: the build alone (tools/lib/idle_builds.sh).
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
-results=$1
+results=$1 build_only=${2:-}
 tsan_dir=$SANDBOX_ROOT/build-tsan
 executables=(mcp_tests session_tests agent_tests)
 declare -A test_spec=(
@@ -27,6 +28,7 @@ declare -A test_spec=(
   cmake --build "$tsan_dir" -j "$(nproc)" --target "${executables[@]}"; } \
   >"$results/tsan-build.log" 2>&1
 build_rc=$?
+[ "$build_only" != --build-only ] || exit "$build_rc"
 python3 "$SANDBOX_ROOT/tools/lib/junit_case.py" "$results/tsan-build.xml" tsan \
   "the ThreadSanitizer build of the MCP, session and agent tests" "$build_rc" \
   "$results/tsan-build.log"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# tools/lib/asan_stage.sh RESULTS_DIR [--build-only]: tools/test's ASan+UBSan stage. Builds the
+# [unit] tier's executables (sandbox_unit_tests) and what they link, the whole product but the
+# binaries' mains, in build-asan/ with -Werror (its own configure: users' build/ stays
+# warning-tolerant, here every warning fails), then runs each with the filter "[unit]".
+# Writes Catch2's JUnit file per executable, plus a case for the build and one per executable
+# for its exit status. --build-only: the build alone (tools/lib/idle_builds.sh).
+set -uo pipefail
+source "$(dirname "$0")/common.sh"
+results=$1 build_only=${2:-}
+asan_dir=$SANDBOX_ROOT/build-asan
+
+SANDBOX_BUILD_TARGETS=sandbox_unit_tests build_project "$asan_dir" -DSANDBOX_SANITIZE=ON \
+  -DSANDBOX_WERROR=ON 2> "$results/asan-build.log"
+build_rc=$?
+[ "$build_only" != --build-only ] || exit "$build_rc"
+# A failed build (a warning, with -Werror) is a failed test, not a quiet run of stale binaries.
+python3 "$SANDBOX_ROOT/tools/lib/junit_case.py" "$results/asan-build.xml" asan-build \
+  "the ASan+UBSan build with -Werror" "$build_rc" "$results/asan-build.log"
+if [ "$build_rc" -ne 0 ]; then
+  log "the ASan+UBSan build failed:"
+  tail -40 "$results/asan-build.log" >&2
+  exit 0
+fi
+
+while IFS= read -r exe; do
+  name=$(basename "$exe")
+  "$exe" "[unit]" --reporter junit --out "$results/asan-$name.xml" >/dev/null \
+    2>"$results/asan-$name.log"
+  rc=$?
+  [ "$rc" -eq 0 ] || { log "ASan/UBSan run of $name failed:"; cat "$results/asan-$name.log" >&2; }
+  # A leak or a report at exit leaves every case passed in the JUnit file: only the exit status
+  # says so, hence a case of its own.
+  python3 "$SANDBOX_ROOT/tools/lib/junit_case.py" "$results/asan-$name-exit.xml" asan \
+    "$name: exits 0 under ASan+UBSan (no leak, no report)" "$rc" "$results/asan-$name.log"
+done < "$asan_dir/unit_test_executables.txt"
+exit 0

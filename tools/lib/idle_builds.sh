@@ -1,0 +1,51 @@
+# Sourced by tools/test (needs common.sh): the work of its last stages that needs no test to be
+# running, done in the background while the tests run: clang-tidy and clang-format
+# (style_check.sh), then the ASan+UBSan, fuzz and TSan trees' builds. It runs at idle CPU
+# priority (SCHED_IDLE): it takes only the cycles the ctest, e2e and package stages leave, which
+# wait on sandboxes, daemons, downloads and a VM much of the time, and it yields at once to them.
+# On a fresh machine, where each of those trees compiles from nothing, most of that compile is
+# done by the time its stage starts; each stage then runs its own build again (a no-op, or the
+# rest of it) and its tests. A failure here is reported by the stage's own build.
+
+idle_builds_pid=
+idle_builds_log=
+
+# idle_builds_start RESULTS_DIR: starts the chain in a process group of its own.
+idle_builds_start() {
+  local results=$1 lib=$SANDBOX_ROOT/tools/lib
+  idle_builds_log=$BUILD_DIR/idle-builds.log
+  log "clang-tidy and the sanitizer and fuzz builds: in the background at idle priority (log: $idle_builds_log)"
+  setsid chrt --idle 0 bash -c '
+    lib=$1 build_dir=$2 results=$3
+    timed() {
+      local started rc=0
+      started=$(date +%s)
+      "$@" || rc=$?
+      echo "idle builds: ${1##*/}: exit $rc, $(( $(date +%s) - started )) s"
+    }
+    timed "$lib/style_check.sh" "$build_dir" "$results" 2>"$build_dir/style-check.log"
+    timed "$lib/asan_stage.sh" "$results" --build-only
+    timed "$lib/../fuzz" --build-only
+    timed "$lib/tsan_stage.sh" "$results" --build-only' \
+    bash "$lib" "$BUILD_DIR" "$results" </dev/null >"$idle_builds_log" 2>&1 &
+  idle_builds_pid=$!
+}
+
+# idle_builds_wait: waits for the chain, now the only work, so at full speed (idle priority
+# takes every cycle nobody else wants). Prints what the style check found.
+idle_builds_wait() {
+  [ -n "$idle_builds_pid" ] || return 0
+  log "waiting for the background builds and style check"
+  wait "$idle_builds_pid" 2>/dev/null || true
+  idle_builds_pid=
+  cat "$BUILD_DIR/style-check.log" >&2
+  grep '^idle builds: ' "$idle_builds_log" >&2 || true
+}
+
+# On an early exit: stops the chain (its compilers with it).
+idle_builds_stop() {
+  [ -n "$idle_builds_pid" ] || return 0
+  kill -TERM -- "-$idle_builds_pid" 2>/dev/null || true
+  wait "$idle_builds_pid" 2>/dev/null || true
+  idle_builds_pid=
+}
