@@ -16,7 +16,7 @@ background_image_build_start() {
   local dir=$1; shift
   SANDBOX_BUILD_TARGETS=$IMAGE_BUILDER_TARGET build_project "$dir"
   image_build_log=$dir/image-build.log
-  log "building the ${*:-default} image in the background (log: $image_build_log)"
+  log "building the image${2:+s} ${*:-default} in the background (log: $image_build_log)"
   # Without job control a background job leads no group, so setsid execs in place: $! is the
   # group's id (the helper's, or the shell that runs the variants one after another).
   if [ $# -eq 0 ]; then
