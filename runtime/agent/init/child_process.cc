@@ -113,30 +113,33 @@ std::vector<char*> CStringArray(const std::vector<std::string>& strings) {
 
 }  // namespace
 
-Result<ChildProcess> SpawnChild(const ChildSpec& spec) {
-  ChildProcess child;
-  Fd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (!devnull) return FailSys("open", "/dev/null");
-  Fd stdout_write, stderr_write, control_in_read, control_out_write;
-  SBX_TRY(MakePipe(child.stdout_read, stdout_write));
-  SBX_TRY(MakePipe(child.stderr_read, stderr_write));
-  if (spec.control_channel) {
-    SBX_TRY(MakePipe(control_in_read, child.control_write));
-    SBX_TRY(MakePipe(child.control_read, control_out_write));
-  }
+Result<ChildEnds> MakeChildEnds(bool control_channel, ChildProcess& child) {
+  ChildEnds ends;
+  ends.stdin_null.Reset(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!ends.stdin_null) return FailSys("open", "/dev/null");
+  SBX_TRY(MakePipe(child.stdout_read, ends.stdout_write));
+  SBX_TRY(MakePipe(child.stderr_read, ends.stderr_write));
   SBX_TRY(SetNonBlocking(child.stdout_read.get()));
   SBX_TRY(SetNonBlocking(child.stderr_read.get()));
-  if (spec.control_channel) {
+  if (control_channel) {
+    SBX_TRY(MakePipe(ends.control_in_read, child.control_write));
+    SBX_TRY(MakePipe(child.control_read, ends.control_out_write));
     SBX_TRY(SetNonBlocking(child.control_read.get()));
     // init queues what the worker does not take yet (Agent::FlushControl), never blocks on it.
     SBX_TRY(SetNonBlocking(child.control_write.get()));
   }
+  return ends;
+}
+
+Result<ChildProcess> SpawnChild(const ChildSpec& spec) {
+  ChildProcess child;
+  SBX_ASSIGN_OR_RETURN(ChildEnds ends, MakeChildEnds(spec.control_channel, child));
 
   std::vector<char*> argv = CStringArray(spec.argv);
   std::vector<char*> envp = CStringArray(spec.env);
-  ChildFds fds{devnull.get(), stdout_write.get(), stderr_write.get(),
-               spec.control_channel ? control_in_read.get() : spec.fd3,
-               spec.control_channel ? control_out_write.get() : -1};
+  ChildFds fds{ends.stdin_null.get(), ends.stdout_write.get(), ends.stderr_write.get(),
+               spec.control_channel ? ends.control_in_read.get() : spec.fd3,
+               spec.control_channel ? ends.control_out_write.get() : -1};
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return FailSys("fork");

@@ -36,6 +36,18 @@ struct ChildProcess {
   Fd control_read;   // from the child's fd 4 (non-blocking)
 };
 
+// The child's ends of what SpawnChild and the zygote's Fork give a new child: /dev/null for
+// stdin, the write ends of its stdout and stderr pipes and, with a control channel, the ends
+// it finds at fds 3 and 4. The parent's ends go into the ChildProcess, non-blocking.
+struct ChildEnds {
+  Fd stdin_null;
+  Fd stdout_write;
+  Fd stderr_write;
+  Fd control_in_read;    // the child's fd 3; invalid without a control channel
+  Fd control_out_write;  // the child's fd 4; invalid without a control channel
+};
+Result<ChildEnds> MakeChildEnds(bool control_channel, ChildProcess& child);
+
 // Forks and execs `spec`. The child gets /dev/null on stdin, default signal dispositions and an
 // empty signal mask, its own process group, PDEATHSIG SIGKILL (init gone means the sandbox is
 // over), and no other fds. An exec failure shows up as exit status 127 with a message on the

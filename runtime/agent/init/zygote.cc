@@ -1,6 +1,5 @@
 #include "runtime/agent/init/zygote.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -73,20 +72,10 @@ Status Zygote::ReadReady() {
 
 Result<ChildProcess> Zygote::Fork(std::chrono::milliseconds timeout, bool warm_up) {
   ChildProcess child;
-  Fd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
-  if (!devnull) return FailSys("open", "/dev/null");
-  Fd stdout_write, stderr_write, control_in_read, control_out_write;
-  SBX_TRY(MakePipe(child.stdout_read, stdout_write));
-  SBX_TRY(MakePipe(child.stderr_read, stderr_write));
-  SBX_TRY(MakePipe(control_in_read, child.control_write));
-  SBX_TRY(MakePipe(child.control_read, control_out_write));
-  SBX_TRY(SetNonBlocking(child.stdout_read.get()));
-  SBX_TRY(SetNonBlocking(child.stderr_read.get()));
-  SBX_TRY(SetNonBlocking(child.control_read.get()));
-  SBX_TRY(SetNonBlocking(child.control_write.get()));
-
-  const int fds[kForkedFds] = {devnull.get(), stdout_write.get(), stderr_write.get(),
-                               control_in_read.get(), control_out_write.get()};
+  SBX_ASSIGN_OR_RETURN(ChildEnds ends, MakeChildEnds(/*control_channel=*/true, child));
+  const int fds[kForkedFds] = {ends.stdin_null.get(), ends.stdout_write.get(),
+                               ends.stderr_write.get(), ends.control_in_read.get(),
+                               ends.control_out_write.get()};
   if (auto sent = SendFds(socket_.get(), fds, warm_up ? 'W' : 'F'); !sent) {
     return Fail(std::move(sent.error()).Context("to the preload zygote"));
   }
