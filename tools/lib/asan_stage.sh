@@ -3,6 +3,9 @@
 # [unit] tier's executables (sandbox_unit_tests) and what they link, the whole product but the
 # binaries' mains, in build-asan/ with -Werror (its own configure: users' build/ stays
 # warning-tolerant, here every warning fails), then runs each with the filter "[unit]".
+# With clang, at -O0: the heaviest translation unit compiles in 9 s of CPU against GCC's 19.5 s
+# with the same sanitizers and warnings (GCC's -Wconversion set; CMakeLists.txt), which halves
+# this stage on a fresh machine. The plain build and the Debian 13 build stay GCC's.
 # Writes Catch2's JUnit file per executable, plus a case for the build and one per executable
 # for its exit status. --build-only: the build alone (tools/lib/idle_builds.sh).
 set -uo pipefail
@@ -10,8 +13,13 @@ source "$(dirname "$0")/common.sh"
 results=$1 build_only=${2:-}
 asan_dir=$SANDBOX_ROOT/build-asan
 
-SANDBOX_BUILD_TARGETS=sandbox_unit_tests build_project "$asan_dir" -DSANDBOX_SANITIZE=ON \
-  -DSANDBOX_WERROR=ON 2> "$results/asan-build.log"
+# CMake cannot change a tree's compiler: a tree GCC configured (before clang) is made anew.
+if [ -f "$asan_dir/CMakeCache.txt" ] &&
+   ! grep -q '^CMAKE_CXX_COMPILER:.*clang++' "$asan_dir/CMakeCache.txt"; then
+  rm -rf "$asan_dir"
+fi
+CC=clang CXX=clang++ SANDBOX_BUILD_TARGETS=sandbox_unit_tests build_project "$asan_dir" \
+  -DSANDBOX_SANITIZE=ON -DSANDBOX_WERROR=ON 2> "$results/asan-build.log"
 build_rc=$?
 [ "$build_only" != --build-only ] || exit "$build_rc"
 # A failed build (a warning, with -Werror) is a failed test, not a quiet run of stale binaries.
