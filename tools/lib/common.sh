@@ -17,9 +17,9 @@ PACKAGE_PACKAGES=(dpkg-dev lintian groff-base)
 # data stack runs the agent on the host, docker.io is the fallback backend's daemon, procps
 # serves Docker's /top, nodejs/npm run the MCP SDK end-to-end tests, util-linux gives setpriv,
 # clang-format and clang-tidy keep the style (tools/lib/style_check.sh), and FUZZ_PACKAGES build
-# the fuzz targets.
-# tools/fuzz: clang and its compiler-rt (libFuzzer and the sanitizer runtimes), the same
-# version as clang-format and clang-tidy (14 on bookworm).
+# the fuzz targets and the ASan+UBSan unit tier (tools/lib/asan_stage.sh).
+# clang and its compiler-rt (libFuzzer and the sanitizer runtimes), the same version as
+# clang-format and clang-tidy (14 on bookworm).
 FUZZ_PACKAGES=(clang libclang-rt-dev)
 # prometheus: promtool checks the /metrics exposition, and an e2e test scrapes a server with it.
 # kubernetes-client (kubectl, for the offline Kubernetes checks) only where no kubectl is
