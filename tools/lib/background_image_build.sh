@@ -16,7 +16,9 @@ background_image_build_start() {
   local dir=$1; shift
   SANDBOX_BUILD_TARGETS=$IMAGE_BUILDER_TARGET build_project "$dir"
   image_build_log=$dir/image-build.log
-  log "building the image${2:+s} ${*:-default} in the background (log: $image_build_log)"
+  local what="the default image"
+  [ $# -eq 0 ] || what="the images $*"
+  log "building $what in the background (log: $image_build_log)"
   # Without job control a background job leads no group, so setsid execs in place: $! is the
   # group's id (the helper's, or the shell that runs the variants one after another).
   if [ $# -eq 0 ]; then
