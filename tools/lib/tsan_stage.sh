@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tools/lib/tsan_stage.sh RESULTS_DIR [--build-only]: tools/test's ThreadSanitizer stage. Builds the test
-# executables of the layers above the kernel (the MCP server and transports, the session
+# tools/lib/tsan_stage.sh RESULTS_DIR [--build-only]: tools/test's ThreadSanitizer stage. Builds
+# the test executables of the layers above the kernel (the MCP server and transports, the session
 # manager, the agent client with sandbox-init on the host) with -fsanitize=thread in
 # build-tsan/, runs their test cases, and writes per executable Catch2's JUnit file plus one
 # case "no ThreadSanitizer reports" that fails on any report (TSan does not fail a test case

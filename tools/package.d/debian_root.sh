@@ -20,27 +20,33 @@
 set -eu
 verb=$1 dir=$2
 shift 2
-# tarball CACHE RELEASE PACKAGES: the cached tarball's path, made first when missing.
+# tarball CACHE [RELEASE [PACKAGES]]: the cached tarball's path, made first when missing. One
+# maker at a time per tarball (tools/test's prefetch and a tools/package --dist may meet here).
 tarball() {
-  cache=$1 release=$2 packages=$3
-  mkdir -p "$cache"
-  tarball=$cache/$release-minbase-$(echo "$packages" | sha256sum | cut -c1-12).tar
-  if [ ! -s "$tarball" ]; then
-    # mmdebstrap picks the output format from the name: keep ".tar" at the end. dpkg need not
-    # sync each file: a root that dies half-made is made again (as the image recipe does).
-    mmdebstrap --quiet --variant=minbase --dpkgopt=force-unsafe-io --include="$packages" \
-      "$release" "${tarball%.tar}.partial.tar" "${SANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2
-    mv "${tarball%.tar}.partial.tar" "$tarball"
-  fi
+  mkdir -p "$1"
+  release=${2:-bookworm} packages=${3:-sudo,jq,ca-certificates}
+  tarball=$1/$release-minbase-$(echo "$packages" | sha256sum | cut -c1-12).tar
+  (
+    flock 9
+    if [ ! -s "$tarball" ]; then
+      # mmdebstrap picks the output format from the name: keep ".tar" at the end. dpkg need not
+      # sync each file: a root that dies half-made is made again (as the image recipe does).
+      partial=${tarball%.tar}.partial.tar
+      mmdebstrap --quiet --variant=minbase --dpkgopt=force-unsafe-io --include="$packages" \
+        "$release" "$partial" "${SANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}" >&2 ||
+        { rm -f "$partial"; exit 1; }
+      mv "$partial" "$tarball"
+    fi
+  ) 9>"$tarball.lock"
   echo "$tarball"
 }
 
 case $verb in
   fetch)
-    tarball "$dir" "${1:-bookworm}" "${2:-sudo,jq,ca-certificates}" >/dev/null
+    tarball "$dir" "$@" >/dev/null
     ;;
   make)
-    tarball=$(tarball "${DEBIAN_ROOT_CACHE:-$(dirname "$dir")}" "${1:-bookworm}" "${2:-sudo,jq,ca-certificates}")
+    tarball=$(tarball "${DEBIAN_ROOT_CACHE:-$(dirname "$dir")}" "$@")
     rm -rf "$dir"
     mkdir -p "$dir"
     tar -C "$dir" -xf "$tarball"
