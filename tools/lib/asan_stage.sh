@@ -6,6 +6,8 @@
 # With clang, at -O0: the heaviest translation unit compiles in 9 s of CPU against GCC's 19.5 s
 # with the same sanitizers and warnings (GCC's -Wconversion set; CMakeLists.txt), which halves
 # this stage on a fresh machine. The plain build and the Debian 13 build stay GCC's.
+# The same tree holds the libFuzzer targets (SANDBOX_FUZZ, coverage hooks compiled in): the fuzz
+# smoke runs them from here (tools/fuzz --tree), so the product compiles once for both stages.
 # Writes Catch2's JUnit file per executable, plus a case for the build and one per executable
 # for its exit status. --build-only: the build alone (tools/lib/idle_builds.sh).
 set -uo pipefail
@@ -18,13 +20,14 @@ if [ -f "$asan_dir/CMakeCache.txt" ] &&
    ! grep -q '^CMAKE_CXX_COMPILER:.*clang++' "$asan_dir/CMakeCache.txt"; then
   rm -rf "$asan_dir"
 fi
-CC=clang CXX=clang++ SANDBOX_BUILD_TARGETS=sandbox_unit_tests build_project "$asan_dir" \
-  -DSANDBOX_SANITIZE=ON -DSANDBOX_WERROR=ON 2> "$results/asan-build.log"
+CC=clang CXX=clang++ SANDBOX_BUILD_TARGETS="sandbox_unit_tests fuzz_targets" \
+  build_project "$asan_dir" -DSANDBOX_SANITIZE=ON -DSANDBOX_FUZZ=ON -DSANDBOX_WERROR=ON \
+  2> "$results/asan-build.log"
 build_rc=$?
 [ "$build_only" != --build-only ] || exit "$build_rc"
 # A failed build (a warning, with -Werror) is a failed test, not a quiet run of stale binaries.
 python3 "$SANDBOX_ROOT/tools/lib/junit_case.py" "$results/asan-build.xml" asan-build \
-  "the ASan+UBSan build with -Werror" "$build_rc" "$results/asan-build.log"
+  "the ASan+UBSan build (the [unit] tier and the fuzz targets) with -Werror" "$build_rc" "$results/asan-build.log"
 if [ "$build_rc" -ne 0 ]; then
   log "the ASan+UBSan build failed:"
   tail -40 "$results/asan-build.log" >&2

@@ -1,12 +1,12 @@
 # Sourced by tools/test (needs common.sh): the work of its last stages that needs no test to be
 # running, done in the background while the tests run: clang-tidy and clang-format
-# (style_check.sh), then the ASan+UBSan, fuzz and TSan trees' builds. It runs at idle CPU
-# priority (SCHED_IDLE): it takes only the cycles the ctest, e2e and package stages leave while
-# they wait on sandboxes, daemons, downloads and a VM, and yields at once to them. On a fresh
-# machine, where each of those trees compiles from nothing, clang-tidy and the ASan tree were
-# done before the package stage ended (README, "tools/test on a fresh machine"); each stage then
-# runs its own build again (a no-op, or the rest of it) and its tests. A failure here is
-# reported by the stage's own build.
+# (style_check.sh), then the builds of the ASan+UBSan tree (with the fuzz targets) and the TSan
+# tree. It runs at idle CPU priority (SCHED_IDLE, in an autogroup at nice 19): it takes only the
+# cycles the ctest, e2e and package stages leave while they wait on sandboxes, daemons,
+# downloads and a VM, and yields to them. On a fresh machine, where each of those trees
+# compiles from nothing, clang-tidy and the ASan tree were done before the package stage ended
+# (README, "tools/test on a fresh machine"); each stage then runs its own build again (a no-op,
+# or the rest of it) and its tests. A failure here is reported by the stage's own build.
 
 idle_builds_pid=
 idle_builds_log=
@@ -33,7 +33,6 @@ idle_builds_start() {
     }
     timed "$lib/style_check.sh" "$build_dir" "$results" 2>"$build_dir/style-check.log"
     timed "$lib/asan_stage.sh" "$results" --build-only
-    timed "$lib/../fuzz" --build-only
     timed "$lib/tsan_stage.sh" "$results" --build-only' \
     bash "$lib" "$BUILD_DIR" "$results" </dev/null >"$idle_builds_log" 2>&1 &
   idle_builds_pid=$!
