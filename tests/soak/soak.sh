@@ -8,8 +8,9 @@
 # usage: soak.sh MCP_SANDBOX SOAK_CLIENT SECONDS CLIENTS INTERVAL
 set -uo pipefail
 source "$(dirname "$0")/../../tools/lib/http_server_url.sh"
+source "$(dirname "$0")/../../tools/lib/backend_usable.sh"
 bin=$1 client=$2 seconds=$3 clients=$4 interval=$5
-if ! "$bin" doctor --json 2>/dev/null | grep -q '"usable": true'; then
+if ! backend_usable "$bin"; then
   echo "skipped: no sandbox backend on this host (mcp-sandbox doctor)"; exit 77
 fi
 

@@ -10,8 +10,8 @@ if [ ! -x "$MCP_SANDBOX_BIN" ]; then
   echo "n/a: $MCP_SANDBOX_BIN is not built"
   exit 0
 fi
-if [ "${bench_needs_backend:-1}" = 1 ] &&
-  ! "$MCP_SANDBOX_BIN" doctor --json 2>/dev/null | grep -q '"usable": true'; then
+source "$root/tools/lib/backend_usable.sh"
+if [ "${bench_needs_backend:-1}" = 1 ] && ! backend_usable "$MCP_SANDBOX_BIN"; then
   echo "n/a: no sandbox backend on this host (mcp-sandbox doctor)"
   exit 0
 fi
