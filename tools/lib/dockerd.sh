@@ -99,6 +99,11 @@ stop() {
     fi
   fi
   rm -f "$pidfile"
+  # dockerd bind-mounts the host's network namespace into its exec root and leaves it mounted
+  # when it exits; the next start would reuse it, but nothing of ours stays mounted.
+  if mountpoint -q "$state/exec/netns/default" 2>/dev/null; then
+    umount "$state/exec/netns/default" || log "could not unmount $state/exec/netns/default"
+  fi
 }
 
 case ${1:-} in
