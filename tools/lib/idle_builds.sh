@@ -15,8 +15,8 @@ idle_builds_log=
 idle_builds_start() {
   local results=$1 lib=$SANDBOX_ROOT/tools/lib
   idle_builds_log=$BUILD_DIR/idle-builds.log
-  log "clang-tidy and the sanitizer and fuzz builds: in the background, idle priority" \
-    "(log: $idle_builds_log)"
+  log "clang-tidy and the ASan (with the fuzz targets) and TSan builds: in the background," \
+    "at idle priority (log: $idle_builds_log)"
   setsid chrt --idle 0 bash -c '
     lib=$1 build_dir=$2 results=$3
     # setsid made a session, and with it a scheduler autogroup of its own (on by default:
