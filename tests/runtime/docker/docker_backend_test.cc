@@ -408,6 +408,20 @@ std::pair<double, double> CpuOver(Sandbox& a, Sandbox& b, std::chrono::milliseco
   return {a.Usage().cpu_seconds - a0, b.Usage().cpu_seconds - b0};
 }
 
+// CpuOver, taken again (up to five windows) while the two together ran less than `enough`: on a
+// loaded host CPU 0 is shared with more than these two (a CI run's other tests, its background
+// builds), and a window in which neither ran says nothing about their weights. The checks on
+// the weights stay as they are; only a starved window is not judged.
+std::pair<double, double> CpuOverEnough(Sandbox& a, Sandbox& b, std::chrono::milliseconds window,
+                                        double enough) {
+  std::pair<double, double> used;
+  for (int i = 0; i < 5; ++i) {
+    used = CpuOver(a, b, window);
+    if (used.first + used.second >= enough) break;
+  }
+  return used;
+}
+
 }  // namespace
 
 TEST_CASE("docker: a background container yields the CPU from its start until raised", "[docker]") {
@@ -442,9 +456,9 @@ TEST_CASE("docker: a background container yields the CPU from its start until ra
   REQUIRE(ShellRun((*normal)->stream(), spin) == "started\n");
   REQUIRE(ShellRun((*background)->stream(), spin) == "started\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both spinning
-  auto [fore, back] = CpuOver(**normal, **background, std::chrono::milliseconds(800));
+  auto [fore, back] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(800), 0.05);
   INFO("over 800 ms on one CPU: normal " << fore << " s, background " << back << " s");
-  CHECK(fore > 0.05);  // a loaded host shares CPU 0 with more than these two
+  CHECK(fore > 0.05);
   CHECK(back * 5 < fore);
 
   // A claim raises it without waiting for the daemon (cpu_priority_updater.h). On v1 the kernel
@@ -460,7 +474,7 @@ TEST_CASE("docker: a background container yields the CPU from its start until ra
   CHECK(WaitUntil([&] { return CpuWeightOf(*backend, background_name) == normal_weight; }));
   CHECK(WaitUntil(
       [&] { return Inspect(*backend, background_name)["HostConfig"]["CpuShares"] == 1024; }));
-  auto [first, raised] = CpuOver(**normal, **background, std::chrono::milliseconds(800));
+  auto [first, raised] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(800), 0.1);
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   CHECK(raised * 3 > first);
   CHECK(first * 3 > raised);
