@@ -27,7 +27,8 @@ build_rc=$?
 [ "$build_only" != --build-only ] || exit "$build_rc"
 # A failed build (a warning, with -Werror) is a failed test, not a quiet run of stale binaries.
 python3 "$SANDBOX_ROOT/tools/lib/junit_case.py" "$results/asan-build.xml" asan-build \
-  "the ASan+UBSan build (the [unit] tier and the fuzz targets) with -Werror" "$build_rc" "$results/asan-build.log"
+  "the ASan+UBSan build (the [unit] tier and the fuzz targets) with -Werror" "$build_rc" \
+  "$results/asan-build.log"
 if [ "$build_rc" -ne 0 ]; then
   log "the ASan+UBSan build failed:"
   tail -40 "$results/asan-build.log" >&2
