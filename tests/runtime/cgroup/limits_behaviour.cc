@@ -19,6 +19,7 @@
 
 #include "runtime/cgroup/cgroup_fs.h"
 #include "tests/runtime/cgroup/cgroup_test_util.h"
+#include "tests/support/cpu_window.h"
 #include "tests/support/test_support.h"
 
 namespace sandbox::testing {
@@ -35,15 +36,6 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   return done();
-}
-
-// CPU seconds each group used over `window`.
-std::pair<double, double> CpuOver(SandboxCgroup& a, SandboxCgroup& b,
-                                  std::chrono::milliseconds window) {
-  double a0 = a.Usage().cpu_seconds;
-  double b0 = b.Usage().cpu_seconds;
-  std::this_thread::sleep_for(window);
-  return {a.Usage().cpu_seconds - a0, b.Usage().cpu_seconds - b0};
 }
 
 }  // namespace
@@ -78,7 +70,7 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   busy_normal.Go();
   busy_background.Go();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both spinning
-  auto [fore, back] = CpuOver(**normal, **background, std::chrono::milliseconds(500));
+  auto [fore, back] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("over 500 ms on one CPU: normal " << fore << " s, background " << back << " s");
   CHECK(fore > 0.1);
   CHECK(back * 5 < fore);
@@ -101,7 +93,7 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   }
   INFO("the raised group ran again after " << waited_s << " s");
   CHECK(waited_s < 5);
-  auto [first, raised] = CpuOver(**normal, **background, std::chrono::milliseconds(500));
+  auto [first, raised] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   std::cerr << fmt::format(
       "[{}] cpu after the raise: ran again after {:.2f} s, then normal {:.2f} s, raised {:.2f} s "

@@ -16,6 +16,7 @@
 #include "runtime/docker/owner.h"
 #include "runtime/docker/stream_demuxer.h"
 #include "tests/runtime/docker/docker_fixture.h"
+#include "tests/support/cpu_window.h"
 
 using namespace sandbox;
 using namespace sandbox::testing;
@@ -398,28 +399,6 @@ bool WaitUntil(const std::function<bool()>& done) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return done();
-}
-
-// CPU seconds each sandbox used over `window`.
-std::pair<double, double> CpuOver(Sandbox& a, Sandbox& b, std::chrono::milliseconds window) {
-  double a0 = a.Usage().cpu_seconds;
-  double b0 = b.Usage().cpu_seconds;
-  std::this_thread::sleep_for(window);
-  return {a.Usage().cpu_seconds - a0, b.Usage().cpu_seconds - b0};
-}
-
-// CpuOver, taken again (up to five windows) while the two together ran less than `enough`: on a
-// loaded host CPU 0 is shared with more than these two (a CI run's other tests, its background
-// builds), and a window in which neither ran says nothing about their weights. The checks on
-// the weights stay as they are; only a starved window is not judged.
-std::pair<double, double> CpuOverEnough(Sandbox& a, Sandbox& b, std::chrono::milliseconds window,
-                                        double enough) {
-  std::pair<double, double> used;
-  for (int i = 0; i < 5; ++i) {
-    used = CpuOver(a, b, window);
-    if (used.first + used.second >= enough) break;
-  }
-  return used;
 }
 
 }  // namespace
