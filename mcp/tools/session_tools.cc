@@ -1,4 +1,5 @@
 // sandbox_create_session, sandbox_list_sessions, sandbox_session_status, sandbox_close_session.
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -192,8 +193,14 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
   tool.handler = [context](ToolCall&, const Json&) {
     auto sessions = context->sessions.List();
     int max_sessions = context->sessions.config().max_sessions;
+    // Hibernated sessions hold no sandbox and count towards no cap: say them apart.
+    size_t hibernated =
+        static_cast<size_t>(std::count_if(sessions.begin(), sessions.end(), [](const auto& info) {
+          return info.state == "hibernated";
+        }));
     std::string text =
-        fmt::format("{} of at most {} session(s) open", sessions.size(), max_sessions);
+        fmt::format("{} of at most {} session(s) open", sessions.size() - hibernated, max_sessions);
+    if (hibernated > 0) text += fmt::format(", {} hibernated", hibernated);
     text += sessions.empty() ? ".\n" : ":\n";
     Json list = Json::array();
     for (const auto& info : sessions) {

@@ -26,6 +26,7 @@
 #include "mcp/tools/sandbox_tools.h"
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
+#include "runtime/base/heap_trimmer.h"
 #include "runtime/base/logging.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/backend_factory.h"
@@ -200,6 +201,9 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   SessionManager sessions(
       session_config, backend,
       MakeImageResolver(std::make_shared<rootfs::ImageStore>(session_config.state_dir)));
+  // Freed memory goes back to the kernel once the server has grown: every sandbox start copies
+  // the server's page tables (runtime/base/heap_trimmer.h).
+  HeapTrimmer heap_trimmer;
   // --- Metrics (runtime/metrics): the gauges read this manager; a listener of their own if set.
   metrics::SetServerInfo(config.replica_id, SANDBOX_VERSION, backend->name());
   metrics::SetRecording(config.usage);
