@@ -4,16 +4,22 @@ initialize, then requests answered by id. Requests may overlap: `send_request` r
 `wait_for` collects its answer (answers to other ids met on the way are kept for later)."""
 import json
 import subprocess
+import threading
 
 
 class Server:
     """`mcp-sandbox serve` over stdio (extra arguments after `serve`, environment `env`)."""
 
-    def __init__(self, binary, env=None, args=(), client_name="mcp-sandbox-check"):
+    def __init__(self, binary, env=None, args=(), client_name="mcp-sandbox-check",
+                 answer_timeout=None):
         self.proc = subprocess.Popen([binary, "serve", *args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         self.next_id = 0
         self.answers = {}
+        # Seconds an answer may take before the server is taken for hung: on_hung() reports
+        # what it was doing, then it is killed, so the wait ends in an error, not at the
+        # test's own time-out. None: wait as long as it takes.
+        self.answer_timeout = answer_timeout
         answer = self.request("initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": client_name, "version": "1"}})
@@ -33,7 +39,28 @@ class Server:
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         return self.next_id
 
+    def on_hung(self, request_id):
+        """Called (on a timer thread) when request `request_id` went unanswered for
+        answer_timeout seconds, before the server is killed. Subclasses report state here."""
+
     def wait_for(self, request_id):
+        watchdog = None
+        if self.answer_timeout is not None:
+            def hung():
+                try:
+                    self.on_hung(request_id)
+                finally:
+                    self.proc.kill()
+            watchdog = threading.Timer(self.answer_timeout, hung)
+            watchdog.daemon = True
+            watchdog.start()
+        try:
+            return self._wait_for(request_id)
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+
+    def _wait_for(self, request_id):
         while request_id not in self.answers:
             line = self.proc.stdout.readline()
             if not line:

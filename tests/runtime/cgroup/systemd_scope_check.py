@@ -67,10 +67,52 @@ def alive(pid):
 
 
 class Server(mcp_stdio.Server):
-    """`mcp-sandbox serve` over stdio, spoken to one request at a time."""
+    """`mcp-sandbox serve` over stdio, spoken to one request at a time. An answer that takes
+    longer than ANSWER_TIMEOUT_S (the slowest seen under emulation is a few seconds) reports
+    what the server and its sandboxes were doing, and fails that step instead of waiting for
+    the VM's own time-out."""
+
+    ANSWER_TIMEOUT_S = 240
 
     def __init__(self, env=None):
-        super().__init__(BIN, env=env, client_name="systemd-scope-check")
+        super().__init__(BIN, env=env, client_name="systemd-scope-check",
+                         answer_timeout=self.ANSWER_TIMEOUT_S)
+
+    def on_hung(self, request_id):
+        print("HUNG request %d: no answer in %d s; the server's threads and its scope's processes:"
+              % (request_id, self.ANSWER_TIMEOUT_S), flush=True)
+        print(hang_report(self.proc.pid), flush=True)
+
+
+def hang_report(pid):
+    """Each thread of `pid` with its state and kernel wait channel, then every process in the
+    cgroup tree of its scope (the server's parent group) the same way."""
+    lines = []
+
+    def describe(task_dir, label):
+        def read(name):
+            try:
+                with open(os.path.join(task_dir, name)) as f:
+                    return f.read().strip()
+            except OSError as e:
+                return "?(%s)" % e.strerror
+        state = next((l for l in read("status").splitlines() if l.startswith("State:")), "State: ?")
+        lines.append("  %s %s %s wchan=%s" % (label, read("comm"), state.split(":", 1)[1].strip(),
+                                              read("wchan")))
+
+    for tid in sorted(os.listdir("/proc/%d/task" % pid), key=int):
+        describe("/proc/%d/task/%s" % (pid, tid), "server thread " + tid)
+    scope = os.path.dirname(cgroup_of(pid) or "/")
+    if not scope.endswith(".scope"):
+        return "\n".join(lines + ["  (the server is in no scope of its own: %s)" % scope])
+    for root, _, files in os.walk(scope):
+        if "cgroup.procs" not in files:
+            continue
+        with open(os.path.join(root, "cgroup.procs")) as f:
+            for other in f.read().split():
+                if int(other) != pid:
+                    describe("/proc/" + other, "%s pid %s" % (os.path.relpath(root, scope), other))
+    return "\n".join(lines)
 
 
 def limits_by_name(limits):
