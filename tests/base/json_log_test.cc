@@ -29,6 +29,7 @@ std::vector<nlohmann::json> ParsedLines(const std::string& path) {
 }
 
 TEST_CASE("json logs: one object a line, the scope's fields in each [unit]", "[unit]") {
+  auto previous = spdlog::default_logger();
   testing::TempDir dir;
   std::string path = dir.Join("log.jsonl");
   REQUIRE(InitLogging({.level = "info", .file = path, .format = "json", .replica = "r7"}));
@@ -80,10 +81,14 @@ TEST_CASE("json logs: one object a line, the scope's fields in each [unit]", "[u
   CHECK_FALSE(lines[3].contains("outcome"));
   CHECK(lines[3]["tool"] == "sandbox_run_python");
   CHECK_FALSE(lines[4].contains("tool"));  // the call's scope ended
+  // Dropping the default logger leaves spdlog with none: the next log call of a later case (or of
+  // a thread such as the heap trimmer's) would crash. So the one before comes back.
   spdlog::drop("mcp-sandbox");
+  spdlog::set_default_logger(previous);
 }
 
 TEST_CASE("json logs: client-given fields are cut to 128 bytes [unit]", "[unit]") {
+  auto previous = spdlog::default_logger();
   testing::TempDir dir;
   std::string path = dir.Join("log.jsonl");
   REQUIRE(InitLogging({.level = "info", .file = path, .format = "json", .replica = ""}));
@@ -102,7 +107,10 @@ TEST_CASE("json logs: client-given fields are cut to 128 bytes [unit]", "[unit]"
   CHECK(lines[0]["session_id"].get<std::string>().size() == 128);
   CHECK(lines[0]["request_id"].get<std::string>().size() == 128);
   CHECK_FALSE(lines[0].contains("replica"));
+  // Dropping the default logger leaves spdlog with none: the next log call of a later case (or of
+  // a thread such as the heap trimmer's) would crash. So the one before comes back.
   spdlog::drop("mcp-sandbox");
+  spdlog::set_default_logger(previous);
 }
 
 }  // namespace
