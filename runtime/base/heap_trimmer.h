@@ -5,7 +5,7 @@
 // busy threads arenas of their own (up to 8 per core) and keeps what is freed in each. A
 // `sandbox_list_sessions` over 2,000 hibernated sessions allocates about 13 MB for its reply,
 // and one such call on each request thread left the server at 224 MiB resident instead of 20,
-// which made a cold create 46-52 ms instead of 25-28 (issue #28). Capping the arenas at two
+// which made a cold create 46-52 ms instead of 19-29 (issue #28). Capping the arenas at two
 // kept it at 46 MiB but cost the HTTP burst's p99 a third (the threads then share the arenas'
 // locks). So the arenas stay as they are and this thread trims them instead: every `period`
 // it reads the server's resident size and what malloc accounts in use, and calls malloc_trim

@@ -115,28 +115,22 @@ for _ in range(5):
 # A burst of 20 creates against a pool of 2, and the same burst without a pool, alternately
 # (this machine is shared and noisy): per rank, the median of the rounds.
 warm = Server("--pool-size", "2", "--max-sessions", "25")
-warm_bursts, cold_bursts, warm_burst_served, cold_burst_served = [], [], 0, 0
-# The side that goes first alternates too: a burst leaves the host's caches and the kernel's
-# reclaim in a state the next one feels (three rounds, always pool first, gave 1.10-1.58x for
-# the worst rank between quiet runs; seven alternating ones stay within a few per cent).
-def warm_round():
-    warm.wait_ready(2)
-    return burst(warm, 20)
+# The side that goes first alternates too, so neither always meets the state the other's
+# burst left (page cache, reclaim). Each side keeps its rounds and the fewest sessions served.
+servers = {"warm": warm, "cold": cold}
+bursts, served = {"warm": [], "cold": []}, {"warm": 20, "cold": 20}
 for round_index in range(BURST_ROUNDS):
-    sides = [("warm", warm_round), ("cold", lambda: burst(cold, 20))]
-    for side, run in sides if round_index % 2 == 0 else reversed(sides):
-        latencies, served = run()
+    for side in ("warm", "cold") if round_index % 2 == 0 else ("cold", "warm"):
         if side == "warm":
-            warm_bursts.append(sorted(latencies))
-            warm_burst_served = min(served, warm_burst_served) if warm_bursts[1:] else served
-        else:
-            cold_bursts.append(sorted(latencies))
-            cold_burst_served = min(served, cold_burst_served) if cold_bursts[1:] else served
+            warm.wait_ready(2)
+        latencies, count = burst(servers[side], 20)
+        bursts[side].append(sorted(latencies))
+        served[side] = min(served[side], count)
 warm.stop()
 cold.stop()
 def rank_medians(rounds):
     return [sorted(r[i] for r in rounds)[len(rounds) // 2] for i in range(len(rounds[0]))]
-warm_burst, cold_burst = rank_medians(warm_bursts), rank_medians(cold_bursts)
+warm_burst, cold_burst = rank_medians(bursts["warm"]), rank_medians(bursts["cold"])
 
 print("**Warm pool** (`warm_pool.sh`, image `python`, %d samples each, MCP stdio request to response)\n" % RUNS)
 print("| measure | p50 | p99 | target |")
@@ -165,7 +159,7 @@ if pss:
 # the pool against the k-th fastest of the same burst without one.
 worst = max(w / c for w, c in zip(sorted(warm_burst), sorted(cold_burst)))
 print("burst of 20: %d/%d served with the pool, %d/%d without; slowest rank-for-rank ratio, pool / "
-      "no pool: %.2f (target ≤ 1.10)" % (warm_burst_served, 20, cold_burst_served, 20, worst))
+      "no pool: %.2f (target ≤ 1.10)" % (served["warm"], 20, served["cold"], 20, worst))
 print("warm-call p99 while refilling / pool full: %.2f (target ≤ 1.5)" % (
     pct(refilling, 99) / pct(calm, 99)))
 PY
