@@ -64,7 +64,7 @@ struct RunResult {
   std::vector<FileInfo> artifacts;  // files new or changed under /mnt/data during the run
   std::vector<Figure> figures;      // open matplotlib figures, as PNG (also saved as artifacts)
   // Set by the SessionManager on the first run after the session was resumed from its saved
-  // state (README "Hibernate, resume, fork"): what could not be restored, one
+  // state (docs/sessions.md "Hibernate, resume, fork"): what could not be restored, one
   // "name (type): reason" each, for the model to redo.
   bool resumed = false;
   std::vector<std::string> not_restored;

@@ -1,5 +1,5 @@
-// sandbox_fork_session: a new session with a copy of another's files and Python state (README
-// "Hibernate, resume, fork"). Agents use it to try two approaches from one point.
+// sandbox_fork_session: a new session with a copy of another's files and Python state
+// (docs/sessions.md "Hibernate, resume, fork"). Agents use it to try two approaches from one point.
 #include <fmt/format.h>
 
 #include "mcp/jsonrpc.h"

@@ -16,7 +16,7 @@ namespace {
 constexpr int kRecipeFormat = 1;
 
 // The default image: what a model reaches for in a data session (issue #16), and every package
-// of E2B's code-interpreter template that Debian ships (the README has the side-by-side table).
+// of E2B's code-interpreter template that Debian ships (docs/images.md has the side-by-side table).
 // All from Debian (no PyPI at build time). mmdebstrap installs no Recommends unless told to, so
 // each of these brings its Depends only.
 const std::vector<std::string> kDefaultPackages = {

@@ -1,4 +1,4 @@
-# Saves and restores a session inside its own sandbox (README "Hibernate, resume, fork").
+# Saves and restores a session inside its own sandbox (docs/sessions.md "Hibernate, resume, fork").
 #
 # Loaded by the persistent worker on the server's request (worker.py `_session_state`), never
 # imported at start: an idle worker stays small. `save` writes one tar archive in the tmp dir:

@@ -2,7 +2,7 @@
 // the memory high-water mark, opened once when the session's group is made and read with
 // pread(2) until the group is removed. Opening a cgroup file costs about 10 µs (a path walk and
 // kernfs's open); reading an open one about 1 µs: the five reads a run makes went from ~55 µs
-// to ~5 µs (README, benchmarks). Each session holds three descriptors this way (v1:
+// to ~5 µs (docs/benchmarks.md). Each session holds three descriptors this way (v1:
 // cpuacct.usage, memory.oom_control, memory.max_usage_in_bytes; v2: cpu.stat, memory.events,
 // memory.peak), so 500 sessions hold 1 500; the server raises its RLIMIT_NOFILE soft limit to
 // the hard one at start (cmd_serve.cc). A file that cannot be opened (a controller not mounted,

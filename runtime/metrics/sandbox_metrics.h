@@ -2,7 +2,7 @@
 // registry, and the one-line hooks the rest of the server calls where an event happens. Names
 // follow Prometheus practice: one prefix (mcp_sandbox_), base units (seconds, bytes), counters
 // ending in _total; labels only from bounded sets (backend, tool, outcome, reason, HTTP status),
-// never a session id or a path. The README's "Metrics and logs" section lists them.
+// never a session id or a path. docs/metrics.md lists them.
 #pragma once
 
 #include <cstdint>

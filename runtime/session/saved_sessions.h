@@ -1,5 +1,5 @@
-// SavedSessions: the hibernated sessions of one state dir, on disk (README "Hibernate, resume,
-// fork"). One directory per session id under <state_dir>/hibernated/<id>/: `state.tar`, the
+// SavedSessions: the hibernated sessions of one state dir, on disk (docs/sessions.md "Hibernate,
+// resume, fork"). One directory per session id under <state_dir>/hibernated/<id>/: `state.tar`, the
 // archive the session's sandbox wrote (runtime/agent/session_state.py: its files and its
 // interpreter state), and `meta.json`, what the server knows about it (name, image, limits,
 // size, SHA-256, when it was saved). The server never unpacks or unpickles the archive: it is

@@ -56,8 +56,8 @@ struct SessionConfig {
   // Sessions belong to the subject that created them (runtime/session/session_owner.h); what
   // one named subject may hold.
   SubjectQuota subject_quota;
-  // Hibernation (README "Hibernate, resume, fork"): a session idle this long is saved under
-  // state_dir/hibernated and its sandbox stopped, and so is every live session at an orderly
+  // Hibernation (docs/sessions.md "Hibernate, resume, fork"): a session idle this long is saved
+  // under state_dir/hibernated and its sandbox stopped, and so is every live session at an orderly
   // stop (CloseAll); the next call naming it resumes it. 0: off, idle sessions are closed after
   // `ttl`. SANDBOX_HIBERNATE_AFTER_S (the server's default: the idle time-out).
   std::chrono::milliseconds hibernate_after{0};

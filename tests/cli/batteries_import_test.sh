@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The default image's batteries (issue #16): every module the README's Images table promises
+# The default image's batteries (issue #16): every module the table of docs/images.md promises
 # imports inside a real sandbox, through `mcp-sandbox run` against the default store. A package
 # missing from the image fails here, by name. Usage: batteries_import_test.sh /path/to/mcp-sandbox
 set -u
@@ -9,7 +9,7 @@ image=${SANDBOX_TEST_IMAGE:-python}
 source "$(dirname "$0")/lib.sh"
 skip_unless_image "$bin" "$image"
 
-# One line per module: import name, then what it is in the README's table. Every import is
+# One line per module: import name, then what it is in docs/images.md's table. Every import is
 # tried, so one run names every missing module.
 out=$("$bin" run --image "$image" --timeout 240 --memory 1g - <<'PY'
 import importlib, sys

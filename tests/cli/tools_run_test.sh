@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's `tools/run` as a first-time user meets it: it ends in a waiting MCP server on
+# The Quick start's `tools/run` as a first-time user meets it: it ends in a waiting MCP server on
 # stdio that answers initialize, with nothing but protocol on stdout (the build and the image
 # step log to stderr). The image builds in the background while the server compiles; when it
 # fails the server starts anyway and stderr says why. Usage: tools_run_test.sh REPO_ROOT BUILD_DIR

@@ -1,4 +1,4 @@
-// Hibernate, resume, fork (README "Hibernate, resume, fork") through the official SDK client,
+// Hibernate, resume, fork (docs/sessions.md "Hibernate, resume, fork") through the official SDK client,
 // over stdio and over Streamable HTTP, on the namespace backend and the Docker fallback, as root
 // and as an ordinary user: a session full of state hibernated by idle time (no process, no
 // cgroup, no container left) and resumed intact; the same across a server stopped in an orderly

@@ -128,7 +128,7 @@ def leftovers(state, session_ids, pids, cgroups):
     for sid in session_ids:
         left += ["temp entry " + path for path in glob.glob("/tmp/*%s*" % sid)]
         # state/hibernated/<id> is not a leftover: an orderly stop saves every live session
-        # there on purpose (README "Hibernate, resume, fork"); it holds no process, cgroup or
+        # there on purpose (docs/sessions.md "Hibernate, resume, fork"); it holds no process, cgroup or
         # mount, and the next server resumes it.
         left += ["state entry " + path for path in glob.glob(os.path.join(state, "*", "*%s*" % sid))
                  if os.path.basename(os.path.dirname(path)) != "hibernated"]

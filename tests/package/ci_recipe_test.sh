@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The README's CI recipe, exactly as written (the block between <!-- ci-recipe --> markers), run
+# The CI recipe of docs/ci.md, exactly as written (the block between <!-- ci-recipe --> markers), run
 # by an ordinary user with passwordless sudo, as on a hosted CI runner, in a fresh minimal Debian
 # root: once with a snippet that prints (expects "ok" and its output), once with one that never
 # ends (expects "timed out"). Prints "ok"/"FAIL" lines; exits 1 when a check failed.
-# usage: ci_recipe_test.sh README DEB IMAGE_ARCHIVE WORK_DIR
+# usage: ci_recipe_test.sh PAGE DEB IMAGE_ARCHIVE WORK_DIR
 set -uo pipefail
 readme=$1 deb=$2 archive=$3 work=$4
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +13,7 @@ fail=0
 
 recipe=$(awk '/<!-- ci-recipe -->/ { on = 1; next } /<!-- \/ci-recipe -->/ { on = 0 }
               on && !/^```/ { print }' "$readme")
-if [ -z "$recipe" ]; then echo "FAIL the README has no ci-recipe block"; exit 1; fi
+if [ -z "$recipe" ]; then echo "FAIL the page has no ci-recipe block"; exit 1; fi
 
 "$debian_root" make "$root" || { echo "FAIL fresh root: mmdebstrap failed"; exit 1; }
 job=$root/home/runner/job

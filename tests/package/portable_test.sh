@@ -18,7 +18,7 @@ source "$here/lib.sh"
 "$debian_root" make "$root" "$release" || { echo "FAIL fresh $release root: mmdebstrap failed"; exit 1; }
 # Unpacked at a path that is the same on the host and in the root: the Docker daemon, in the
 # host's mount namespace, bind-mounts the agent from the path the server names. (A CI job in a
-# container that shares the host's daemon needs the same: see README, CI runners.)
+# container that shares the host's daemon needs the same: see docs/ci.md, CI runners.)
 opt=$work/opt
 rm -rf "$opt"; mkdir -p "$opt"
 tar -C "$opt" -xzf "$tarball"

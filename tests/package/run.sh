@@ -2,7 +2,7 @@
 # tests/package/run.sh RESULTS_DIR [STAGE...]: the package stage of tools/test, all of its
 # STAGEs by default, or those named (to run one alone):
 #   deb       tools/package builds the .deb (lintian must report no error), then
-#             installed_test.sh (a fresh Debian 12 root), ci_recipe_test.sh (the README's CI
+#             installed_test.sh (a fresh Debian 12 root), ci_recipe_test.sh (docs/ci.md's CI
 #             recipe as an ordinary user) and service_in_vm.sh (the systemd unit in a VM
 #             booting systemd)
 #   trixie    tools/package --dist trixie: the .deb built in a clean Debian 13 build root, whose
@@ -56,8 +56,8 @@ stage_deb() {
   fi
   "$here/installed_test.sh" "$deb" "$archive" "$work/installed" bookworm > "$work/installed.log" 2>&1
   record installed "the .deb installs and works in a fresh Debian root: run, image import, serve with the SDK client" $? "$work/installed.log"
-  "$here/ci_recipe_test.sh" "$root/README.md" "$deb" "$archive" "$work/ci-recipe" > "$work/ci-recipe.log" 2>&1
-  record ci-recipe "the README's CI recipe, as written, as an ordinary user in a fresh Debian root" $? "$work/ci-recipe.log"
+  "$here/ci_recipe_test.sh" "$root/docs/ci.md" "$deb" "$archive" "$work/ci-recipe" > "$work/ci-recipe.log" 2>&1
+  record ci-recipe "the CI recipe of docs/ci.md, as written, as an ordinary user in a fresh Debian root" $? "$work/ci-recipe.log"
   "$here/service_in_vm.sh" "$deb" "$root/../shared/tools/run-in-vm" "$work/service" > "$work/service.log" 2>&1
   rc=$?
   if [ $rc -eq 77 ]; then

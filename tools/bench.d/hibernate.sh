@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hibernate and resume (README "Hibernate, resume, fork"), over MCP stdio, on the backend doctor
+# Hibernate and resume (docs/sessions.md "Hibernate, resume, fork"), over MCP stdio, on the backend doctor
 # picks, with the warm pool of 2: a session with a small state and one holding a ~100 MB
 # DataFrame, side by side.
 #   resume      request to response of the first call after the session hibernated (print(1)),

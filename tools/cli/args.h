@@ -35,7 +35,7 @@ class Args {
   std::vector<std::string> positional_;
 };
 
-// Exit codes shared by every subcommand (README "Exit codes").
+// Exit codes shared by every subcommand (docs/ci.md "Exit codes").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;

@@ -65,7 +65,7 @@ std::string PoolDetail(const ServeConfig& config) {
                      config.pool_preload.empty() ? "none" : config.pool_preload);
 }
 
-// Hibernation (README "Hibernate, resume, fork"): when, where and by what mechanism.
+// Hibernation (docs/sessions.md "Hibernate, resume, fork"): when, where and by what mechanism.
 std::string HibernationDetail(const ServeConfig& config) {
   auto after = HibernateAfter(config);
   if (after.count() == 0) return "off (SANDBOX_HIBERNATE_AFTER_S=0): idle sessions are closed";

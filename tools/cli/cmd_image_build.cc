@@ -38,7 +38,7 @@ Docker backend and for the next build; a build whose recipe has not changed does
 
   --variant V   default: python3 with a batteries-included data stack from Debian (numpy,
                 pandas, matplotlib, scikit-learn, statsmodels, sympy, plotly, opencv, ...;
-                the README lists them; store name "python"); small: python3 only
+                docs/images.md lists them; store name "python"); small: python3 only
                 ("python-small", for tests)
   --suite S     Debian suite (default trixie, Python 3.13)
   --name N      store name (default: python or python-small)

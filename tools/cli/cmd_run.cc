@@ -49,7 +49,7 @@ flags:
   --cpus N           CPU limit (default: $SANDBOX_CPU_LIMIT or 1.0)
   --pids N           process limit (default: $SANDBOX_PIDS_LIMIT or 256)
   --egress-allow L   hosts the snippet may reach through the egress proxy (default:
-                     $SANDBOX_EGRESS_ALLOW or none; grammar in the README)
+                     $SANDBOX_EGRESS_ALLOW or none; grammar in docs/egress.md)
   --shell            treat the input as a shell command line, not Python
   --json             print one JSON object (stdout, stderr, exit_code, duration_s, limits,
                      artifacts) instead of streaming

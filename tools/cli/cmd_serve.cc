@@ -35,6 +35,7 @@
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/config.h"
+#include "tools/cli/config_reference.h"
 #include "tools/cli/configured_options.h"
 #include "tools/cli/wiring.h"
 
@@ -45,7 +46,8 @@ void PrintServeUsage(std::ostream& out) {
   out << "usage: mcp-sandbox serve [--stdio | --http [HOST:PORT]] [flags]\n\n"
          "Runs the MCP server: over stdio (the default; one JSON-RPC message per line), or over\n"
          "Streamable HTTP at http://HOST:PORT/mcp (default 127.0.0.1:8080).\n\n"
-         "flags (each also an environment variable; flags win):\n";
+         "flags (each also an environment variable; flags win; --help-markdown and --help-man\n"
+         "print this table for docs/configuration.md and the man page):\n";
   for (const auto& variable : ConfigVariables()) {
     out << fmt::format("  {:<22} {}\n", variable.flag, variable.env);
     out << fmt::format("  {:<22} {}{}\n", "", variable.meaning,
@@ -148,10 +150,19 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
                  const ResourceWrapper& wrap_resources) {
   std::set<std::string> value_flags = {"--http"};
   for (const auto& variable : ConfigVariables()) value_flags.insert(variable.flag);
-  Args args("serve", value_flags, {"--stdio"});
+  Args args("serve", value_flags, {"--stdio", "--help-markdown", "--help-man"});
   if (!args.Parse(NormalizeHttpFlag(raw_args))) return kExitUsage;
   if (args.Has("--help")) {
     PrintServeUsage(std::cout);
+    return kExitOk;
+  }
+  // The settings reference for docs/configuration.md and the man page (generated, never retyped).
+  if (args.Has("--help-markdown")) {
+    std::cout << ConfigTableMarkdown();
+    return kExitOk;
+  }
+  if (args.Has("--help-man")) {
+    WriteSettingsRoff(std::cout);
     return kExitOk;
   }
   if (!args.positional().empty())

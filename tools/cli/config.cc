@@ -360,8 +360,8 @@ const std::vector<ConfigVariable> kVariables = {
     {"SANDBOX_AUTH_TOKEN", "--auth-token", "",
      "Bearer token HTTP clients must send (`Authorization: Bearer ...`); several, "
      "comma-separated, are each accepted (rotation: add the new one, move clients, drop the old "
-     "one); `name:token` names its holder, who alone sees the sessions it creates (README "
-     "\"Many users\"); prefer the variable to the flag, which other users can see in `ps`",
+     "one); `name:token` names its holder, who alone sees the sessions it creates "
+     "(docs/many-users.md); prefer the variable to the flag, which other users can see in `ps`",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_OR_RETURN(auto tokens, TokenList(value, ','));
        config.auth_tokens = std::move(tokens.secrets);
@@ -384,7 +384,7 @@ const std::vector<ConfigVariable> kVariables = {
      }},
     {"SANDBOX_OAUTH_ISSUER", "--oauth-issuer", "",
      "OAuth 2.1 authorization server whose JWT access tokens are accepted (its `iss`, e.g. "
-     "https://idp.example.com/realms/team); its keys come from its metadata (README \"OAuth\")",
+     "https://idp.example.com/realms/team); its keys come from its metadata (docs/many-users.md)",
      [](ServeConfig& config, const std::string& value) -> Status {
        if (value.empty()) {
          config.oauth_issuer.clear();
@@ -734,8 +734,13 @@ std::string ConfigTableMarkdown() {
   for (const auto& variable : kVariables) {
     std::string default_text =
         variable.default_value[0] == '\0' ? "—" : fmt::format("`{}`", variable.default_value);
+    std::string meaning;
+    for (const char* c = variable.meaning; *c != '\0'; ++c) {
+      if (*c == '|') meaning += '\\';  // a bare '|' would end the cell
+      meaning += *c;
+    }
     table += fmt::format("| `{}` | `{}` | {} | {} |\n", variable.env, variable.flag, default_text,
-                         variable.meaning);
+                         meaning);
   }
   return table;
 }

@@ -1,6 +1,6 @@
 // The server's configuration: every SANDBOX_* environment variable, each also a `serve` flag
 // (flags override the environment). One table (ConfigVariables) holds the name, flag, default
-// and meaning of each, and the README's configuration table is generated from it. Bad values
+// and meaning of each, and docs/configuration.md's table is generated from it. Bad values
 // are refused with a message naming the variable; nothing falls back silently.
 #pragma once
 
@@ -26,8 +26,8 @@ struct ServeConfig {
   uint64_t disk_bytes = 0;
   double exec_timeout_s = 0;
   int session_ttl_m = 0;
-  // Hibernation (README "Hibernate, resume, fork"). hibernate_after_s: -1 = the idle time-out
-  // (session_ttl_m), 0 = off (idle sessions are closed, nothing is saved).
+  // Hibernation (docs/sessions.md "Hibernate, resume, fork"). hibernate_after_s: -1 = the idle
+  // time-out (session_ttl_m), 0 = off (idle sessions are closed, nothing is saved).
   double hibernate_after_s = -1;
   uint64_t saved_max_bytes = 0;  // SANDBOX_SAVED_MAX_BYTES
   int64_t saved_ttl_s = 0;       // SANDBOX_SAVED_TTL
@@ -62,7 +62,7 @@ struct ServeConfig {
   std::string egress_allow;       // SANDBOX_EGRESS_ALLOW as given ("" = no network)
   uint64_t egress_max_bytes = 0;  // SANDBOX_EGRESS_MAX_BYTES
   std::string index_url;          // SANDBOX_INDEX_URL ("" = PyPI when allowed)
-  // Running as one of several replicas behind a proxy (README "Replicas").
+  // Running as one of several replicas behind a proxy (docs/scale-out.md "Replicas").
   std::string replica_id;      // SANDBOX_REPLICA_ID ("" = a single host)
   double drain_timeout_s = 0;  // SANDBOX_DRAIN_TIMEOUT_S (0 = the first signal stops at once)
   double drain_idle_s = 0;     // SANDBOX_DRAIN_IDLE_S
@@ -82,11 +82,11 @@ struct ConfigVariable {
   const char* env;            // SANDBOX_MEMORY_LIMIT
   const char* flag;           // --memory-limit
   const char* default_value;  // parsed like any value; "" = unset
-  const char* meaning;        // one line for --help and the README
+  const char* meaning;        // one line for --help, docs/ and the man page
   Status (*apply)(ServeConfig& config, const std::string& value);
 };
 
-// Every variable, in the order the README lists them.
+// Every variable, in the order docs/configuration.md lists them.
 const std::vector<ConfigVariable>& ConfigVariables();
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -118,7 +118,8 @@ Limits SessionLimits(const ServeConfig& config);
 // time-out; 0 = off.
 std::chrono::milliseconds HibernateAfter(const ServeConfig& config);
 
-// The README table: | variable | flag | default | meaning |.
+// docs/configuration.md's table: | variable | flag | default | meaning |, a '|' in a cell
+// escaped (`serve --help-markdown` prints it; tools/docs puts it in the page).
 std::string ConfigTableMarkdown();
 
 // "HOST:PORT", ":PORT", "PORT" or "HOST" (for `serve --http`), over the configured values.

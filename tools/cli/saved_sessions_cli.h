@@ -1,6 +1,6 @@
 // The hibernated sessions of a state dir, for `mcp-sandbox sessions ls` and `sessions rm`
-// (README "Hibernate, resume, fork"): listed from their metadata, removed by id. Nothing here
-// opens a saved archive.
+// (docs/sessions.md "Hibernate, resume, fork"): listed from their metadata, removed by id. Nothing
+// here opens a saved archive.
 #pragma once
 
 #include <string>

@@ -5,7 +5,7 @@
 # cycles the ctest, e2e and package stages leave while they wait on sandboxes, daemons,
 # downloads and a VM, and yields to them. On a fresh machine, where each of those trees
 # compiles from nothing, clang-tidy and the ASan tree were done before the package stage ended
-# (README, "tools/test on a fresh machine"); each stage then runs its own build again (a no-op,
+# (docs/development.md); each stage then runs its own build again (a no-op,
 # or the rest of it) and its tests. A failure here is reported by the stage's own build.
 
 idle_builds_pid=

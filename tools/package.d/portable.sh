@@ -43,7 +43,7 @@ install -m 755 -s "$tree/mcp-sandbox" "$stage/bin/"
 install -m 755 -s "$tree/agent/sandbox-init" "$stage/lib/mcp-sandbox/"
 install -m 644 runtime/agent/worker.py runtime/agent/session_state.py "$stage/lib/mcp-sandbox/"
 install -m 644 LICENSE tools/package.d/copyright "$stage/share/doc/mcp-sandbox/"
-install -m 644 tools/package.d/mcp-sandbox.1 "$stage/share/man/man1/"
+tools/package.d/man_page.sh "$tree/mcp-sandbox" >"$stage/share/man/man1/mcp-sandbox.1"
 
 # The Debian package of each library ldd finds, asked of dpkg once (a query per file takes
 # seconds). ldd may name a library under /lib that bookworm's dpkg knows under /usr/lib only, or

@@ -20,7 +20,7 @@ class BehaviourFixture {
   explicit BehaviourFixture(const std::string& backend);
   SessionManager& manager() { return *manager_; }
   const SessionConfig& config() const { return config_; }
-  // "namespace" or "docker": for the few expectations the README documents as different.
+  // "namespace" or "docker": for the few expectations docs/docker.md documents as different.
   const std::string& backend() const { return backend_; }
   // Replaces the manager with one whose config `tweak` changed (closes the old sessions).
   void Reconfigure(const std::function<void(SessionConfig&)>& tweak);

@@ -1,6 +1,6 @@
 // Escape attempts from inside a sandbox, held against every backend (issue #12 item 10, issue
-// #13 part 2): the Docker fallback is attacked with the same code and, where the README does not
-// list a difference, the same expectations as the namespace backend. Each check has a positive
+// #13 part 2): the Docker fallback is attacked with the same code and, where docs/docker.md does
+// not list a difference, the same expectations as the namespace backend. Each check has a positive
 // control, so a broken sandbox cannot pass by accident. Attempts that need the namespace
 // backend's host view (host pids, host uids, its cgroups) stay in tests/runtime/ns/.
 #include <arpa/inet.h>
@@ -119,7 +119,8 @@ BEHAVIOUR_TEST("escape: a session can neither see nor signal another session", "
   auto a = fixture.NewSession();
   auto b = fixture.NewSession();
   fixture.Python(b, "import subprocess\nkeep = 5\nchild = subprocess.Popen(['sleep', '313'])");
-  // On Docker both sandboxes run as host uid 1000 (README): only the pid namespaces part them.
+  // On Docker both sandboxes run as host uid 1000 (docs/docker.md): only the pid namespaces part
+  // them.
   auto r = fixture.Python(a, R"(
 import os
 seen = []
@@ -368,7 +369,7 @@ print('ids', os.getresuid(), os.getresgid(), os.getgroups())
   }
   CHECK(Contains(r.stdout_text, "'Seccomp:\\t2'"));
   CHECK(Contains(r.stdout_text, "root-opts ro,"));
-  // Docker's Engine API cannot mount the rootfs nosuid or nodev (README, Docker fallback): there
+  // Docker's Engine API cannot mount the rootfs nosuid or nodev (docs/docker.md): there
   // no_new_privs and the empty bounding set keep setuid bits inert, and the device cgroup
   // refuses device nodes an imported image might carry.
   if (fixture.backend() == "namespace") CHECK(Contains(r.stdout_text, "root-opts ro,nosuid,nodev"));

@@ -1,5 +1,5 @@
-// Hibernate, resume and fork (README "Hibernate, resume, fork") over HostBackend: the real
-// save and restore code (runtime/agent/session_state.py in Debian's Python with dill) and the
+// Hibernate, resume and fork (docs/sessions.md "Hibernate, resume, fork") over HostBackend: the
+// real save and restore code (runtime/agent/session_state.py in Debian's Python with dill) and the
 // real on-disk store, with the hostile cases: a crafted archive written by a cell, a symlink
 // farm in /mnt/data, a state above its cap, files tampered with on disk, the TTL and the disk
 // cap evicting in order. Seconds, without root, an image or a daemon.
