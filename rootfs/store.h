@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/base/result.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::rootfs {
 
@@ -58,7 +59,8 @@ struct ImportOptions {
 // image had at these paths (a file, a symlink such as "tmp -> var/tmp") is replaced by a real
 // directory. Defined here so callers can iterate it (`for (const char* p : kRootfsMountPoints)`).
 inline constexpr const char* kRootfsMountPoints[] = {
-    "/proc", "/dev", "/sys", "/tmp", "/mnt/data", "/mnt/wheelhouse", "/.sandbox",
+    "/proc",           "/dev", "/sys", layout::kTmpDir, layout::kDataDir, layout::kWheelhouseDir,
+    layout::kAgentDir,
 };
 
 class ImageStore {

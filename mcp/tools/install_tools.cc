@@ -5,6 +5,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/run_call.h"
 #include "mcp/tools/run_output.h"
+#include "rootfs/recipe/image_batteries.h"
 #include "runtime/session/package_installer.h"
 
 namespace sandbox::mcp::tools {
@@ -25,10 +26,9 @@ Tool MakeInstallPackagesTool(const ContextPtr& context) {
   }
   tool.description = fmt::format(
       "pip-install Python packages into a session, {}; they are importable right away in that "
-      "session. Check first whether the package is already there (the default image has numpy, "
-      "pandas, matplotlib, seaborn, scipy, openpyxl, reportlab). Omit session_id to start a new "
-      "session. {}",
-      sources,
+      "session. Check first whether the package is already there (the default image has {}). "
+      "Omit session_id to start a new session. {}",
+      sources, rootfs::DefaultImageBatteryNames(),
       config.egress.enabled()
           ? "A session created with egress=false installs from the wheelhouse only."
           : "Installs from a package index are not available (sandboxes have no network).");

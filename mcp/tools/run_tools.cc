@@ -5,6 +5,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/run_call.h"
 #include "mcp/tools/run_output.h"
+#include "rootfs/recipe/image_batteries.h"
 #include "runtime/base/units.h"
 #include "runtime/egress/egress_report.h"
 
@@ -57,14 +58,11 @@ Tool MakeRunPythonTool(const ContextPtr& context) {
       "to /mnt/data).\n"
       "- Each run is limited to {} s (timeout_s); stdout and stderr are kept up to {} each. "
       "{}\n"
-      "- The default image has numpy, pandas, matplotlib, seaborn, scipy, scikit-learn, "
-      "statsmodels, sympy, plotly, networkx, xarray, h5py, numba, scikit-image, opencv (cv2), "
-      "pillow, requests, beautifulsoup4, lxml, openpyxl, xlsxwriter, xlrd, python-docx, pypdf, "
-      "reportlab, tabulate, jinja2 and nltk (no corpora). A Python exception gives exit_code 1 and "
-      "the traceback in stderr; the session "
-      "stays usable. fresh=true runs in a new interpreter process.",
+      "- The default image has {}. A Python exception gives exit_code 1 and the traceback in "
+      "stderr; the session stays usable. fresh=true runs in a new interpreter process.",
       context->settings.exec_timeout_s, FormatBytes(context->settings.max_output_bytes),
-      egress::EgressSentence(context->sessions.config().egress));
+      egress::EgressSentence(context->sessions.config().egress),
+      rootfs::DefaultImageBatteryNames());
   tool.input_schema =
       InputSchema({{"code", Property("string",
                                      "Python source to run. As in a notebook, the value of "

@@ -175,8 +175,8 @@ ResultFile MakeResultFile(const ToolCall& call, const std::string& session_id,
 std::string ArtifactFilename(std::string_view path) {
   // The seed server names artifacts by their place under its output directory: the same here
   // for /mnt/data; anything elsewhere goes by its last component.
-  constexpr std::string_view kPrefix = "/mnt/data/";
-  if (path.substr(0, kPrefix.size()) == kPrefix) return std::string(path.substr(kPrefix.size()));
+  std::string prefix = std::string(kDataDir) + "/";
+  if (path.substr(0, prefix.size()) == prefix) return std::string(path.substr(prefix.size()));
   size_t slash = path.rfind('/');
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }

@@ -12,11 +12,13 @@
 #include "mcp/tool_result.h"
 #include "mcp/tools/sandbox_tools.h"
 #include "runtime/base/result.h"
+#include "runtime/sandbox_layout.h"
 #include "runtime/session/session_manager.h"
 
 namespace sandbox::mcp::tools {
 
-inline constexpr std::string_view kDataDir = "/mnt/data";
+// The session's files (runtime/sandbox_layout.h), as the tools spell paths.
+inline constexpr std::string_view kDataDir = layout::kDataDir;
 
 struct ToolContext {
   SessionManager& sessions;

@@ -2,7 +2,9 @@
 # mmdebstrap --customize-hook for the mcp-sandbox Python images. Runs outside the chroot as
 # (namespace) root after every package is installed; $1 is the root of the new tree.
 # Embedded into the mcp-sandbox binary at build time, and part of the recipe hash: any change
-# here makes `mcp-sandbox image build` rebuild the image.
+# here makes `mcp-sandbox image build` rebuild the image. The recipe adds one line after the
+# first: SANDBOX_IMAGE_MODULES, the modules the smoke test below imports (empty for the small
+# image; the list's one home is rootfs/recipe/image_batteries.cc).
 set -eu
 root="$1"
 cd "$root"
@@ -111,7 +113,10 @@ if [ -e "$root/usr/share/mcp-sandbox/matplotlib" ]; then
   rm -rf "$root/tmp/matplotlib"
   # sitecustomize seeds the font list before any import.
   run_as_sandbox python3 -c 'import os, sys; sys.exit(not os.listdir("/tmp/matplotlib"))'
-  # Every module is tried, so one build names every module that does not import.
+  # Every module is tried, so one build names every module that does not import: the image's
+  # batteries (SANDBOX_IMAGE_MODULES, set by the recipe from rootfs/recipe/image_batteries.cc),
+  # then submodules that load compiled parts or test helpers a plain import does not.
+  # shellcheck disable=SC2086  # one argument per module
   run_as_sandbox python3 -c '
 import importlib, sys
 failed = []
@@ -121,11 +126,9 @@ for name in sys.argv[1:]:
     except Exception as error:
         failed.append("%s: %s: %s" % (name, type(error).__name__, error))
 sys.exit("smoke test: cannot import " + "; ".join(failed) if failed else 0)
-' numpy numpy.testing pandas scipy.stats scipy.sparse scipy.optimize seaborn openpyxl \
-    reportlab.pdfgen.canvas reportlab.platypus pip venv sklearn.linear_model statsmodels.api \
-    sympy networkx nltk xarray h5py joblib numba plotly.graph_objects PIL.Image imageio skimage \
-    cv2 soundfile xlsxwriter xlrd docx pypdf tabulate jinja2 bs4 lxml.etree requests urllib3 \
-    aiohttp tornado orjson pytz IPython pytest
+' $SANDBOX_IMAGE_MODULES numpy.testing scipy.stats scipy.sparse scipy.optimize \
+    reportlab.pdfgen.canvas reportlab.platypus sklearn.linear_model statsmodels.api \
+    plotly.graph_objects PIL.Image lxml.etree
   run_as_sandbox python3 -c '
 import numba
 assert numba.njit(lambda x: x + 1)(1) == 2

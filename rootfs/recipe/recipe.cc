@@ -6,7 +6,9 @@
 
 #include "rootfs/digest.h"
 #include "rootfs/recipe/customize_script.h"
+#include "rootfs/recipe/image_batteries.h"
 #include "runtime/base/pip_requirement.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -18,68 +20,33 @@ constexpr int kRecipeFormat = 1;
 // The default image: what a model reaches for in a data session (issue #16), and every package
 // of E2B's code-interpreter template that Debian ships (docs/images.md has the side-by-side table).
 // All from Debian (no PyPI at build time). mmdebstrap installs no Recommends unless told to, so
-// each of these brings its Depends only.
-const std::vector<std::string> kDefaultPackages = {
-    // Python, and pip and venv for a session's own installs (into /tmp/.local).
-    "python3",
-    "python3-pip",
-    "python3-venv",
-    // Arrays, tables and numerics. h5py and xarray read HDF5 and netCDF-like data; numba
-    // brings LLVM 19 and its tools (240 MiB of the image).
-    "python3-numpy",
-    "python3-pandas",
-    "python3-scipy",
-    "python3-xarray",
-    "python3-h5py",
-    "python3-numba",
-    "python3-joblib",
-    // Statistics, machine learning, symbolic maths, graphs, text. nltk comes without its corpora
-    // (nltk.download needs the network a sandbox does not have).
-    "python3-sklearn",
-    "python3-statsmodels",
-    "python3-sympy",
-    "python3-networkx",
-    "python3-nltk",
-    // Plots and images. fonts-dejavu-core: matplotlib's default font (DejaVu Sans), so plots
-    // render text. plotly writes HTML (no kaleido in Debian, so no static export). Debian's one
-    // OpenCV has every backend: python3-opencv brings 800 MiB (VTK, Qt, GDAL, FFmpeg, ROCm),
-    // 44% of the image. For a smaller one, drop it here and cv2 from customize.sh's smoke test
-    // and tests/cli/batteries_import_test.sh.
-    "python3-matplotlib",
-    "python3-seaborn",
-    "python3-plotly",
-    "fonts-dejavu-core",
-    "python3-pil",
-    "python3-imageio",
-    "python3-skimage",
-    "python3-opencv",
-    "python3-soundfile",
-    // Office documents and reports, in and out.
-    "python3-openpyxl",
-    "python3-xlsxwriter",
-    "python3-xlrd",
-    "python3-docx",
-    "python3-reportlab",
-    "python3-pypdf",
-    "python3-tabulate",
-    "python3-jinja2",
-    // HTML, XML, JSON and HTTP client APIs (a session has no network; they parse saved pages and
-    // uploaded files, and code written for them imports).
-    "python3-bs4",
-    "python3-lxml",
-    "python3-requests",
-    "python3-urllib3",
-    "python3-aiohttp",
-    "python3-tornado",
-    "python3-orjson",
-    "python3-tz",
-    // Tools: an interactive shell and the test runner models write tests for.
-    "python3-ipython",
-    "python3-pytest",
-    // Hibernate and resume (runtime/agent/session_state.py): dill serializes what pickle
-    // cannot (functions, classes and lambdas defined in the session).
-    "python3-dill",
-};
+// each of these brings its Depends only. The libraries are the batteries (image_batteries.cc);
+// around them: python3, matplotlib's default font (DejaVu Sans, so plots render text), and dill
+// for hibernate and resume (runtime/agent/session_state.py: it serializes what pickle cannot,
+// functions, classes and lambdas defined in the session).
+std::vector<std::string> DefaultPackages() {
+  std::vector<std::string> packages = {"python3"};
+  for (const auto& battery : DefaultImageBatteries()) packages.emplace_back(battery.package);
+  packages.insert(packages.end(), {"fonts-dejavu-core", "python3-dill"});
+  return packages;
+}
+
+// The customize hook learns the modules its smoke test imports from the recipe: a line after
+// the script's first (its #!) sets SANDBOX_IMAGE_MODULES (customize.sh; empty for the small
+// image). Module names are identifiers, so the single quotes need no escaping.
+std::string CustomizeScript(ImageVariant variant) {
+  std::string modules;
+  if (variant == ImageVariant::kDefault) {
+    for (const auto& battery : DefaultImageBatteries()) {
+      if (!modules.empty()) modules += ' ';
+      modules += battery.module;
+    }
+  }
+  std::string script(kCustomizeScript);
+  size_t first_line_end = script.find('\n') + 1;  // customize.sh starts with "#!/bin/sh\n"
+  script.insert(first_line_end, "SANDBOX_IMAGE_MODULES='" + modules + "'\n");
+  return script;
+}
 
 // dpkg drops these paths while unpacking every package (see dpkg(1) --path-exclude), so docs,
 // man pages and translations never reach the tree. Copyright files stay (licence terms).
@@ -213,11 +180,11 @@ Result<Recipe> MakeRecipe(ImageVariant variant, std::string_view suite) {
   recipe.packages =
       // dill (pure Python, 0.5 MB) so that hibernation keeps functions and classes here too.
       variant == ImageVariant::kSmall ? std::vector<std::string>{"python3", "python3-dill"}
-                                      : kDefaultPackages;
+                                      : DefaultPackages();
   recipe.dpkg_options = kDpkgOptions;
-  recipe.customize_script = std::string(kCustomizeScript);
+  recipe.customize_script = CustomizeScript(variant);
   recipe.user = "1000:1000";
-  recipe.working_dir = "/mnt/data";
+  recipe.working_dir = layout::kDataDir;
   recipe.env = kEnv;
   recipe.cmd = {"python3"};
   return recipe;

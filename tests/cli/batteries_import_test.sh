@@ -9,17 +9,13 @@ image=${SANDBOX_TEST_IMAGE:-python}
 source "$(dirname "$0")/lib.sh"
 skip_unless_image "$bin" "$image"
 
-# One line per module: import name, then what it is in docs/images.md's table. Every import is
-# tried, so one run names every missing module.
-out=$("$bin" run --image "$image" --timeout 240 --memory 1g - <<'PY'
+# The modules the recipe promises (`image build --list-modules`, from
+# rootfs/recipe/image_batteries.cc), each tried, so one run names every missing module.
+modules=$("$bin" image build --list-modules | awk '{ print $1 }' | tr '\n' ' ')
+[ -n "$modules" ] || { echo "FAIL image build --list-modules printed no module"; exit 1; }
+out=$("$bin" run --image "$image" --timeout 240 --memory 1g - <<PY
 import importlib, sys
-modules = """
-numpy pandas scipy matplotlib seaborn openpyxl reportlab pip venv
-sklearn statsmodels sympy plotly bs4 lxml requests xlsxwriter docx PIL networkx tabulate
-pypdf jinja2 h5py xarray
-IPython orjson aiohttp imageio joblib nltk numba cv2 pytest pytz skimage soundfile tornado
-urllib3 xlrd
-""".split()
+modules = "$modules".split()
 failed = 0
 for name in modules:
     try:

@@ -61,14 +61,22 @@ skip_unless_image() {
     { echo "SKIPPED: image $2 is not in the store (mcp-sandbox image build makes it)"; exit 77; }
 }
 
-# borrow_shared_store DIR: a private state dir at DIR whose images (and their docker archives)
-# are the shared store's (SANDBOX_SHARED_STORE, default /var/lib/mcp-sandbox), read-only by
-# convention; exported as SANDBOX_STATE_DIR. Sessions, records and hibernated state stay in DIR.
+# store_dir BIN: the state dir BIN uses for its image store (SANDBOX_STATE_DIR, else its default
+# for this user), as BIN itself reports it, so the tests have no rule of their own for it.
+store_dir() {
+  "$1" image ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["state_dir"])'
+}
+
+# borrow_shared_store BIN DIR: a private state dir at DIR whose images (and their docker
+# archives) are those of the store BIN sees now (store_dir; SANDBOX_SHARED_STORE overrides),
+# read-only by convention; exported as SANDBOX_STATE_DIR. Sessions, records and hibernated state
+# stay in DIR. skip_unless_image looks in the same store, so the two never disagree.
 borrow_shared_store() {
-  local store=${SANDBOX_SHARED_STORE:-/var/lib/mcp-sandbox} part
-  mkdir -p "$1"
+  local store part
+  store=${SANDBOX_SHARED_STORE:-$(store_dir "$1")}
+  mkdir -p "$2"
   for part in images archives; do
-    [ -e "$store/$part" ] && ln -s "$store/$part" "$1/$part"
+    [ -e "$store/$part" ] && ln -s "$store/$part" "$2/$part"
   done
-  export SANDBOX_STATE_DIR=$1
+  export SANDBOX_STATE_DIR=$2
 }

@@ -31,7 +31,7 @@ if [ "$backend" = docker ]; then
     echo "SKIPPED: $why"; exit 77
   fi
 fi
-borrow_shared_store "$work/state"
+borrow_shared_store "$bin" "$work/state"
 export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
 export SANDBOX_BACKEND=$backend
 # The stdio client is tests/support/mcp_stdio.py.

@@ -17,7 +17,7 @@ work_template=/tmp/mcp-sweep-test.XXXXXX
 source "$(dirname "$0")/lib.sh"
 skip_unless_root "sandboxes of the shared store"
 skip_unless_image "$bin" python
-borrow_shared_store "$work/state"
+borrow_shared_store "$bin" "$work/state"
 export SANDBOX_IMAGE=python SANDBOX_LOG_FILE=
 
 # The cgroup parent groups of this state dir's servers (doctor names them; a sweep removes them

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "rootfs/recipe/image_batteries.h"
 #include "rootfs/recipe/image_builder.h"
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
@@ -29,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kUsage =
     R"(usage: mcp-sandbox image build [--variant default|small] [--suite SUITE] [--name NAME]
-                                [--mirror URL] [--output FILE] [--rebuild]
+                                [--mirror URL] [--output FILE] [--rebuild] [--list-modules]
                                 [--pip REQ... [--index-url URL] [--wheelhouse DIR]]
 
 Builds the sandbox's Python image from Debian packages with mmdebstrap (no Docker, no PyPI)
@@ -45,6 +46,8 @@ Docker backend and for the next build; a build whose recipe has not changed does
   --mirror URL  Debian mirror (default deb.debian.org, with updates and security)
   --output F    also write the archive to F (loadable with docker load, skopeo, podman)
   --rebuild     build again even when the archive and the stored image are current
+  --list-modules print the modules the variant's image promises and their Debian packages,
+                "MODULE PACKAGE" a line, and build nothing
   --pip REQ     also pip-install REQ into the image (repeatable, or comma-separated), for
                 what Debian does not package, e.g. pyarrow==18.1.0; pin with == so a rebuild
                 gives the same image. Recorded in the recipe (a changed list rebuilds) and,
@@ -118,6 +121,7 @@ struct CommandFlags {
   BuildOptions options;
   std::string state_dir;
   bool help = false;
+  bool list_modules = false;
 };
 
 // Returns the exit code of a usage error, or 0.
@@ -147,6 +151,11 @@ int ParseBuildFlags(const std::vector<std::string>& args, CommandFlags* flags) {
     }
     if (flag == "--help" || flag == "-h") {
       flags->help = true;
+      continue;
+    }
+    if (flag == "--list-modules") {
+      if (value) return usage_error("flag --list-modules takes no value");
+      flags->list_modules = true;
       continue;
     }
     if (flag == "--rebuild") {
@@ -216,6 +225,15 @@ int ImageBuildCommand(const std::vector<std::string>& args, rootfs::ImageStore& 
   if (int code = ParseBuildFlags(args, &flags); code != 0) return code;
   if (flags.help) {
     std::cout << kUsage;
+    return 0;
+  }
+  // What the variant's image promises code: "MODULE PACKAGE" a line (what tests import).
+  if (flags.list_modules) {
+    if (flags.options.variant == ImageVariant::kDefault) {
+      for (const auto& battery : DefaultImageBatteries()) {
+        std::cout << battery.module << " " << battery.package << "\n";
+      }
+    }
     return 0;
   }
   BuildOptions& options = flags.options;

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "rootfs/digest.h"
+#include "rootfs/recipe/image_batteries.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -65,6 +66,29 @@ TEST_CASE("the default recipe has the batteries, small has python3 and dill only
                       [](const std::string& e) { return e.rfind("PATH=", 0) == 0; }));
     CHECK(recipe->customize_script.find("sandbox:x:1000:1000") != std::string::npos);
   }
+}
+
+TEST_CASE("the batteries are the one list: packages installed, modules smoke-tested, named",
+          "[unit]") {
+  auto full = MakeRecipe(ImageVariant::kDefault, "trixie");
+  REQUIRE(full);
+  std::string modules_line = "\nSANDBOX_IMAGE_MODULES='";
+  for (const auto& battery : DefaultImageBatteries()) {
+    INFO(battery.module);
+    CHECK(Contains(full->packages, std::string(battery.package)));
+    modules_line +=
+        std::string(battery.module) + (&battery == &DefaultImageBatteries().back() ? "'\n" : " ");
+  }
+  // The hook's second line (after its #!) sets the modules its smoke test imports.
+  CHECK(full->customize_script.rfind("#!/bin/sh" + modules_line, 0) == 0);
+  auto small = MakeRecipe(ImageVariant::kSmall, "trixie");
+  REQUIRE(small);
+  CHECK(small->customize_script.rfind("#!/bin/sh\nSANDBOX_IMAGE_MODULES=''\n", 0) == 0);
+  // The tools' descriptions name the libraries, not pip and venv.
+  std::string names = DefaultImageBatteryNames();
+  CHECK(names.rfind("numpy, pandas, scipy", 0) == 0);
+  CHECK(names.find("opencv (cv2)") != std::string::npos);
+  CHECK(names.find("venv") == std::string::npos);
 }
 
 TEST_CASE("suites must look like Debian suite names", "[unit]") {
