@@ -1,5 +1,9 @@
 #include "mcp/file_downloads.h"
 
+#include <time.h>
+
+#include <charconv>
+
 #include <fmt/format.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -8,26 +12,107 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "runtime/base/quoted.h"
+#include "runtime/base/utf8.h"
 #include "runtime/sandbox_layout.h"
 #include "runtime/session/session_id.h"
 
 namespace sandbox::mcp {
 
+namespace {
+
+// A path below /mnt/data as a link names it: segments, none empty, "." or "..", and no NUL, so
+// each file has one spelling and none climbs out (the agent confines paths too).
+bool IsCanonicalRelativePath(std::string_view relative) {
+  if (relative.empty()) return false;
+  size_t start = 0;
+  while (true) {
+    size_t next = relative.find('/', start);
+    std::string_view part = relative.substr(
+        start, next == std::string_view::npos ? std::string_view::npos : next - start);
+    if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string_view::npos) {
+      return false;
+    }
+    if (next == std::string_view::npos) return true;
+    start = next + 1;
+  }
+}
+
+int64_t UnixSeconds(std::chrono::system_clock::time_point time) {
+  return std::chrono::duration_cast<std::chrono::seconds>(time.time_since_epoch()).count();
+}
+
+// "2026-11-28T21:00:00Z".
+std::string Iso8601(int64_t unix_seconds) {
+  time_t time = static_cast<time_t>(unix_seconds);
+  struct tm utc {};
+  char text[32] = "";
+  if (gmtime_r(&time, &utc) == nullptr || strftime(text, sizeof text, "%FT%TZ", &utc) == 0) {
+    return std::to_string(unix_seconds);
+  }
+  return text;
+}
+
+// "1 h", "90 min", "45 s": the TTL as a person reads it.
+std::string HumanDuration(std::chrono::seconds duration) {
+  int64_t seconds = duration.count();
+  if (seconds % 3600 == 0) return fmt::format("{} h", seconds / 3600);
+  if (seconds % 60 == 0) return fmt::format("{} min", seconds / 60);
+  return fmt::format("{} s", seconds);
+}
+
+// RFC 8187 attr-char: what `filename*` carries unencoded.
+bool IsAttrChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$&+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::string ContentDisposition(std::string_view disposition, std::string_view filename) {
+  std::string ascii;
+  for (char c : filename) {
+    auto byte = static_cast<unsigned char>(c);
+    // '%' too: some browsers percent-decode `filename` (RFC 6266 appendix D).
+    bool plain = byte >= 0x20 && byte < 0x7F && c != '"' && c != '\\' && c != '%';
+    ascii += plain ? c : '_';
+  }
+  std::string value = fmt::format("{}; filename=\"{}\"", disposition, ascii);
+  if (ascii != filename) {
+    value += "; filename*=UTF-8''";
+    for (char c : ValidUtf8(filename)) {
+      if (IsAttrChar(c)) {
+        value += c;
+      } else {
+        value += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+      }
+    }
+  }
+  return value;
+}
+
 std::string FileDownloads::Link(const std::string& base_url, const std::string& session_id,
                                 const std::string& path) const {
   const std::string data_prefix = std::string(layout::kDataDir) + "/";
-  if (!read_file_ || path.rfind(data_prefix, 0) != 0 || path.size() == data_prefix.size()) {
-    return "";
-  }
-  return fmt::format("{}/files/{}/{}?token={}", base_url, session_id,
-                     PercentEncodePath(path.substr(data_prefix.size())), Token(session_id));
+  if (!read_file_ || path.rfind(data_prefix, 0) != 0) return "";
+  std::string relative = path.substr(data_prefix.size());
+  if (!IsCanonicalRelativePath(relative)) return "";
+  int64_t expires = UnixSeconds(now_() + ttl_);
+  return fmt::format("{}/files/{}/{}?expires={}&token={}", base_url, session_id,
+                     PercentEncodePath(relative), expires, Token(session_id, relative, expires));
 }
 
-std::string FileDownloads::Token(const std::string& session_id) const {
+std::string FileDownloads::Token(const std::string& session_id, const std::string& relative,
+                                 int64_t expires) const {
+  // What the token vouches for, each part length-prefixed so no two (session, path, expiry)
+  // read alike, after a label no other use of the key shares.
+  std::string message =
+      fmt::format("mcp-sandbox download link v1\n{}:{}\n{}:{}\n{}", session_id.size(), session_id,
+                  relative.size(), relative, expires);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
   HMAC(EVP_sha256(), token_key_.data(), static_cast<int>(token_key_.size()),
-       reinterpret_cast<const unsigned char*>(session_id.data()), session_id.size(), mac, &mac_len);
+       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &mac_len);
+  // 128 bits: as hard to guess as a session id.
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   for (unsigned int i = 0; i < 16 && i < mac_len; ++i) {
@@ -69,22 +154,26 @@ HttpResponse FileDownloads::Serve(std::string_view target) const {
                                  "reachable\n",
                                  parsed->replica));
   }
+  if (!IsCanonicalRelativePath(relative)) return text(400, "invalid path\n");
+  // The token is checked before the expiry, so an expiry moved by hand is refused as a forgery,
+  // and only a link we made is ever called expired.
   std::string token = QueryParam(query, "token");
-  if (token.empty() || !SecretEquals(token, Token(session_id))) {
-    return text(403, "a valid token is required (use the download_url of a tool result)\n");
+  std::string expires_text = QueryParam(query, "expires");
+  int64_t expires = 0;
+  auto [end, error] =
+      std::from_chars(expires_text.data(), expires_text.data() + expires_text.size(), expires);
+  if (token.empty() || expires_text.empty() || error != std::errc() ||
+      end != expires_text.data() + expires_text.size() ||
+      !SecretEquals(token, Token(session_id, relative, expires))) {
+    return text(403,
+                "this link is not valid for this file (use the download_url of a tool result, "
+                "unchanged)\n");
   }
-  // The agent confines paths to the sandbox; refuse traversal here too, so a URL can only
-  // name a file below /mnt/data.
-  size_t start = 0;
-  while (start <= relative.size()) {
-    size_t next = relative.find('/', start);
-    std::string part =
-        relative.substr(start, next == std::string::npos ? std::string::npos : next - start);
-    if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string::npos) {
-      return text(400, "invalid path\n");
-    }
-    if (next == std::string::npos) break;
-    start = next + 1;
+  if (UnixSeconds(now_()) > expires) {
+    return text(403, fmt::format("this download link expired at {} (links last {}); call the tool "
+                                 "again (sandbox_read_artifact or sandbox_list_artifacts) for a "
+                                 "new download_url\n",
+                                 Iso8601(expires), HumanDuration(ttl_)));
   }
   auto file = read_file_(session_id, std::string(layout::kDataDir) + "/" + relative);
   if (!file) {
@@ -118,15 +207,11 @@ HttpResponse FileDownloads::Serve(std::string_view target) const {
   response.headers.push_back({"X-Content-Type-Options", "nosniff"});
   response.headers.push_back({"Cache-Control", "no-store"});
   std::string name = relative.substr(relative.rfind('/') + 1);
-  std::string quoted;
-  for (char c : name)
-    quoted += (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) ? '_' : c;
   bool inline_ok = mime.rfind("image/", 0) == 0 && mime != "image/svg+xml";
   inline_ok = inline_ok || mime == "text/plain" || mime == "text/csv" ||
               mime == "application/json" || mime == "application/pdf";
   response.headers.push_back(
-      {"Content-Disposition",
-       fmt::format("{}; filename=\"{}\"", inline_ok ? "inline" : "attachment", quoted)});
+      {"Content-Disposition", ContentDisposition(inline_ok ? "inline" : "attachment", name)});
   response.content_type = mime;
   response.body = std::move(file->content);
   return response;

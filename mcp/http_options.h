@@ -26,6 +26,9 @@ struct DownloadedFile {
 // their codes: not_found / session_not_found -> 404, session_busy -> 409, ...
 using FileReader =
     std::function<Result<DownloadedFile>(const std::string& session_id, const std::string& path)>;
+// How long a download link opens its file unless SANDBOX_DOWNLOAD_TTL says otherwise: past a
+// model's turn and a person's click on the link it shows, short enough that a leaked link dies.
+inline constexpr std::chrono::seconds kDownloadLinkTtl{3600};
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
@@ -48,6 +51,8 @@ struct HttpOptions {
   std::chrono::seconds session_idle_ttl{30 * 60};  // forget MCP sessions idle this long
   size_t max_mcp_sessions = 1000;
   FileReader read_file;  // empty: no /files downloads
+  // SANDBOX_DOWNLOAD_TTL: how long a download link opens its file (mcp/file_downloads.h).
+  std::chrono::seconds download_ttl = kDownloadLinkTtl;
   // SANDBOX_REPLICA_ID: named in transport ids; other replicas' ids are adopted
   // (mcp/transport_session_id.h). "" = a single host.
   std::string replica_id;

@@ -211,8 +211,8 @@ int HttpTransport::port() const { return impl_->port; }
 Status HttpTransport::Bind() {
   Impl& impl = *impl_;
   HttpOptions& options = impl.options;
-  impl.downloads =
-      std::make_unique<FileDownloads>(RandomHex(32), options.read_file, options.replica_id);
+  impl.downloads = std::make_unique<FileDownloads>(RandomHex(32), options.read_file,
+                                                   options.replica_id, options.download_ttl);
   // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room
   // for the sandboxes' pipes and files.
   struct rlimit files {};
@@ -324,8 +324,9 @@ void HttpTransport::Stop() {
   impl.stop_changed.notify_all();
 }
 
-std::string HttpTransport::DownloadToken(const std::string& session_id) const {
-  return impl_->downloads->Token(session_id);
+std::string HttpTransport::DownloadLink(const std::string& session_id,
+                                        const std::string& path) const {
+  return impl_->downloads->Link("", session_id, path);
 }
 
 Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> connection) {

@@ -2,7 +2,8 @@
 // Boost.Beast/Asio: POST /mcp answers with one JSON body, or with an SSE stream when
 // notifications (progress, log messages) must go out before the response; GET /mcp is 405
 // (this server sends nothing unprompted); DELETE /mcp ends a session. Also GET /healthz, GET
-// /readyz (mcp/readiness.h) and artifact downloads at GET /files/{session_id}/{path}?token=... .
+// /readyz (mcp/readiness.h) and artifact downloads at GET /files/{session_id}/{path} with a
+// presigned link's ?expires=...&token=... (mcp/file_downloads.h).
 // Guards, all judged from the head before any body is read (mcp/http_admission.h): Host and
 // Origin against DNS rebinding (403), bearer token (401), Accept (406), Content-Type (415),
 // body size (413); then Mcp-Session-Id (400/404), MCP-Protocol-Version (400).
@@ -40,9 +41,9 @@ class HttpTransport {
   // Stops serving: open SSE streams end, requests in flight are cancelled. Thread-safe.
   void Stop();
 
-  // The per-session token of download URLs (an HMAC of the session id under a key made at
-  // start): it grants reading that session's files and nothing else.
-  std::string DownloadToken(const std::string& session_id) const;
+  // The download link of a session's file as a tool result carries it, without the scheme and
+  // host ("/files/...?expires=...&token=..."; mcp/file_downloads.h), "" when there is none.
+  std::string DownloadLink(const std::string& session_id, const std::string& path) const;
 
   struct Impl;  // the sockets, the sessions and the handlers (http_transport.cc)
 

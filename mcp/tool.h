@@ -47,8 +47,8 @@ class ToolCall {
   // never runs after that.
   virtual std::shared_ptr<void> OnCancel(std::function<void()> hook) = 0;
   virtual bool cancelled() const = 0;
-  // The URL the HTTP transport serves a session's file at (GET /files/...?token=), or ""
-  // when downloads are off (stdio) or the file is outside /mnt/data.
+  // A link the HTTP transport serves that one file at until SANDBOX_DOWNLOAD_TTL from now
+  // (mcp/file_downloads.h), or "" when downloads are off (stdio) or the file is outside /mnt/data.
   virtual std::string DownloadUrl(const std::string& session_id, const std::string& path) const = 0;
 };
 

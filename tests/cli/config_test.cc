@@ -320,3 +320,19 @@ TEST_CASE("replica settings: the id, drain, public URL and HTTP limits", "[unit]
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_DRAIN_TIMEOUT_S", "-1"}}), {}));
   CHECK_FALSE(LoadServeConfig(Env({{"SANDBOX_HTTP_MAX_CONNECTIONS", "0"}}), {}));
 }
+
+TEST_CASE("download links last SANDBOX_DOWNLOAD_TTL, 1 h unless set, at most 7 days", "[unit]") {
+  auto defaults = LoadServeConfig(Env({}), {});
+  REQUIRE(defaults);
+  CHECK(defaults->download_ttl_s == 3600);
+  auto set = LoadServeConfig(Env({{"SANDBOX_DOWNLOAD_TTL", "30m"}}), {});
+  REQUIRE(set);
+  CHECK(set->download_ttl_s == 1800);
+  CHECK(LoadServeConfig(Env({}), {{"--download-ttl", "7d"}})->download_ttl_s == 7 * 86400);
+  for (const char* bad : {"0", "8d", "-1", "1w", "soon"}) {
+    INFO(bad);
+    auto refused = LoadServeConfig(Env({{"SANDBOX_DOWNLOAD_TTL", bad}}), {});
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().message.find("SANDBOX_DOWNLOAD_TTL") != std::string::npos);
+  }
+}

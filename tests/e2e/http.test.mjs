@@ -63,6 +63,61 @@ describe('http: artifact downloads', () => {
     const traversal = artifact.download_url.replace('line.png', '..%2F..%2Fetc%2Fpasswd');
     assert.notEqual((await fetch(traversal)).status, 200);
   });
+
+  rtest('a download link opens its own file only, until its expiry', async () => {
+    const { structured } = await callOk(server.client, 'sandbox_run_python', {
+      code: "open('/mnt/data/a.txt', 'w').write('file A')\nopen('/mnt/data/b.txt', 'w').write('file B')",
+    });
+    const linkOf = (path) => structured.artifacts.find((file) => file.path === path)?.download_url;
+    const a = linkOf('/mnt/data/a.txt');
+    const b = linkOf('/mnt/data/b.txt');
+    assert.ok(a && b, JSON.stringify(structured));
+    const got = await fetch(a);
+    assert.equal(got.status, 200);
+    assert.equal(await got.text(), 'file A');
+    // A's query on B's path, in B's spelling and others: never B.
+    for (const path of ['b.txt', 'B.txt', 'a.txt%2F..%2Fb.txt', 'a.txt/../b.txt', 'a.txt/']) {
+      const forged = a.replace('/a.txt?', `/${path}?`);
+      const response = await fetch(forged);
+      assert.ok([400, 403].includes(response.status), `${forged}: ${response.status}`);
+      assert.ok(!(await response.text()).includes('file B'), forged);
+    }
+    assert.equal(await (await fetch(b)).text(), 'file B');
+    // SANDBOX_DOWNLOAD_TTL's default, 1 h, from when the result was made; moved, it breaks.
+    const expires = Number(new URL(a).searchParams.get('expires'));
+    assert.ok(Math.abs(expires - (Date.now() / 1000 + 3600)) < 120, a);
+    const later = new URL(a);
+    later.searchParams.set('expires', String(expires + 86400));
+    assert.equal((await fetch(later)).status, 403);
+  });
+});
+
+describe('http: download links expire (SANDBOX_DOWNLOAD_TTL)', () => {
+  let server;
+  before(async () => {
+    if (needsRuntime) return;
+    server = await startHttp({ SANDBOX_DOWNLOAD_TTL: '2s' });
+  });
+  after(async () => server?.close());
+
+  rtest('past its TTL a link is refused, saying so; the tool gives a new one', async () => {
+    const { structured } = await callOk(server.client, 'sandbox_run_python', {
+      code: "open('/mnt/data/a.txt', 'w').write('file A')",
+    });
+    const link = structured.artifacts.find((file) => file.path === '/mnt/data/a.txt')?.download_url;
+    assert.ok(link, JSON.stringify(structured));
+    assert.equal((await fetch(link)).status, 200);
+    await new Promise((resolve) => setTimeout(resolve, 3200));
+    const expired = await fetch(link);
+    assert.equal(expired.status, 403);
+    assert.match(await expired.text(), /expired at .*call the tool again/);
+    const again = await callOk(server.client, 'sandbox_read_artifact', {
+      session_id: structured.session_id,
+      path: 'a.txt',
+    });
+    assert.ok(again.structured.download_url, JSON.stringify(again.structured));
+    assert.equal(await (await fetch(again.structured.download_url)).text(), 'file A');
+  });
 });
 
 describe('http: concurrent sessions', () => {

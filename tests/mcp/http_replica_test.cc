@@ -282,8 +282,9 @@ TEST_CASE("replica http: download links use SANDBOX_PUBLIC_URL", "[unit]") {
       r.Call(transport, "sandbox_read_artifact", {{"session_id", session}, {"path", "big.bin"}});
   REQUIRE_FALSE(read.value("isError", false));
   std::string url = read["structuredContent"]["download_url"];
-  CHECK(url.rfind("https://sandbox.example.com/mcp-2/files/" + session + "/big.bin?token=", 0) ==
+  CHECK(url.rfind("https://sandbox.example.com/mcp-2/files/" + session + "/big.bin?expires=", 0) ==
         0);
+  CHECK(url.find("&token=") != std::string::npos);
 }
 
 }  // namespace sandbox::mcp

@@ -215,9 +215,11 @@ TEST_CASE("http: a tool call streams its notifications and response as SSE", "[u
   CHECK(messages[1]["result"]["content"][0]["text"] == "hello");
   std::string url = messages[1]["result"]["structuredContent"]["url"];
   std::string prefix = "http://127.0.0.1:" + std::to_string(f.transport->port()) +
-                       "/files/sess_0123456789ab/out%20dir/a.png?token=";
+                       "/files/sess_0123456789ab/out%20dir/a.png?expires=";
   CHECK(url.rfind(prefix, 0) == 0);
-  CHECK(url.substr(prefix.size()) == f.transport->DownloadToken("sess_0123456789ab"));
+  // The same link as the transport mints for that file (within the second's tick).
+  std::string link = f.transport->DownloadLink("sess_0123456789ab", "/mnt/data/out dir/a.png");
+  CHECK(url.substr(url.find("/files/")).size() == link.size());
 }
 
 TEST_CASE("http: foreign Host or Origin is 403, own origin passes", "[unit]") {
@@ -269,10 +271,12 @@ TEST_CASE("http: a bearer token is required when configured", "[unit]") {
   CHECK(f.Post(kInit, good)->status == 200);
 }
 
-TEST_CASE("http: downloads need the session's token and stay under /mnt/data", "[unit]") {
+TEST_CASE("http: a download link opens its one file, under /mnt/data", "[unit]") {
   HttpFixture f;
-  std::string token = f.transport->DownloadToken("sess_0123456789ab");
-  auto ok = f.client->Get(("/files/sess_0123456789ab/out%20dir/a.png?token=" + token).c_str());
+  std::string link = f.transport->DownloadLink("sess_0123456789ab", "/mnt/data/out dir/a.png");
+  REQUIRE(link.rfind("/files/sess_0123456789ab/out%20dir/a.png?expires=", 0) == 0);
+  std::string query = link.substr(link.find('?'));
+  auto ok = f.client->Get(link.c_str());
   REQUIRE(ok);
   CHECK(ok->status == 200);
   CHECK(ok->body == "\x89PNG-bytes");
@@ -282,16 +286,15 @@ TEST_CASE("http: downloads need the session's token and stay under /mnt/data", "
   CHECK(f.last_path == "/mnt/data/out dir/a.png");
 
   CHECK(f.client->Get("/files/sess_0123456789ab/out%20dir/a.png")->status == 403);
-  CHECK(f.client->Get("/files/sess_0123456789ab/out%20dir/a.png?token=00")->status == 403);
-  // Another session's token does not open this one.
-  std::string other = f.transport->DownloadToken("sess_ba9876543210");
-  CHECK(
-      f.client->Get(("/files/sess_0123456789ab/out%20dir/a.png?token=" + other).c_str())->status ==
-      403);
-  CHECK(f.client->Get(("/files/sess_0123456789ab/../etc/passwd?token=" + token).c_str())->status !=
-        200);
-  CHECK(f.client->Get(("/files/sess_0123456789ab/a/%2e%2e/b?token=" + token).c_str())->status ==
-        400);
-  CHECK(f.client->Get(("/files/sess_0123456789ab/missing?token=" + token).c_str())->status == 404);
-  CHECK(f.client->Get(("/files/sess_0123456789ab/busy.txt?token=" + token).c_str())->status == 409);
+  CHECK(f.client->Get("/files/sess_0123456789ab/out%20dir/a.png?expires=1&token=00")->status ==
+        403);
+  // The link's query opens neither another session's file of that name nor another file here.
+  CHECK(f.client->Get(("/files/sess_ba9876543210/out%20dir/a.png" + query).c_str())->status == 403);
+  CHECK(f.client->Get(("/files/sess_0123456789ab/busy.txt" + query).c_str())->status == 403);
+  CHECK(f.client->Get(("/files/sess_0123456789ab/../etc/passwd" + query).c_str())->status != 200);
+  CHECK(f.client->Get(("/files/sess_0123456789ab/a/%2e%2e/b" + query).c_str())->status == 400);
+  std::string missing = f.transport->DownloadLink("sess_0123456789ab", "/mnt/data/missing");
+  CHECK(f.client->Get(missing.c_str())->status == 404);
+  std::string busy = f.transport->DownloadLink("sess_0123456789ab", "/mnt/data/busy.txt");
+  CHECK(f.client->Get(busy.c_str())->status == 409);
 }

@@ -606,6 +606,13 @@ const std::vector<ConfigVariable> kVariables = {
        SBX_ASSIGN_OR_RETURN(config.public_url, mcp::ParsePublicUrl(value));
        return {};
      }},
+    {"SANDBOX_DOWNLOAD_TTL", "--download-ttl", "1h",
+     "How long a download link (download_url) opens its file, from the tool result that gave it "
+     "(a number with s, m, h or d; at most 7d); a later call gives a fresh link",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(download_ttl_s, Duration(value, 1, 7 * 86400));
+       return {};
+     }},
     {"SANDBOX_HTTP_MAX_CONNECTIONS", "--http-max-connections", "8192",
      "Open HTTP connections in all (lowered to fit the descriptor limit); more get 503",
      [](ServeConfig& config, const std::string& value) -> Status {

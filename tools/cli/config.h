@@ -67,6 +67,7 @@ struct ServeConfig {
   double drain_timeout_s = 0;  // SANDBOX_DRAIN_TIMEOUT_S (0 = the first signal stops at once)
   double drain_idle_s = 0;     // SANDBOX_DRAIN_IDLE_S
   std::string public_url;      // SANDBOX_PUBLIC_URL ("" = http:// + the request's Host)
+  int64_t download_ttl_s = 0;  // SANDBOX_DOWNLOAD_TTL: how long a download link opens its file
   std::string metrics_addr;    // SANDBOX_METRICS_ADDR ("" = /metrics on the HTTP listener only)
   bool usage = true;           // SANDBOX_USAGE: per-call usage and metric counting
   // SANDBOX_HTTP_*: the HTTP transport's limits (mcp/http_transport.h HttpOptions).

@@ -84,6 +84,7 @@ Result<ConfiguredOptions> ConfiguredOptionsFor(const ServeConfig& config) {
   http.session_idle_ttl = std::chrono::minutes(config.session_ttl_m);
   http.replica_id = config.replica_id;
   http.public_url = config.public_url;
+  http.download_ttl = std::chrono::seconds(config.download_ttl_s);
   http.max_connections = static_cast<size_t>(config.http_max_connections);
   http.max_connections_per_peer = static_cast<size_t>(config.http_max_connections_per_peer);
   http.max_mcp_sessions = static_cast<size_t>(config.http_max_transport_sessions);
