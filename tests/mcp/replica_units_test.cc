@@ -30,6 +30,8 @@ TEST_CASE("transport ids name their replica, or are 32 hex digits on a single ho
   CHECK(TransportIdReplica(single).empty());
   const std::string hex32(32, 'f');
   CHECK(TransportIdReplica("mcps_mcp-sandbox-1_" + hex32) == "mcp-sandbox-1");
+  CHECK(TransportIdReplica("mcps_" + std::string(63, 'r') + "_" + hex32) == std::string(63, 'r'));
+  CHECK(TransportIdReplica("mcps_" + std::string(64, 'r') + "_" + hex32).empty());
   CHECK(TransportIdReplica("mcps_r2_" + hex32.substr(1)).empty());  // short
   CHECK(TransportIdReplica("mcps_R2_" + hex32).empty());            // not a replica id
   CHECK(TransportIdReplica("mcps_r2_" + std::string(32, 'F')).empty());
