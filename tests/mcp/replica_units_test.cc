@@ -53,6 +53,23 @@ TEST_CASE("a replica adopts another replica's well-formed transport id, nothing 
   CHECK(JudgeUnknownTransportId("mcps_r1_" + hex32, "") == UnknownTransportId::kNotFound);
 }
 
+TEST_CASE("a replica restarted under its id adopts the transport ids of its earlier run",
+          "[unit]") {
+  const std::string earlier = NewTransportSessionId("r2", "0badc0de");
+  REQUIRE(earlier.size() == 8 + 32);
+  CHECK(earlier.substr(8, 8) == "0badc0de");
+  CHECK(TransportIdReplica(earlier) == "r2");
+  CHECK(NewTransportSessionId("r2", "0badc0de") != earlier);  // 96 random bits after the run
+  // This run's own id, unknown (it ended): 404. The earlier run's: adopted.
+  CHECK(JudgeUnknownTransportId(earlier, "r2", "0badc0de") == UnknownTransportId::kNotFound);
+  CHECK(JudgeUnknownTransportId(earlier, "r2", "1234abcd") == UnknownTransportId::kAdopt);
+  // Another replica's, whatever its run: adopted; malformed: 404.
+  CHECK(JudgeUnknownTransportId(NewTransportSessionId("r1", "1234abcd"), "r2", "1234abcd") ==
+        UnknownTransportId::kAdopt);
+  CHECK(JudgeUnknownTransportId("mcps_r2_0badc0de", "r2", "1234abcd") ==
+        UnknownTransportId::kNotFound);
+}
+
 TEST_CASE("/readyz: 200 ready, 404 draining or full, 503 starting, counts only", "[unit]") {
   ReadinessFacts facts;
   facts.sessions = 3;
