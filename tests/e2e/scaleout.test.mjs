@@ -3,7 +3,8 @@
 // tools/deploy/haproxy/mcp-router.cfg.in on loopback; clients of both eras through it. The cases
 // run in order on one cluster, the destructive ones last: placement, routing by header, body,
 // transport, Mcp-Name and path, cancel, the mismatch guard, auth, 20 concurrent clients, then
-// kill -9 (and ten kill -9s each followed at once by a call), SIGSTOP, a partition, a SIGTERM
+// kill -9 (and ten kill -9s each followed at once by a call, ten with a call on its way to the
+// replica), SIGSTOP, a partition, a SIGTERM
 // drain under load (with a 2025 client whose transport the draining replica issued), and a
 // replica replaced under the same id that resumes its hibernated sessions. The replicas run with
 // the shipped defaults (hibernation on) on a state dir of the cluster's own. Root only; skips,
@@ -426,6 +427,28 @@ describe('scale-out: 3 replicas in network namespaces behind HAProxy', { skip: r
       await cluster.waitServer('r2', 'UP', 5000);
     }
     console.log(`# T9b: the first call after kill -9 answered replica_unavailable in ${took.join(', ')} ms`);
+  });
+
+  rtest('T9c: kill -9 while a call is on its way to the replica, ten times: the tool error replica_unavailable, never a transport error', async () => {
+    for (let round = 0; round < 10; round++) {
+      const direct = await connectClient('modern', cluster.directUrl('r2'), cluster.authHeaders());
+      const created = await direct.callOk('sandbox_create_session', {});
+      await direct.close();
+      const victim = created.session_id;
+      const warm = await modern.call('sandbox_run_python', { session_id: victim, code: 'print(1)' });
+      assert.ok(!warm.isError, text(warm));
+      // The request reaches r2 (or its socket) and r2 dies before it answers: the router sends
+      // it again to a live replica, which says where the session was.
+      const pending = modern.call('sandbox_run_python', { session_id: victim, code: 'import time\ntime.sleep(0.5)\nprint(2)' })
+        .then((result) => ({ result }), (error) => ({ error }));
+      await sleep(5);
+      await cluster.stopReplica('r2', 'SIGKILL');
+      const outcome = await pending;
+      assert.ok(!outcome.error, `round ${round + 1}: a transport error: ${outcome.error?.message}`);
+      assertReplicaUnavailable(outcome.result, 'r2', victim);
+      await cluster.startReplica('r2');
+      await cluster.waitServer('r2', 'UP', 5000);
+    }
   });
 
   rtest('T10: a frozen replica (SIGSTOP) does not hang calls; it comes back with its sessions', async () => {
