@@ -4,9 +4,9 @@
 // run in order on one cluster, the destructive ones last: placement, routing by header, body,
 // transport, Mcp-Name and path, cancel, the mismatch guard, auth, 20 concurrent clients, then
 // kill -9 (and ten kill -9s each followed at once by a call, ten with a call on its way to the
-// replica), SIGSTOP, a partition, a SIGTERM
-// drain under load (with a 2025 client whose transport the draining replica issued), and a
-// replica replaced under the same id that resumes its hibernated sessions. The replicas run with
+// replica), SIGSTOP, a partition, a SIGTERM drain under load (with a 2025 client whose
+// transport the draining replica issued), a replica replaced under the same id that resumes its
+// hibernated sessions, and a rolling restart of all three under load. The replicas run with
 // the shipped defaults (hibernation on) on a state dir of the cluster's own. Root only; skips,
 // saying why, without root, HAProxy or an image; a build without what the cases test (ids that
 // name the replica, /readyz) fails them.
