@@ -70,6 +70,9 @@ struct HttpTransport::Impl : HttpConnHost {
   std::condition_variable stop_changed;
 
   HttpSessionTable sessions;  // Mcp-Session-Id -> its connection (2025 era)
+  // This process's run, in the transport ids it issues: after a restart under the same replica
+  // id, the ids of the earlier run are adopted rather than refused (mcp/transport_session_id.h).
+  const std::string transport_run = RandomHex(kTransportRunHexDigits / 2);
 
   std::unique_ptr<WorkerPool> workers;
 
@@ -330,7 +333,7 @@ std::string HttpTransport::DownloadLink(const std::string& session_id,
 }
 
 Result<std::string> HttpTransport::Impl::NewSession(std::shared_ptr<Connection> connection) {
-  std::string id = NewTransportSessionId(options.replica_id);
+  std::string id = NewTransportSessionId(options.replica_id, transport_run);
   SBX_TRY(sessions.Remember(id, std::move(connection)));
   return id;
 }
@@ -344,8 +347,10 @@ Result<std::shared_ptr<Connection>> HttpTransport::Impl::AdoptSession(
   std::string version = LegacyHeaderVersion(version_header);
   connection->Adopt(IsSupportedProtocolVersion(version) ? version : kDefaultHeaderVersion);
   SBX_TRY(sessions.Remember(id, connection));
-  spdlog::info("adopted {} (issued by replica {}, which did not get this request)", id,
-               TransportIdReplica(id));
+  spdlog::info(
+      "adopted {} (issued by replica {}, which did not get this request, or by this "
+      "replica before it restarted)",
+      id, TransportIdReplica(id));
   return connection;
 }
 
@@ -453,8 +458,8 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
     connection->set_subject(verdict.subject);
   } else {
     connection = sessions.Find(session_id, verdict.subject);
-    if (!connection &&
-        JudgeUnknownTransportId(session_id, options.replica_id) == UnknownTransportId::kAdopt) {
+    if (!connection && JudgeUnknownTransportId(session_id, options.replica_id, transport_run) ==
+                           UnknownTransportId::kAdopt) {
       auto adopted = AdoptSession(session_id, head.Get(kVersionHeader), verdict.subject);
       if (!adopted) {
         return send(JsonErrorResponse(503, kTransportError, adopted.error().message));

@@ -18,10 +18,12 @@ bool IsLowerHex(std::string_view text) {
 
 }  // namespace
 
-std::string NewTransportSessionId(std::string_view replica) {
-  std::string random = RandomHex(kRandomHexDigits / 2);
-  if (replica.empty()) return random;
-  return std::string(kTransportIdPrefix) + std::string(replica) + "_" + random;
+std::string NewTransportSessionId(std::string_view replica, std::string_view run) {
+  if (replica.empty()) return RandomHex(kRandomHexDigits / 2);
+  std::string digits = run.empty()
+                           ? RandomHex(kRandomHexDigits / 2)
+                           : std::string(run) + RandomHex((kRandomHexDigits - run.size()) / 2);
+  return std::string(kTransportIdPrefix) + std::string(replica) + "_" + digits;
 }
 
 std::string_view TransportIdReplica(std::string_view id) {
@@ -38,12 +40,17 @@ std::string_view TransportIdReplica(std::string_view id) {
   return replica;
 }
 
-UnknownTransportId JudgeUnknownTransportId(std::string_view id, std::string_view own_replica) {
+UnknownTransportId JudgeUnknownTransportId(std::string_view id, std::string_view own_replica,
+                                           std::string_view own_run) {
   std::string_view issuer = TransportIdReplica(id);
-  if (own_replica.empty() || issuer.empty() || issuer == own_replica) {
-    return UnknownTransportId::kNotFound;
-  }
-  return UnknownTransportId::kAdopt;
+  if (own_replica.empty() || issuer.empty()) return UnknownTransportId::kNotFound;
+  if (issuer != own_replica) return UnknownTransportId::kAdopt;
+  // Our own prefix: issued by an earlier run of this replica (it restarted under its id), or
+  // by this run and since ended.
+  std::string_view digits = id.substr(id.size() - kRandomHexDigits);
+  bool earlier_run = own_run.size() == kTransportRunHexDigits &&
+                     digits.substr(0, kTransportRunHexDigits) != own_run;
+  return earlier_run ? UnknownTransportId::kAdopt : UnknownTransportId::kNotFound;
 }
 
 }  // namespace sandbox::mcp

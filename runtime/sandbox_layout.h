@@ -33,5 +33,11 @@ inline constexpr char kSessionIdPrefix[] = "sess_";
 inline constexpr size_t kSessionIdHexDigits = 32;
 // Ids minted before 128-bit ids had 12 (48 bits): still recognized, never made.
 inline constexpr size_t kEarlierSessionIdHexDigits = 12;
+// A replica id is a DNS label (at most 63 characters), so a StatefulSet pod's name can be one.
+inline constexpr size_t kMaxReplicaIdLength = 63;
+// The longest id, sess_<63-character replica>_<32 hex>: 101 characters. What names a cgroup, a
+// record or a socket after a session must take this many.
+inline constexpr size_t kMaxSessionIdLength =
+    sizeof kSessionIdPrefix - 1 + kMaxReplicaIdLength + 1 + kSessionIdHexDigits;
 
 }  // namespace sandbox::layout

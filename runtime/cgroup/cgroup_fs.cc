@@ -238,7 +238,8 @@ std::vector<std::string> ListChildGroups(const std::string& dir) {
 }
 
 Result<std::string> GroupNameFor(const std::string& session_id) {
-  bool safe = !session_id.empty() && session_id.size() <= 64 && session_id.front() != '.' &&
+  bool safe = !session_id.empty() && session_id.size() <= layout::kMaxSessionIdLength &&
+              session_id.front() != '.' &&
               std::all_of(session_id.begin(), session_id.end(), [](char c) {
                 return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                        c == '_' || c == '-' || c == '.';

@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 
 #include "runtime/agent/agent_env.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::docker {
 namespace {
 
+// A session id that can name a container: up to the longest id (a 63-character replica id).
 bool IsNameSafe(const std::string& text) {
-  if (text.empty() || text.size() > 64) return false;
+  if (text.empty() || text.size() > layout::kMaxSessionIdLength) return false;
   for (char c : text) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '_' || c == '-' || c == '.';

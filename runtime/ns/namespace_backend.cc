@@ -70,7 +70,7 @@ struct BackendState {
 namespace {
 
 bool IsSafeSessionId(const std::string& id) {
-  if (id.empty() || id.size() > 64) return false;
+  if (id.empty() || id.size() > layout::kMaxSessionIdLength) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
            c == '-';

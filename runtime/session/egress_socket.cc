@@ -15,11 +15,23 @@
 
 #include "runtime/base/files.h"
 #include "runtime/sandbox_layout.h"
+#include "runtime/session/session_id.h"
 
 namespace sandbox {
 namespace {
 
 constexpr char kSuffix[] = ".sock";
+
+// The socket's file name: the session id without its replica, sess_<replica>_<hex> as
+// sess_<hex>. A replica id may be 63 characters, and the whole id would not fit sun_path; the
+// 128 random bits alone tell sessions apart, also between replicas that share a state dir.
+std::string SocketNameFor(const std::string& session_id) {
+  auto parsed = ParseSessionId(session_id);
+  if (!parsed || parsed->replica.empty()) return session_id + kSuffix;
+  std::string_view prefix = layout::kSessionIdPrefix;
+  return std::string(prefix) + session_id.substr(prefix.size() + parsed->replica.size() + 1) +
+         kSuffix;
+}
 
 // Opens `dir` (made if missing) and makes sure only its owner, this process's user, can enter.
 Result<Fd> OpenPrivateDir(const std::string& dir) {
@@ -54,7 +66,7 @@ Result<EgressSocket> EgressSocket::Listen(const std::string& dir, const std::str
     return Fail(ErrorCode::kInvalidArgument, "session id '{}' cannot name a socket", session_id);
   }
   SBX_ASSIGN_OR_RETURN(Fd dir_fd, OpenPrivateDir(dir));
-  const std::string name = session_id + kSuffix;
+  const std::string name = SocketNameFor(session_id);
   // Bound through the directory's fd: a state dir path of any length fits sun_path this way.
   const std::string via_fd = "/proc/self/fd/" + std::to_string(dir_fd.get()) + "/" + name;
   struct sockaddr_un address = {};

@@ -5,8 +5,9 @@
 // that holds the session by reading a prefix, with no catalog of its own:
 //   sess_<32 hex>              a single host
 //   sess_<replica>_<32 hex>    replica <replica>, e.g. sess_r2_4f0c...
-// A replica id is a short DNS label ([a-z][a-z0-9-]*, at most 16, no trailing '-'), so it never
-// holds the '_' that separates it and a proxy can cut the id at '_' (HAProxy: field(2,_)).
+// A replica id is a DNS label ([a-z][a-z0-9-]*, at most 63, no trailing '-': a StatefulSet pod's
+// name fits), so it never holds the '_' that separates it and a proxy can cut the id at '_'
+// (HAProxy: field(2,_)).
 // Ids of the earlier form, sess_<12 hex>, are still recognized as ids (a client holding one
 // after an upgrade hears that its session is gone, not that its handle is malformed); none is
 // made any more. Clients must treat ids as opaque: the prefix is a routing hint, not authority.
@@ -16,9 +17,11 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/sandbox_layout.h"
+
 namespace sandbox {
 
-inline constexpr size_t kMaxReplicaIdLength = 16;
+inline constexpr size_t kMaxReplicaIdLength = layout::kMaxReplicaIdLength;
 
 // Whether `replica` is a valid replica id.
 bool IsValidReplicaId(std::string_view replica);

@@ -1107,6 +1107,13 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const st
 }
 
 bool SessionManager::SavedAndVisible(const std::string& id) {
+  // Only the replica an id names resumes, shows, forks or deletes its save: replicas may share
+  // a state dir, and a sibling that resumed a stopped replica's session would leave it live
+  // twice once that replica is back under its id (Lookup then says replica_unavailable).
+  if (auto parsed = ParseSessionId(id);
+      parsed && !parsed->replica.empty() && parsed->replica != config_.replica_id) {
+    return false;
+  }
   if (!saved_ || !saved_->Contains(id)) return false;
   auto meta = saved_->Meta(id);
   // Damaged metadata names no owner: only a caller who may see the single user's sessions

@@ -306,7 +306,13 @@ TEST_CASE("replica settings: the id, drain, public URL and HTTP limits", "[unit]
   CHECK(set->public_url == "https://sandbox.example.com/mcp");
   CHECK(set->http_max_connections_per_peer == 8192);
 
-  for (const char* bad : {"R2", "r_2", "2r", "r2-", "", "abcdefghijklmnopq"}) {
+  // A StatefulSet pod's name, up to a DNS label's 63 characters, is a replica id.
+  const std::string pod_name = "mcp-sandbox-" + std::string(48, 'x') + "-12";
+  auto long_id = LoadServeConfig(Env({{"SANDBOX_REPLICA_ID", pod_name}}), {});
+  REQUIRE(long_id);
+  CHECK(long_id->replica_id == pod_name);
+  const std::string too_long = pod_name + "3";
+  for (const char* bad : {"R2", "r_2", "2r", "r2-", "", too_long.c_str()}) {
     INFO(bad);
     auto refused = LoadServeConfig(Env({}), {{"--replica-id", bad}});
     if (std::string(bad).empty()) {

@@ -25,7 +25,8 @@ root=$(cd "$here/../.." && pwd)
 export MCP_SANDBOX_BIN=${MCP_SANDBOX_BIN:-$root/build/mcp-sandbox}
 # The servers these tests start use the shared state dir, and an orderly stop saves every live
 # session there (kept for SANDBOX_SAVED_TTL, a week): off, so test runs leave no saved sessions
-# behind. hibernate.test.mjs turns it on for its own servers.
+# behind. hibernate.test.mjs turns it on for its own servers; the scale-out replicas
+# (tests/e2e/lib/cluster.mjs) run with the shipped default, on a state dir of their own.
 export SANDBOX_HIBERNATE_AFTER_S=0
 cd "$here"
 log() { printf '%s\n' "$*" >&2; }

@@ -64,7 +64,10 @@ function row(label, through, direct) {
     `${signed(p(through, 50) - p(direct, 50))} / ${signed(p(through, 99) - p(direct, 99))} |`;
 }
 
-const cluster = new Cluster({ base: 128, env: { SANDBOX_IMAGE: process.env.SANDBOX_IMAGE ?? storeImage() ?? 'python', SANDBOX_MAX_SESSIONS: '40' } });
+// Benchmark servers run as tools/bench sets them (it turns hibernation off for all of them);
+// the cluster would otherwise restore the shipped default for its replicas.
+const benchEnv = process.env.SANDBOX_HIBERNATE_AFTER_S === undefined ? {} : { SANDBOX_HIBERNATE_AFTER_S: process.env.SANDBOX_HIBERNATE_AFTER_S };
+const cluster = new Cluster({ base: 128, env: { SANDBOX_IMAGE: process.env.SANDBOX_IMAGE ?? storeImage() ?? 'python', SANDBOX_MAX_SESSIONS: '40', ...benchEnv } });
 const before = loadavg();
 const out = [];
 try {

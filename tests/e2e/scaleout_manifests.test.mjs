@@ -74,8 +74,24 @@ describe('scale-out deployment files, offline', () => {
     assert.throws(() => execFileSync(RENDER, [], { stdio: 'ignore' }));
   });
 
+  test('render.sh takes a replica id up to a DNS label\'s 63 characters (a StatefulSet pod\'s name)', () => {
+    const longest = `mcp-sandbox-${'x'.repeat(48)}-12`;
+    assert.equal(longest.length, 63);
+    assert.match(render(['--server', `${longest}=1.2.3.4:80`]), new RegExp(`^    server ${longest} 1\\.2\\.3\\.4:80 check$`, 'm'));
+    assert.throws(() => execFileSync(RENDER, ['--server', `${longest}x=1.2.3.4:80`], { stdio: 'ignore' }));
+    assert.throws(() => execFileSync(RENDER, ['--server', 'r1-=1.2.3.4:80'], { stdio: 'ignore' }));
+  });
+
   test('the two renderings differ only in the bind address, the admin socket, the servers and the resolvers', () => {
-    const strip = (text) => text.split('\n').filter((line) => !/^\s*(bind |stats socket |server |resolvers |parse-resolv-conf|accepted_payload_size|hold )/.test(line));
+    // Per replica: its server line, its readiness mirror (backend ready-<id>) and its issuer rule.
+    const strip = (text) => {
+      let inMirror = false;
+      return text.split('\n').filter((line) => {
+        if (/^backend ready-/.test(line)) inMirror = true;
+        else if (/^\S/.test(line) || line === '') inMirror = false;
+        return !inMirror && !/^\s*(bind |stats socket |server |resolvers |parse-resolv-conf|accepted_payload_size|hold |http-request set-var\(txn\.replica\) str\()/.test(line);
+      });
+    };
     assert.deepEqual(strip(render(LOCAL_ARGS)), strip(render(K8S_RENDER_ARGS)));
   });
 
@@ -165,6 +181,34 @@ describe('scale-out deployment files, offline', () => {
       const budget = objects.find((o) => o.kind === 'PodDisruptionBudget' && o.metadata.name === 'mcp-sandbox');
       assert.deepEqual(budget.spec.selector.matchLabels, set.spec.selector.matchLabels);
       assert.equal(budget.spec.maxUnavailable, 1);
+    });
+
+    test('replicas: hibernated sessions on a volume claim per ordinal, sized above the saved-sessions cap; scratch limited', () => {
+      const set = find('StatefulSet', 'mcp-sandbox');
+      const [server] = set.spec.template.spec.containers;
+      const env = Object.fromEntries(server.env.map((entry) => [entry.name, entry.value]));
+      // Hibernation stays on (the shipped default): nothing turns it off.
+      assert.ok(!('SANDBOX_HIBERNATE_AFTER_S' in env) || Number(env.SANDBOX_HIBERNATE_AFTER_S) > 0, 'hibernation is off');
+      const saved = server.volumeMounts.find((mount) => mount.mountPath === `${env.SANDBOX_STATE_DIR}/hibernated`);
+      assert.ok(saved, `nothing mounted at ${env.SANDBOX_STATE_DIR}/hibernated`);
+      assert.ok(!set.spec.template.spec.volumes.some((volume) => volume.name === saved.name),
+        'the saved sessions are on a pod volume, gone when the pod is replaced');
+      const claim = (set.spec.volumeClaimTemplates ?? []).find((template) => template.metadata.name === saved.name);
+      assert.ok(claim, `no volumeClaimTemplate ${saved.name}`);
+      assert.deepEqual(claim.spec.accessModes, ['ReadWriteOnce']);
+      const bytes = (size) => {
+        const match = /^(\d+)(Ki|Mi|Gi|Ti|k|m|g|t)?$/i.exec(String(size));
+        assert.ok(match, `not a size: ${size}`);
+        const unit = { ki: 2 ** 10, mi: 2 ** 20, gi: 2 ** 30, ti: 2 ** 40, k: 2 ** 10, m: 2 ** 20, g: 2 ** 30, t: 2 ** 40 };
+        return Number(match[1]) * (match[2] ? unit[match[2].toLowerCase()] : 1);
+      };
+      // The server's cap (SANDBOX_SAVED_MAX_BYTES, k/m/g in powers of 1024) leaves room on the
+      // claim for the save being written (up to a session's memory limit).
+      const cap = bytes(env.SANDBOX_SAVED_MAX_BYTES);
+      assert.ok(cap + bytes(env.SANDBOX_MEMORY_LIMIT) <= bytes(claim.spec.resources.requests.storage),
+        `SANDBOX_SAVED_MAX_BYTES ${env.SANDBOX_SAVED_MAX_BYTES} + a save does not fit the ${claim.spec.resources.requests.storage} claim`);
+      assert.ok(server.resources.limits['ephemeral-storage'], 'no ephemeral-storage limit for scratch');
+      assert.ok(server.resources.requests['ephemeral-storage']);
     });
 
     test('router: the generated ConfigMap is the template rendered for this StatefulSet, mounted where HAProxy reads it', () => {

@@ -100,7 +100,8 @@ describe('scale-out on Docker Swarm: replicas as tasks of one service, the Docke
   let modern;
   let unsupported = '';
   const sessions = [];
-  const stest = (name, fn) => test(name, async (t) => (unsupported ? t.skip(unsupported) : fn(t)));
+  // A build without replica ids or /readyz fails every case: those are the features under test.
+  const stest = (name, fn) => test(name, async (t) => (unsupported ? assert.fail(unsupported) : fn(t)));
   const port = (id) => Number(prefix + id.slice(1));
   const healthy = async (id) => {
     try {
@@ -175,6 +176,17 @@ describe('scale-out on Docker Swarm: replicas as tasks of one service, the Docke
     for (const id of IDS) {
       const left = docker(['ps', '-aq', '--filter', `label=mcp-sandbox.host=no-machine-id/mcp-sandbox-${id}`]).split('\n').filter(Boolean);
       if (left.length) docker(['rm', '-f', ...left]);
+    }
+    // The replicas hibernate (the shipped default) into the host's state dir, which the stack
+    // binds: what they saved when the stack was removed (an orderly stop saves live sessions) is
+    // theirs alone (no other test's server names replicas there), and goes.
+    try {
+      const stateEnv = { ...process.env };
+      const listed = JSON.parse(execFileSync(BIN, ['sessions', 'ls', '--json'], { encoding: 'utf8', env: stateEnv, timeout: 60000 }));
+      const ours = (listed.hibernated ?? []).map((entry) => entry.session_id).filter((id) => IDS.includes(replicaOf(id)));
+      if (ours.length) execFileSync(BIN, ['sessions', 'rm', ...ours], { stdio: 'ignore', env: stateEnv, timeout: 60000 });
+    } catch (error) {
+      errors.push(`saved sessions: ${firstLine(error)}`);
     }
     try { docker(['image', 'rm', '-f', image]); } catch (error) { errors.push(firstLine(error)); }
     fs.rmSync(dir, { recursive: true, force: true });

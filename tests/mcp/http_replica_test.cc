@@ -186,11 +186,18 @@ TEST_CASE("replica http: transport ids name the replica, another replica's is ad
   Json status = r.Call(foreign, "sandbox_session_status", {{"session_id", session}});
   CHECK(status["structuredContent"]["replica"] == "r2");
 
-  // An unknown id of r2's own is a transport session that ended: 404, as 2025 says.
-  auto ended =
-      r.Post(R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})", r.Headers("mcps_r2_" + kHex32));
+  // An unknown id of r2's own run is a transport session that ended: 404, as 2025 says.
+  std::string this_run = own.substr(8, 8);
+  auto ended = r.Post(R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})",
+                      r.Headers("mcps_r2_" + this_run + kHex32.substr(8)));
   REQUIRE(ended);
   CHECK(ended->status == 404);
+  // One of an earlier run of r2 (it restarted under its id, in a rolling update): adopted.
+  std::string earlier_run = this_run == "00000000" ? "11111111" : "00000000";
+  auto earlier = r.Post(R"({"jsonrpc":"2.0","id":5,"method":"tools/list"})",
+                        r.Headers("mcps_r2_" + earlier_run + kHex32.substr(8)));
+  REQUIRE(earlier);
+  CHECK(earlier->status == 200);
   // So is anything that is not a replica's well-formed id.
   auto malformed = r.Post(R"({"jsonrpc":"2.0","id":4,"method":"tools/list"})",
                           r.Headers("mcps_r1_" + kHex32.substr(2)));

@@ -30,6 +30,8 @@ TEST_CASE("transport ids name their replica, or are 32 hex digits on a single ho
   CHECK(TransportIdReplica(single).empty());
   const std::string hex32(32, 'f');
   CHECK(TransportIdReplica("mcps_mcp-sandbox-1_" + hex32) == "mcp-sandbox-1");
+  CHECK(TransportIdReplica("mcps_" + std::string(63, 'r') + "_" + hex32) == std::string(63, 'r'));
+  CHECK(TransportIdReplica("mcps_" + std::string(64, 'r') + "_" + hex32).empty());
   CHECK(TransportIdReplica("mcps_r2_" + hex32.substr(1)).empty());  // short
   CHECK(TransportIdReplica("mcps_R2_" + hex32).empty());            // not a replica id
   CHECK(TransportIdReplica("mcps_r2_" + std::string(32, 'F')).empty());
@@ -49,6 +51,23 @@ TEST_CASE("a replica adopts another replica's well-formed transport id, nothing 
   CHECK(JudgeUnknownTransportId("mcps_r1_" + hex32 + "/..", "r2") == UnknownTransportId::kNotFound);
   // A single host adopts nothing: its behaviour stays as it was.
   CHECK(JudgeUnknownTransportId("mcps_r1_" + hex32, "") == UnknownTransportId::kNotFound);
+}
+
+TEST_CASE("a replica restarted under its id adopts the transport ids of its earlier run",
+          "[unit]") {
+  const std::string earlier = NewTransportSessionId("r2", "0badc0de");
+  REQUIRE(earlier.size() == 8 + 32);
+  CHECK(earlier.substr(8, 8) == "0badc0de");
+  CHECK(TransportIdReplica(earlier) == "r2");
+  CHECK(NewTransportSessionId("r2", "0badc0de") != earlier);  // 96 random bits after the run
+  // This run's own id, unknown (it ended): 404. The earlier run's: adopted.
+  CHECK(JudgeUnknownTransportId(earlier, "r2", "0badc0de") == UnknownTransportId::kNotFound);
+  CHECK(JudgeUnknownTransportId(earlier, "r2", "1234abcd") == UnknownTransportId::kAdopt);
+  // Another replica's, whatever its run: adopted; malformed: 404.
+  CHECK(JudgeUnknownTransportId(NewTransportSessionId("r1", "1234abcd"), "r2", "1234abcd") ==
+        UnknownTransportId::kAdopt);
+  CHECK(JudgeUnknownTransportId("mcps_r2_0badc0de", "r2", "1234abcd") ==
+        UnknownTransportId::kNotFound);
 }
 
 TEST_CASE("/readyz: 200 ready, 404 draining or full, 503 starting, counts only", "[unit]") {

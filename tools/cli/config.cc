@@ -551,13 +551,13 @@ const std::vector<ConfigVariable> kVariables = {
        return {};
      }},
     {"SANDBOX_REPLICA_ID", "--replica-id", "",
-     "This server's name among replicas behind one proxy (`r2`, a StatefulSet pod's ordinal): "
-     "a DNS label of at most 16 characters. Session ids become sess_<replica>_<32 hex> and "
+     "This server's name among replicas behind one proxy (`r2`, a StatefulSet pod's name): "
+     "a DNS label of at most 63 characters. Session ids become sess_<replica>_<32 hex> and "
      "transport ids mcps_<replica>_<32 hex>, so the proxy routes each call by its prefix",
      [](ServeConfig& config, const std::string& value) -> Status {
        if (!IsValidReplicaId(value)) {
          return Invalid(
-             "must be 1 to 16 of a-z, 0-9 and '-', starting with a letter and not ending with "
+             "must be 1 to 63 of a-z, 0-9 and '-', starting with a letter and not ending with "
              "'-' (no '_': it separates the replica in session ids)");
        }
        config.replica_id = value;

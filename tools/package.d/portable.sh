@@ -6,7 +6,9 @@
 #                                    and worker.py, where the binary looks (bin/../lib/mcp-sandbox)
 #   lib/*.so.*                       every shared library the binary loads but glibc's
 #   share/doc/                       LICENSE, the package's copyright file, and the copyright
-#                                    file of each bundled library's Debian package
+#                                    file of each bundled library's Debian package, the ones
+#                                    linked in statically (cjose, jansson: MIT, whose notice
+#                                    must travel with the binary) included
 #   share/man/man1/mcp-sandbox.1
 # and needs nothing from the host but the kernel and glibc 2.36 or newer (Debian 12's).
 #
@@ -65,6 +67,18 @@ for entry in "${libraries[@]}"; do
   [ "$pkg" != libc6 ] || continue  # glibc: the host's
   cp -L "$path" "$stage/lib/$soname"
   chmod 644 "$stage/lib/$soname"
+  mkdir -p "$stage/share/doc/bundled/$pkg"
+  cp -L "/usr/share/doc/$pkg/copyright" "$stage/share/doc/bundled/$pkg/"
+done
+
+# The archives linked into the binary (SANDBOX_STATIC_CJOSE): their licences ask that their
+# notice travel with it, so the copyright file of the Debian package that ships each archive
+# goes beside the bundled shared libraries' (share/doc/bundled/<package>/copyright).
+for archive in libcjose.a libjansson.a; do
+  path=$(realpath "$(gcc -print-file-name="$archive")")
+  pkg=$(dpkg-query -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
+  [ -n "$pkg" ] && [ -f "/usr/share/doc/$pkg/copyright" ] ||
+    { log "portable: no Debian package's copyright file for $archive ($path)"; exit 1; }
   mkdir -p "$stage/share/doc/bundled/$pkg"
   cp -L "/usr/share/doc/$pkg/copyright" "$stage/share/doc/bundled/$pkg/"
 done

@@ -21,6 +21,9 @@ import { BIN, ROOT, text } from './harness.mjs';
 
 export const RENDER = path.join(ROOT, 'tools/deploy/haproxy/render.sh');
 const PORT = 8080;
+// The image store the replicas read (root's, shared by the other e2e tests), linked into the
+// cluster's own state dir.
+const SHARED_STATE_DIR = process.env.SANDBOX_STATE_DIR || '/var/lib/mcp-sandbox';
 
 function run(command, args, options = {}) {
   return execFileSync(command, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...options });
@@ -194,6 +197,12 @@ export class Cluster {
     this.token = crypto.randomBytes(24).toString('hex');
     this.env = env;
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-scaleout-'));
+    // A state dir of the cluster's own, shared by its replicas as on one Swarm host: what they
+    // hibernate (the shipped default is on) goes there and is removed with it. Its image store
+    // is the shared one, through a symlink.
+    this.stateDir = path.join(this.dir, 'state');
+    fs.mkdirSync(this.stateDir, { mode: 0o755 });
+    fs.symlinkSync(path.join(SHARED_STATE_DIR, 'images'), path.join(this.stateDir, 'images'));
     this.replicas = new Map();
     ids.forEach((id, index) => {
       const offset = base + 4 * index;
@@ -261,6 +270,7 @@ export class Cluster {
     if (replica.proc && replica.exited === null) throw new Error(`${id} is running`);
     const env = {
       ...process.env,
+      SANDBOX_STATE_DIR: this.stateDir,
       SANDBOX_LOG_LEVEL: 'info',
       SANDBOX_LOG_FILE: '',
       SANDBOX_REPLICA_ID: id,
@@ -271,6 +281,12 @@ export class Cluster {
       ...this.env,
       ...extraEnv,
     };
+    // tests/e2e/run.sh turns hibernation off for the servers that use the shared state dir;
+    // replicas run with the shipped default (idle sessions hibernate after the idle time-out,
+    // an orderly stop saves the live ones), unless a test sets it.
+    if (!('SANDBOX_HIBERNATE_AFTER_S' in this.env) && !('SANDBOX_HIBERNATE_AFTER_S' in extraEnv)) {
+      delete env.SANDBOX_HIBERNATE_AFTER_S;
+    }
     const [command, args] = this.nsCommand(id, [BIN, 'serve', '--http']);
     replica.log.text += `\n--- start ${new Date().toISOString()}\n`;
     const proc = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -300,6 +316,20 @@ export class Cluster {
     replica.proc.kill('SIGCONT');
     replica.proc.kill(signal);
     return replica.exit;
+  }
+
+  // An orderly stop without a drain: SIGTERM starts the drain, a second one stops at once
+  // (hibernation on: every live session is saved first). Resolves the exit.
+  async stopNow(id, timeoutMs = 60000) {
+    const replica = this.replica(id);
+    if (!replica.proc || replica.exited) return replica.exited;
+    replica.proc.kill('SIGCONT');
+    replica.proc.kill('SIGTERM');
+    await sleep(200);
+    if (!replica.exited) replica.proc.kill('SIGTERM');
+    const exit = await Promise.race([replica.exit, sleep(timeoutMs).then(() => null)]);
+    if (!exit) throw new Error(`${id} did not stop within ${timeoutMs} ms of two SIGTERMs`);
+    return exit;
   }
 
   // Drops every TCP segment to the replica's port inside its namespace (a silent partition:
@@ -335,6 +365,15 @@ export class Cluster {
       }
     }
     await this.router?.stop();
+    // Sandboxes, cgroups and records a killed replica left in the cluster's state dir.
+    try {
+      // Not the Docker daemon's leftovers: those are other tests' business (no daemon named).
+      run(BIN, ['sessions', 'gc', '--state-dir', this.stateDir], {
+        env: { ...process.env, DOCKER_HOST: `unix://${path.join(this.dir, 'no-docker.sock')}` }, timeout: 60000,
+      });
+    } catch (error) {
+      errors.push(`sessions gc: ${error.stderr || error.message}`);
+    }
     for (const link of this.made.links) {
       try { run('ip', ['link', 'del', link]); } catch { /* gone with its namespace */ }
     }

@@ -81,7 +81,10 @@ TEST_CASE("session ids become safe group names", "[unit]") {
     REQUIRE_FALSE(name.has_value());
     CHECK(name.error().code == ErrorCode::kInvalidSessionId);
   }
-  CHECK_FALSE(cgroup::GroupNameFor(std::string(65, 'a')).has_value());
+  // The longest session id (a 63-character replica id) names a group; one more character does not.
+  const std::string longest = "sess_" + std::string(63, 'r') + "_" + std::string(32, 'a');
+  CHECK(cgroup::GroupNameFor(longest).value() == longest);
+  CHECK_FALSE(cgroup::GroupNameFor(longest + "a").has_value());
 }
 
 TEST_CASE("cpu quota against a 100 ms period", "[unit]") {

@@ -157,6 +157,12 @@ TEST_CASE("specs that cannot make a safe container are refused", "[unit]") {
         sandbox::ErrorCode::kInvalidArgument);
   bad_id.session_id = "";
   CHECK_FALSE(ContainerSpecFor(bad_id, "img", {"h", "o", ""}, ""));
+  // The longest session id (a 63-character replica id) names a container; longer does not.
+  auto longest = Spec();
+  longest.session_id = "sess_" + std::string(63, 'r') + "_" + std::string(32, 'a');
+  REQUIRE(ContainerSpecFor(longest, "img", {"h", "o", ""}, ""));
+  longest.session_id += "a";
+  CHECK_FALSE(ContainerSpecFor(longest, "img", {"h", "o", ""}, ""));
   auto relative = Spec();
   relative.agent_dir = "agent";
   CHECK_FALSE(ContainerSpecFor(relative, "img", {"h", "o", ""}, ""));

@@ -41,6 +41,20 @@ bool Exists(const std::string& path) {
 
 }  // namespace
 
+TEST_CASE("egress socket: a session of a replica with a 63-character id fits sun_path", "[unit]") {
+  TempDir tmp;
+  const std::string dir = EgressSocketDir(tmp.path());
+  const std::string hex(32, 'c');
+  const std::string id = "sess_" + std::string(62, 'r') + "9_" + hex;  // the longest id
+  auto socket = EgressSocket::Listen(dir, id);
+  REQUIRE(socket);
+  CHECK(socket->path() == dir + "/sess_" + hex + ".sock");  // named without its replica
+  int client = Connect(socket->path());
+  REQUIRE(client >= 0);
+  CHECK(socket->AcceptOnce(2000ms));
+  ::close(client);
+}
+
 TEST_CASE("egress socket: private dir, one connection, then gone", "[unit]") {
   TempDir tmp;
   const std::string dir = EgressSocketDir(tmp.path());

@@ -33,12 +33,18 @@ TEST_CASE("a replica's session ids name it: sess_<replica>_<32 hex>", "[unit]") 
   CHECK_FALSE(sandbox::IsValidSessionId("sess_r2-_" + hex32));  // trailing '-'
   CHECK_FALSE(sandbox::IsValidSessionId("sess__" + hex32));     // empty replica
   CHECK_FALSE(sandbox::IsValidSessionId("sess_a_b_" + hex32));  // two separators
-  CHECK_FALSE(sandbox::IsValidSessionId("sess_" + std::string(17, 'a') + "_" + hex32));
+  CHECK_FALSE(sandbox::IsValidSessionId("sess_" + std::string(64, 'a') + "_" + hex32));
   CHECK_FALSE(sandbox::IsValidSessionId("sess_r2_0123456789ab"));  // the earlier form: no replica
-  CHECK(sandbox::IsValidSessionId("sess_" + std::string(16, 'a') + "_" + hex32));
+  CHECK(sandbox::IsValidSessionId("sess_" + std::string(63, 'a') + "_" + hex32));
+  // A StatefulSet pod's name as the replica: longer than the 16 characters once allowed.
+  std::string long_pod = sandbox::NewSessionId("mcp-sandbox-statefulset-with-a-long-name-12");
+  CHECK(long_pod.size() == 5 + 43 + 1 + 32);
+  CHECK(sandbox::ParseSessionId(long_pod)->replica ==
+        "mcp-sandbox-statefulset-with-a-long-name-12");
+  CHECK(sandbox::NewSessionId(std::string(63, 'a')).size() == sandbox::layout::kMaxSessionIdLength);
 }
 
-TEST_CASE("replica ids are short DNS labels without '_'", "[unit]") {
+TEST_CASE("replica ids are DNS labels without '_'", "[unit]") {
   CHECK(sandbox::IsValidReplicaId("r2"));
   CHECK(sandbox::IsValidReplicaId("mcp-sandbox-0"));
   CHECK(sandbox::IsValidReplicaId("a"));
@@ -48,7 +54,9 @@ TEST_CASE("replica ids are short DNS labels without '_'", "[unit]") {
   CHECK_FALSE(sandbox::IsValidReplicaId("-r2"));
   CHECK_FALSE(sandbox::IsValidReplicaId("r2-"));
   CHECK_FALSE(sandbox::IsValidReplicaId("r.2"));
-  CHECK_FALSE(sandbox::IsValidReplicaId(std::string(17, 'a')));
+  CHECK(sandbox::IsValidReplicaId("mcp-sandbox-12"));
+  CHECK(sandbox::IsValidReplicaId(std::string(63, 'a')));  // a DNS label's limit
+  CHECK_FALSE(sandbox::IsValidReplicaId(std::string(64, 'a')));
 }
 
 TEST_CASE("malformed session ids are refused", "[unit]") {

@@ -40,14 +40,23 @@ done
 
 # A replica id as the server accepts it (and as HAProxy needs a server name): [a-z][a-z0-9-]*,
 # no "_", which separates it from the rest of a handle.
-valid_id() { [[ $1 =~ ^[a-z][a-z0-9-]{0,15}$ ]]; }
+# At most 63 characters (a DNS label), so a StatefulSet pod's name can be one.
+valid_id() { [[ $1 =~ ^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$ ]]; }
 
-server_lines=() resolvers=
+server_lines=() ready_lines=() issuer_lines=() resolvers=
+# The readiness mirror of replica $1 at address $2 (extra server options in $3): a backend
+# of its own whose server tracks it, and the rule that sends a 2025 request to its transport's
+# issuer only while nbsrv says that issuer is ready (template, rule 5).
+add_ready() {
+  ready_lines+=("backend ready-$1" "    option httpchk" "    http-check disable-on-404" "    server $1 $2 track replicas/$1$3")
+  issuer_lines+=("    http-request set-var(txn.replica) str($1) if is_mcp METH_POST !routed { var(txn.issuer) -m str $1 } { nbsrv(ready-$1) gt 0 }")
+}
 if [ -n "$statefulset" ]; then
   [ -n "$service" ] && [ -n "$namespace" ] || { echo "render.sh: --statefulset needs --service and --namespace" >&2; exit 2; }
   [ ${#servers[@]} -eq 0 ] || { echo "render.sh: --server and --statefulset exclude each other" >&2; exit 2; }
   for ((i = 0; i < replicas; i++)); do
     server_lines+=("    server r$i $statefulset-$i.$service.$namespace.svc.$domain:$port check resolvers cluster init-addr none")
+    add_ready "r$i" "$statefulset-$i.$service.$namespace.svc.$domain:$port" " resolvers cluster init-addr none"
   done
   # hold nx/obsolete: a name that briefly stops resolving (a pod being replaced) keeps its last
   # address for a while instead of flapping; the health check decides whether anyone answers.
@@ -64,17 +73,21 @@ else
   [ ${#servers[@]} -gt 0 ] || { echo "render.sh: no --server and no --statefulset" >&2; exit 2; }
   for entry in "${servers[@]}"; do
     name=${entry%%=*} address=${entry#*=}
-    valid_id "$name" || { echo "render.sh: '$name' is not a replica id ([a-z][a-z0-9-]{0,15})" >&2; exit 2; }
+    valid_id "$name" || { echo "render.sh: '$name' is not a replica id (a DNS label: [a-z][a-z0-9-]*, at most 63, no trailing -)" >&2; exit 2; }
     [[ $address == *:* ]] || { echo "render.sh: $entry: want NAME=HOST:PORT" >&2; exit 2; }
     server_lines+=("    server $name $address check")
+    add_ready "$name" "$address" ""
   done
 fi
 
-SERVERS=$(printf '%s\n' "${server_lines[@]}") RESOLVERS=$resolvers BIND=$bind ADMIN=$admin \
+SERVERS=$(printf '%s\n' "${server_lines[@]}") READY=$(printf '%s\n' "${ready_lines[@]}") \
+  ISSUER=$(printf '%s\n' "${issuer_lines[@]}") RESOLVERS=$resolvers BIND=$bind ADMIN=$admin \
   awk '
     NR == 1         { print "# Rendered by tools/deploy/haproxy/render.sh from mcp-router.cfg.in: edit those, not this." }
     /^#/            { print; next }
     /^@SERVERS@$/   { print ENVIRON["SERVERS"]; next }
+    /^@READY_BACKENDS@$/ { print ENVIRON["READY"]; next }
+    /^@ISSUER_RULES@$/ { print ENVIRON["ISSUER"]; next }
     /^@RESOLVERS@$/ { if (ENVIRON["RESOLVERS"] != "") print ENVIRON["RESOLVERS"]; next }
     { gsub(/@BIND@/, ENVIRON["BIND"]); gsub(/@ADMIN_SOCKET@/, ENVIRON["ADMIN"]); print }
   ' "$here/mcp-router.cfg.in"
