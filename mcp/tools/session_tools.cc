@@ -196,7 +196,8 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
   tool.title = "List sessions";
   tool.description =
       "List the sandbox sessions with their state (idle, busy, or hibernated: saved to disk, "
-      "resumed by the next call naming it), age, idle time, runs and resource usage. Idle "
+      "resumed by the next call naming it), age, idle time, runs and resource usage, and what "
+      "your saved sessions (hibernated, forked) take of your budget. Idle "
       "sessions hibernate (or close) by themselves after the server's TTL. Behind a "
       "proxy with several replicas, it lists the sessions of the replica that answers.";
   tool.input_schema = InputSchema(Json::object());
