@@ -4,7 +4,8 @@
 # default) holds a session with a variable and a file; SIGTERM; the drain hibernates the idle
 # session instead of closing it, the server exits 0 and leaves no sandbox; a new server on the
 # same state dir (another replica id, as a successor may have) resumes the session at its next
-# call, with the variable and the file. Needs root and the default image (`python`) in the shared
+# call, with the variable and the file; and a session still open when the drain times out is
+# saved by the stop and resumed by the next server. Needs root and the default image (`python`) in the shared
 # store; runs against a private state dir that borrows the store's images read-only.
 # With `docker`, the same on the Docker backend (tools/test starts the daemon and loads the
 # default image): no container of the session is left either. No daemon: skipped, or failed
@@ -144,5 +145,28 @@ check "it closes" "" "$(echo "$closed" | grep '^ERROR' || true)"
 kill -TERM "$pid"
 stopped
 check "the second server exits 0" 0 "$status"
-[ "$fail" = 0 ] || { echo "--- first server:"; cat "$work/first.log"; echo "--- second:"; cat "$work/second.log"; }
+
+# The drain's time-out stops what is left as any orderly stop does: saved, then resumed.
+start "$work/third.log" SANDBOX_REPLICA_ID=r3 SANDBOX_DRAIN_TIMEOUT_S=2 SANDBOX_DRAIN_IDLE_S=600
+made=$(mcp "$port" sandbox_run_python '{"code": "w = \"left at the time-out\""}')
+id=$(field session_id "$made")
+kill -TERM "$pid"
+stopped
+check "the server whose drain timed out exits 0" 0 "$status"
+grep -q "drain: drain time-out reached with 1 session(s) left" "$work/third.log"
+check "its drain timed out" 0 $?
+start "$work/fourth.log" SANDBOX_REPLICA_ID=r4
+ran=$(mcp "$port" sandbox_run_python "{\"session_id\": \"$id\", \"code\": \"print(w)\"}")
+check "the session left at the time-out is resumed" "left at the time-out" "$(field stdout "$ran" | tr -d '\n')"
+closed=$(mcp "$port" sandbox_close_session "{\"session_id\": \"$id\"}")
+check "it closes" "" "$(echo "$closed" | grep '^ERROR' || true)"
+kill -TERM "$pid"
+stopped
+check "the last server exits 0" 0 "$status"
+if [ "$fail" != 0 ]; then
+  for log in first second third fourth; do
+    echo "--- $log server:"
+    cat "$work/$log.log" 2>/dev/null
+  done
+fi
 exit $fail
