@@ -16,8 +16,10 @@ std::optional<std::string> DrainPlan::StopReason(size_t sessions_left,
   if (!draining_) return std::nullopt;
   if (sessions_left == 0) return std::string("no session left");
   if (now >= deadline_) {
-    return fmt::format("drain time-out reached with {} session(s) left; closing them",
-                       sessions_left);
+    return fmt::format(
+        "drain time-out reached with {} session(s) left; stopping them as any orderly stop does "
+        "(hibernated, or closed with hibernation off)",
+        sessions_left);
   }
   return std::nullopt;
 }

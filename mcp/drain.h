@@ -1,6 +1,8 @@
 // How a server stops when a signal comes: at once (the default, and always on a second
 // signal), or, with a drain timeout, after draining: no new sessions, the open ones go on until
-// they go idle, and the process leaves when none is left or the timeout is reached. This is
+// they go idle (then hibernated, as an idle session is, when hibernation is on: the next server
+// on the state dir resumes them), and the process leaves when none is left or the timeout is
+// reached (what is left is stopped as any orderly stop does: saved too). This is
 // the order orchestrators expect of a replica (E2B's orchestrator and Kubernetes' preStop
 // habits alike): mark not-ready, let the proxy notice, let the work end, exit. Socket-free and
 // clock-injected, so each step is a unit test; `serve` drives it.
@@ -21,7 +23,7 @@ class DrainPlan {
   explicit DrainPlan(std::chrono::milliseconds timeout) : timeout_(timeout) {}
 
   enum class Step {
-    kDrain,  // start draining (refuse new sessions, shorten the idle time-out)
+    kDrain,  // start draining (refuse new sessions, shorten the idle and hibernation time-outs)
     kStop,   // stop now: close every session and leave
   };
   // A shutdown signal came at `now`.

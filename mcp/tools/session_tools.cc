@@ -1,6 +1,8 @@
 // sandbox_create_session, sandbox_list_sessions, sandbox_session_status, sandbox_close_session.
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -37,6 +39,21 @@ Json UsageJson(const SessionInfo& info) {
   if (info.data_bytes) usage["data_bytes"] = *info.data_bytes;
   if (info.tmp_bytes) usage["tmp_bytes"] = *info.tmp_bytes;
   return usage;
+}
+
+// What the caller's saved sessions (hibernated, forked) take, and its budget
+// (runtime/session/saved_budget.h): a fork counts here as soon as it is made. The single user
+// has the server's cap alone. nullopt when hibernation is off.
+struct CallerSaved {
+  SavedUsage usage;
+  SavedBudget budget;
+};
+std::optional<CallerSaved> CallersSaved(SessionManager& sessions) {
+  if (sessions.saved() == nullptr) return std::nullopt;
+  const std::string* subject = ActingSubject::Current();
+  const std::string owner = subject != nullptr ? *subject : std::string();
+  return CallerSaved{.usage = sessions.saved()->UsageOf(owner),
+                     .budget = owner.empty() ? SavedBudget{} : sessions.QuotaOf(owner).saved};
 }
 
 // "/mnt/data 50.0 MiB, /tmp 4.0 KiB (after the last run)", or why there is no figure yet.
@@ -179,7 +196,8 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
   tool.title = "List sessions";
   tool.description =
       "List the sandbox sessions with their state (idle, busy, or hibernated: saved to disk, "
-      "resumed by the next call naming it), age, idle time, runs and resource usage. Idle "
+      "resumed by the next call naming it), age, idle time, runs and resource usage, and what "
+      "your saved sessions (hibernated, forked) take of your budget. Idle "
       "sessions hibernate (or close) by themselves after the server's TTL. Behind a "
       "proxy with several replicas, it lists the sessions of the replica that answers.";
   tool.input_schema = InputSchema(Json::object());
@@ -187,7 +205,8 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
       OutputSchema({{"sessions", {{"type", "array"}, {"items", {{"type", "object"}}}}},
                     {"max_sessions", {{"type", "integer"}}},
                     {"replica", kReplicaProperty},
-                    {"pool", {{"type", "object"}}}},
+                    {"pool", {{"type", "object"}}},
+                    {"saved", {{"type", "object"}}}},
                    {"sessions"});
   tool.annotations = Annotations("List sessions", true, false, true);
   tool.handler = [context](ToolCall&, const Json&) {
@@ -219,6 +238,22 @@ Tool MakeListSessionsTool(const ContextPtr& context) {
     if (!replica.empty()) {
       structured["replica"] = replica;
       text += fmt::format("(on replica {})\n", replica);
+    }
+    if (auto saved = CallersSaved(context->sessions)) {
+      const SavedBudget& budget = saved->budget;
+      text += fmt::format("saved: {} session(s), {}", saved->usage.count,
+                          FormatBytes(saved->usage.bytes));
+      std::string caps;
+      if (budget.max_saved > 0) caps = fmt::format("{} session(s)", budget.max_saved);
+      if (budget.max_bytes > 0) {
+        caps += (caps.empty() ? "" : ", ") + FormatBytes(budget.max_bytes);
+      }
+      text += caps.empty() ? "\n" : " (your budget: " + caps + ")\n";
+      structured["saved"] = {{"count", saved->usage.count},
+                             {"bytes", saved->usage.bytes},
+                             {"max_saved", budget.max_saved},
+                             {"max_bytes", budget.max_bytes},
+                             {"server_max_bytes", context->sessions.config().saved_max_bytes}};
     }
     // Pooled sandboxes are no sessions (they count towards no cap), but they use memory.
     if (auto pool = context->sessions.PoolStatus()) {

@@ -22,6 +22,18 @@ Remembered& Claims() {
   return remembered;
 }
 
+// A size member: bytes, or a size such as "512m"; nullopt below `least` or malformed.
+std::optional<uint64_t> ClaimBytes(const nlohmann::json& value, uint64_t least) {
+  std::optional<uint64_t> bytes;
+  if (value.is_number_integer() && value.get<int64_t>() > 0) {
+    bytes = value.get<uint64_t>();
+  } else if (value.is_string()) {
+    if (auto parsed = ParseBytes(value.get<std::string>())) bytes = *parsed;
+  }
+  if (!bytes || *bytes < least) return std::nullopt;
+  return bytes;
+}
+
 }  // namespace
 
 Result<QuotaClaim> ParseQuotaClaim(const nlohmann::json& value) {
@@ -34,13 +46,8 @@ Result<QuotaClaim> ParseQuotaClaim(const nlohmann::json& value) {
     claim.max_sessions = static_cast<int>(it->get<int64_t>());
   }
   if (auto it = value.find("memory"); it != value.end()) {
-    std::optional<uint64_t> bytes;
-    if (it->is_number_integer() && it->get<int64_t>() > 0) {
-      bytes = it->get<uint64_t>();
-    } else if (it->is_string()) {
-      if (auto parsed = ParseBytes(it->get<std::string>())) bytes = *parsed;
-    }
-    if (!bytes || *bytes < (32ull << 20)) {
+    auto bytes = ClaimBytes(*it, 32ull << 20);
+    if (!bytes) {
       return Fail(ErrorCode::kInvalidArgument,
                   "memory is bytes or a size such as \"512m\", >= 32m");
     }
@@ -51,6 +58,20 @@ Result<QuotaClaim> ParseQuotaClaim(const nlohmann::json& value) {
       return Fail(ErrorCode::kInvalidArgument, "cpus is a number above 0, at most 1024");
     }
     claim.cpus = it->get<double>();
+  }
+  if (auto it = value.find("max_saved"); it != value.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 10000) {
+      return Fail(ErrorCode::kInvalidArgument, "max_saved is an integer from 0 to 10000");
+    }
+    claim.max_saved = static_cast<int>(it->get<int64_t>());
+  }
+  if (auto it = value.find("saved_bytes"); it != value.end()) {
+    auto bytes = ClaimBytes(*it, 1ull << 20);
+    if (!bytes) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "saved_bytes is bytes or a size such as \"1g\", >= 1m");
+    }
+    claim.saved_bytes = bytes;
   }
   return claim;
 }
@@ -69,6 +90,8 @@ SubjectQuota ApplyQuotaClaim(SubjectQuota settings, const QuotaClaim& claim,
     settings.max_cpus =
         server_limits.cpus > 0 ? std::min(*claim.cpus, server_limits.cpus) : *claim.cpus;
   }
+  if (claim.max_saved) settings.saved.max_saved = *claim.max_saved;
+  if (claim.saved_bytes) settings.saved.max_bytes = *claim.saved_bytes;
   return settings;
 }
 

@@ -1,9 +1,11 @@
 // A subject's quota from its access token (SANDBOX_OAUTH_QUOTA_CLAIM): the identity provider,
 // which the server already trusts to say who a caller is, may also say how much that caller gets,
-// as a claim object {"max_sessions": 3, "memory": "2g", "cpus": 1.5} (every member optional;
-// memory as bytes or a size). Each member it names overrides the settings' per-subject quota
-// (SANDBOX_SUBJECT_*) for that subject, capped by the server's own limits (SANDBOX_MEMORY_LIMIT,
-// SANDBOX_CPU_LIMIT, SANDBOX_MAX_SESSIONS): a claim can never buy more than the server has.
+// as a claim object {"max_sessions": 3, "memory": "2g", "cpus": 1.5, "max_saved": 5,
+// "saved_bytes": "1g"} (every member optional; memory and saved_bytes as bytes or a size). Each
+// member it names overrides the settings' per-subject quota (SANDBOX_SUBJECT_*) for that subject,
+// capped by the server's own limits (SANDBOX_MEMORY_LIMIT, SANDBOX_CPU_LIMIT,
+// SANDBOX_MAX_SESSIONS; saved sessions stay within SANDBOX_SAVED_MAX_BYTES, which every save is
+// held to): a claim can never buy more than the server has.
 //
 // The quota is the subject's, not one token's or one connection's (its live sessions are counted
 // across all of them), so the resource server remembers the latest claim per subject when it
@@ -26,11 +28,14 @@ struct QuotaClaim {
   std::optional<int> max_sessions;
   std::optional<uint64_t> memory_bytes;
   std::optional<double> cpus;
+  std::optional<int> max_saved = {};         // SavedBudget::max_saved
+  std::optional<uint64_t> saved_bytes = {};  // SavedBudget::max_bytes
 };
 
 // Reads the claim's value: an object whose members are max_sessions (integer 0..10000), memory
-// (bytes, or a size such as "512m", at least 32 MiB) and cpus (a number > 0); unknown members are
-// ignored. kInvalidArgument naming what is wrong otherwise.
+// (bytes, or a size such as "512m", at least 32 MiB), cpus (a number > 0), max_saved (integer
+// 0..10000) and saved_bytes (bytes or a size, at least 1 MiB); unknown members are ignored.
+// kInvalidArgument naming what is wrong otherwise.
 Result<QuotaClaim> ParseQuotaClaim(const nlohmann::json& value);
 
 // The settings' quota with the claim's members in place, each capped by the server's own limit.

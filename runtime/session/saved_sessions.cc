@@ -171,42 +171,29 @@ std::vector<std::string> SavedSessions::Ids() {
   return ids;
 }
 
-Status SavedSessions::Save(SavedSessionMeta meta, std::string_view archive) {
+Status SavedSessions::Save(SavedSessionMeta meta, std::string_view archive, SaveKind kind,
+                           const SavedBudget& budget) {
   if (!ParseSessionId(meta.id)) {
     return Fail(ErrorCode::kInvalidSessionId, "{} is not a session id", meta.id);
-  }
-  if (archive.size() > config_.max_total_bytes) {
-    return Fail(ErrorCode::kUploadTooLarge,
-                "the session's saved state is {} bytes, above the {} bytes all saved sessions "
-                "may take (SANDBOX_SAVED_MAX_BYTES)",
-                archive.size(), config_.max_total_bytes);
   }
   auto started = std::chrono::steady_clock::now();
   meta.size = archive.size();
   meta.sha256 = Sha256Hex(archive);
-  meta.saved_at = Now();
   std::lock_guard<std::mutex> lock(mutex_);
-  // Evict the oldest others until this one fits.
-  std::vector<SavedSessionMeta> others;
-  uint64_t total = 0;
-  for (const auto& id : Ids()) {
-    if (id == meta.id) continue;
-    auto other = ReadMeta(id);
-    if (!other) continue;
-    total += other->size;
-    others.push_back(std::move(*other));
-  }
-  std::sort(others.begin(), others.end(),
-            [](const auto& a, const auto& b) { return a.saved_at < b.saved_at; });
-  for (const auto& other : others) {
-    if (total + meta.size <= config_.max_total_bytes) break;
+  // Room is made, or the save refused, by the budgets (saved_budget.h): never at another
+  // subject's expense.
+  SBX_ASSIGN_OR_RETURN(
+      std::vector<std::string> evict,
+      PlanSave(StoredLocked(), StoredSave{.id = meta.id, .owner = meta.owner, .size = meta.size},
+               kind, budget, config_.max_total_bytes));
+  for (const auto& id : evict) {
     spdlog::warn(
-        "saved session {} evicted (saved {} bytes; all saved sessions may take {} bytes, "
-        "SANDBOX_SAVED_MAX_BYTES)",
-        other.id, other.size, config_.max_total_bytes);
-    RemoveLocked(other.id);
-    total -= other.size;
+        "saved session {} evicted to make room for {} of the same owner (SANDBOX_SAVED_MAX_BYTES "
+        "{} bytes, or the owner's SANDBOX_SUBJECT_* budget)",
+        id, meta.id, config_.max_total_bytes);
+    RemoveLocked(id);
   }
+  meta.saved_at = Now();
   std::string dir = DirOf(meta.id);
   SBX_TRY(MakeDirs(dir, 0700));
   nlohmann::json json = {
@@ -336,13 +323,13 @@ bool SavedSessions::Remove(const std::string& id) {
 }
 
 Status SavedSessions::Copy(const std::string& from, const std::string& to,
-                           const std::string& to_name) {
+                           const std::string& to_name, const SavedBudget& budget) {
   SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, Meta(from));
   SBX_ASSIGN_OR_RETURN(std::string archive, LoadArchive(meta));
   meta.id = to;
   meta.name = to_name;
   meta.created = Now();
-  return Save(std::move(meta), archive);
+  return Save(std::move(meta), archive, SaveKind::kCopy, budget);
 }
 
 std::vector<SavedSessionMeta> SavedSessions::List() {
@@ -354,6 +341,27 @@ std::vector<SavedSessionMeta> SavedSessions::List() {
   std::sort(metas.begin(), metas.end(),
             [](const auto& a, const auto& b) { return a.saved_at < b.saved_at; });
   return metas;
+}
+
+std::vector<StoredSave> SavedSessions::StoredLocked() {
+  std::vector<std::pair<std::chrono::system_clock::time_point, StoredSave>> dated;
+  for (const auto& id : Ids()) {
+    if (auto meta = ReadMeta(id)) {
+      dated.emplace_back(meta->saved_at,
+                         StoredSave{.id = meta->id, .owner = meta->owner, .size = meta->size});
+    }
+  }
+  std::stable_sort(dated.begin(), dated.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<StoredSave> stored;
+  stored.reserve(dated.size());
+  for (auto& [saved_at, save] : dated) stored.push_back(std::move(save));
+  return stored;
+}
+
+SavedUsage SavedSessions::UsageOf(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sandbox::UsageOf(StoredLocked(), owner);
 }
 
 std::vector<std::string> SavedSessions::Damaged() {

@@ -18,6 +18,7 @@
 
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/saved_budget.h"
 
 namespace sandbox {
 
@@ -56,9 +57,11 @@ class SavedSessions {
   explicit SavedSessions(SavedSessionsConfig config);
 
   // Stores `archive` as the saved state of meta.id (replacing an earlier one): fills in size,
-  // sha256 and saved_at. Above max_total_bytes on its own: kUploadTooLarge. Otherwise the
-  // oldest other saved sessions are evicted (and logged) until all fit.
-  Status Save(SavedSessionMeta meta, std::string_view archive);
+  // sha256 and saved_at. Within max_total_bytes and meta.owner's `budget` as PlanSave decides
+  // (saved_budget.h): kSelf evicts (and logs) that owner's oldest other saves until it fits,
+  // kCopy evicts nothing; either is refused, naming the budget, when it cannot fit.
+  Status Save(SavedSessionMeta meta, std::string_view archive, SaveKind kind = SaveKind::kSelf,
+              const SavedBudget& budget = {});
   // The metadata of a saved session, checked: kSessionNotFound when there is none (or it
   // expired: then it is deleted), kSandboxUnavailable with what is wrong when its files were
   // damaged or tampered with.
@@ -68,8 +71,10 @@ class SavedSessions {
   bool Contains(const std::string& id);
   // Deletes what was saved of `id`; true if there was something.
   bool Remove(const std::string& id);
-  // Copies a saved session under a new id (fork of a hibernated session).
-  Status Copy(const std::string& from, const std::string& to, const std::string& to_name);
+  // Copies a saved session under a new id (fork of a hibernated session), within its owner's
+  // `budget` and the cap: a kCopy save.
+  Status Copy(const std::string& from, const std::string& to, const std::string& to_name,
+              const SavedBudget& budget = {});
   // Every saved session whose metadata reads, oldest saved first (damaged ones are listed by
   // `Damaged`).
   std::vector<SavedSessionMeta> List();
@@ -77,6 +82,8 @@ class SavedSessions {
   // Deletes saved sessions older than the TTL; returns how many.
   int ExpireOld();
   uint64_t TotalBytes();
+  // What `owner`'s saved sessions (hibernated, forked, or resumed and not saved again) take.
+  SavedUsage UsageOf(const std::string& owner);
 
   const SavedSessionsConfig& config() const { return config_; }
 
@@ -86,6 +93,8 @@ class SavedSessions {
   Result<SavedSessionMeta> ReadMeta(const std::string& id);
   std::vector<std::string> Ids();
   bool RemoveLocked(const std::string& id);
+  // Every readable save, oldest saved first, for PlanSave.
+  std::vector<StoredSave> StoredLocked();
 
   SavedSessionsConfig config_;
   std::mutex mutex_;

@@ -771,14 +771,16 @@ int SessionManager::ExpireIdle() {
     ttl = std::min(
         ttl, std::chrono::system_clock::duration(std::chrono::milliseconds(drain_idle_ms_.load())));
   }
-  if (saved_ && !draining_) {
-    // Hibernation instead of closing; a session that cannot be saved (its state above the cap)
-    // stays open until the idle time-out closes it as before.
+  if (saved_) {
+    // Hibernation instead of closing, in a drain too (after its idle time: the next server on
+    // this state dir resumes them); one that cannot be saved is closed at the idle time-out.
+    std::chrono::system_clock::duration hibernate_after = config_.hibernate_after;
+    if (draining_) hibernate_after = std::min(hibernate_after, ttl);
     std::vector<std::string> idle;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (auto& [id, session] : sessions_) {
-        if (!session->busy && now - session->LastUsed() > config_.hibernate_after &&
+        if (!session->busy && now - session->LastUsed() > hibernate_after &&
             session->unsaveable_at_ms != session->last_used_ms) {
           idle.push_back(id);
         }
@@ -950,7 +952,6 @@ Status SessionManager::SaveSession(Session& session, const std::string& as_id,
     if (StateLostInSave(archive.error())) session.state_lost_in_save = true;
     return Fail(std::move(archive.error()));
   }
-  std::vector<NotRestored> not_saved = archive->save.not_restored;
   SavedSessionMeta meta{
       .id = as_id,
       .name = session.name,
@@ -963,10 +964,13 @@ Status SessionManager::SaveSession(Session& session, const std::string& as_id,
       .size = 0,
       .sha256 = "",
       .mechanism = archive->save.mechanism,
-      .not_saved = std::move(not_saved),
+      .not_saved = std::move(archive->save.not_restored),
       .owner = session.owner,
   };
-  return saved_->Save(std::move(meta), archive->bytes);
+  // As itself it may evict its owner's oldest saves; as a fork nothing (saved_budget.h).
+  return saved_->Save(std::move(meta), archive->bytes,
+                      as_id == session.id ? SaveKind::kSelf : SaveKind::kCopy,
+                      QuotaOf(session.owner).saved);
 }
 
 Status SessionManager::Hibernate(const std::string& id) {
@@ -1044,7 +1048,7 @@ Result<SessionInfo> SessionManager::Fork(const std::string& id) {
     SBX_TRY(SaveSession(*session, fork_id, Now()));
   } else if (SavedAndVisible(id)) {
     SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
-    SBX_TRY(saved_->Copy(id, fork_id, meta.name));
+    SBX_TRY(saved_->Copy(id, fork_id, meta.name, QuotaOf(meta.owner).saved));
   } else {
     SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> none, Lookup(id));  // its error
     (void)none;

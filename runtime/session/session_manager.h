@@ -162,12 +162,15 @@ class SessionManager {
   Result<std::vector<FileInfo>> ListFiles(const std::string& id, const std::string& path,
                                           bool recursive);
 
-  // Closes sessions idle longer than the TTL (while draining, the drain's); returns how many.
-  // Called periodically.
+  // Hibernates sessions idle longer than hibernate_after, and closes those idle longer than the
+  // TTL (while draining, both after the drain's); returns how many were closed. Called
+  // periodically.
   int ExpireIdle();
 
   // Drain (a replica about to stop): from now on Create fails with kServerDraining, and
-  // sessions idle longer than `idle_ttl` are closed (checked every second). Open sessions go on.
+  // sessions idle longer than `idle_ttl` are hibernated (closed when hibernation is off or the
+  // save fails; checked every second), so the next server on the state dir resumes them. Open
+  // sessions go on.
   void StartDrain(std::chrono::milliseconds idle_ttl);
   bool draining() const { return draining_; }
   // Sessions open now (not counting the warm pool's sandboxes).
@@ -184,6 +187,8 @@ class SessionManager {
   Result<SessionInfo> Fork(const std::string& id);
   // The saved sessions (null when hibernation is off).
   SavedSessions* saved() { return saved_.get(); }
+  // `owner`'s quota: the settings', with its token's quota claim applied (quota_claim.h).
+  SubjectQuota QuotaOf(const std::string& owner) const;
 
   // The warm pool's figures; nullopt without a pool.
   std::optional<PoolStats> PoolStatus();
@@ -201,8 +206,6 @@ class SessionManager {
   Result<std::shared_ptr<Session>> StartSession(const SessionOptions& options,
                                                 const std::string& fixed_id,
                                                 const std::string& owner);
-  // `owner`'s quota: the settings', with its token's quota claim applied (quota_claim.h).
-  SubjectQuota QuotaOf(const std::string& owner) const;
   // Whether `id` is hibernated and the calling subject may see it: another subject's saved
   // session reads as none, as a live one does.
   bool SavedAndVisible(const std::string& id);

@@ -15,6 +15,7 @@
 
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/saved_budget.h"
 
 namespace sandbox {
 
@@ -43,6 +44,7 @@ struct SubjectQuota {
   int max_sessions = 0;           // live sessions at once
   uint64_t max_memory_bytes = 0;  // per session
   double max_cpus = 0;            // per session
+  SavedBudget saved = {};         // hibernated and forked sessions kept on disk
 };
 
 // Fits a new session's requested memory and CPU to `quota`: an explicit request above it is

@@ -45,7 +45,9 @@ TEST_CASE("configured options: every setting reaches the part it configures", "[
                             {"SANDBOX_HTTP_HEADER_TIMEOUT_S", "2.5"},
                             {"SANDBOX_HTTP_MAX_TRANSPORT_SESSIONS", "7"},
                             {"SANDBOX_OAUTH_ISSUER", "https://id.example.com"},
-                            {"SANDBOX_SUBJECT_MAX_SESSIONS", "3"}});
+                            {"SANDBOX_SUBJECT_MAX_SESSIONS", "3"},
+                            {"SANDBOX_SUBJECT_MAX_SAVED", "4"},
+                            {"SANDBOX_SUBJECT_SAVED_BYTES", "2g"}});
   const SessionConfig& session = options.session;
   CHECK(session.state_dir == "/srv/sandbox");
   CHECK(session.default_image == "python-small");
@@ -57,6 +59,8 @@ TEST_CASE("configured options: every setting reaches the part it configures", "[
   CHECK(session.max_upload_bytes == 3ull << 20);
   CHECK(session.replica_id == "r7");
   CHECK(session.subject_quota.max_sessions == 3);
+  CHECK(session.subject_quota.saved.max_saved == 4);
+  CHECK(session.subject_quota.saved.max_bytes == 2ull << 30);
   CHECK_FALSE(session.agent_dir.empty());
 
   CHECK(options.backend.kind == BackendKind::kDocker);

@@ -285,8 +285,8 @@ const std::vector<ConfigVariable> kVariables = {
        return {};
      }},
     {"SANDBOX_SAVED_MAX_BYTES", "--saved-max-bytes", "10g",
-     "Disk all hibernated sessions may take together; the oldest saved are evicted (and "
-     "logged) first",
+     "Disk all hibernated sessions may take together; a hibernation evicts (and logs) its own "
+     "subject's oldest saves first, never another's, and a fork evicts none (refused instead)",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(saved_max_bytes, Size(value, 1ull << 20, 1ull << 50));
        return {};
@@ -421,8 +421,9 @@ const std::vector<ConfigVariable> kVariables = {
        return {};
      }},
     {"SANDBOX_OAUTH_QUOTA_CLAIM", "--oauth-quota-claim", "",
-     "Access-token claim whose object {max_sessions, memory, cpus} sets that subject's quota "
-     "in place of SANDBOX_SUBJECT_*, capped by the server's own limits; \"\" = none",
+     "Access-token claim whose object {max_sessions, memory, cpus, max_saved, saved_bytes} sets "
+     "that subject's quota in place of SANDBOX_SUBJECT_*, capped by the server's own limits; "
+     "\"\" = none",
      [](ServeConfig& config, const std::string& value) -> Status {
        if (HasControlOrSpace(value) || value.size() > 200) {
          return Invalid("a claim name has no spaces and at most 200 characters");
@@ -452,6 +453,25 @@ const std::vector<ConfigVariable> kVariables = {
      "Largest CPU limit a named caller's session may have; 0 = SANDBOX_CPU_LIMIT",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(subject_max_cpus, Number(value, 0, 1024));
+       return {};
+     }},
+    {"SANDBOX_SUBJECT_MAX_SAVED", "--subject-max-saved", "0",
+     "Saved sessions (hibernated or forked) one named caller may keep; a fork beyond it is "
+     "refused, a hibernation evicts that caller's own oldest save; 0 = no count of its own",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_ASSIGN_FIELD(subject_max_saved, Integer(value, 0, 10000));
+       return {};
+     }},
+    {"SANDBOX_SUBJECT_SAVED_BYTES", "--subject-saved-bytes", "",
+     "Disk one named caller's saved sessions may take together, within SANDBOX_SAVED_MAX_BYTES "
+     "(a fork beyond it is refused, a hibernation evicts that caller's own oldest save); \"\" = "
+     "only SANDBOX_SAVED_MAX_BYTES",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (value.empty()) {
+         config.subject_saved_bytes = 0;
+         return {};
+       }
+       SBX_ASSIGN_FIELD(subject_saved_bytes, Size(value, 1ull << 20, 1ull << 50));
        return {};
      }},
     {"SANDBOX_ALLOWED_ORIGINS", "--allowed-origins", "",
@@ -566,14 +586,14 @@ const std::vector<ConfigVariable> kVariables = {
     {"SANDBOX_DRAIN_TIMEOUT_S", "--drain-timeout-s", "0",
      "Drain on the first SIGTERM/SIGINT for at most this many seconds: /readyz says 404, no new "
      "sessions (server_draining), open ones go on until idle; a second signal stops at once. "
-     "0: stop at once (sessions closed)",
+     "0: stop at once (sessions hibernated, or closed with hibernation off)",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(drain_timeout_s, Number(value, 0, 7 * 86400));
        return {};
      }},
     {"SANDBOX_DRAIN_IDLE_S", "--drain-idle-s", "60",
-     "While draining, seconds of idleness after which a session is closed (instead of "
-     "SANDBOX_SESSION_TTL_M)",
+     "While draining, seconds of idleness after which a session is hibernated (closed when "
+     "hibernation is off) instead of after SANDBOX_SESSION_TTL_M",
      [](ServeConfig& config, const std::string& value) -> Status {
        SBX_ASSIGN_FIELD(drain_idle_s, Number(value, 0, 7 * 86400));
        return {};

@@ -52,6 +52,8 @@ struct ServeConfig {
   int subject_max_sessions = 0;
   uint64_t subject_max_memory_bytes = 0;
   double subject_max_cpus = 0;
+  int subject_max_saved = 0;                 // SANDBOX_SUBJECT_MAX_SAVED
+  uint64_t subject_saved_bytes = 0;          // SANDBOX_SUBJECT_SAVED_BYTES (0 = the server's cap)
   std::vector<std::string> allowed_origins;  // empty = loopback origins on the bound port
   std::string log_level;
   std::string log_file;  // "" = stderr

@@ -41,9 +41,11 @@ Result<ConfiguredOptions> ConfiguredOptionsFor(const ServeConfig& config) {
   session.preload = config.pool_size > 0 ? config.pool_preload : std::string();
   session.replica_id = config.replica_id;
   session.measure_calls = config.usage;
-  session.subject_quota = {.max_sessions = config.subject_max_sessions,
-                           .max_memory_bytes = config.subject_max_memory_bytes,
-                           .max_cpus = config.subject_max_cpus};
+  session.subject_quota = {
+      .max_sessions = config.subject_max_sessions,
+      .max_memory_bytes = config.subject_max_memory_bytes,
+      .max_cpus = config.subject_max_cpus,
+      .saved = {.max_saved = config.subject_max_saved, .max_bytes = config.subject_saved_bytes}};
   SBX_ASSIGN_OR_RETURN(session.egress, EgressConfigFor(config));
 
   BackendOptions& backend = options.backend;
