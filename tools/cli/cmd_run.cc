@@ -231,6 +231,9 @@ int RunCommand(const Argv& argv) {
   NarrowToOneRun(*configured);
   const SessionConfig& config = configured->session;
 
+  // A reader of the output that goes away (`| head`) must not end the runner before it tears
+  // its sandboxes down: writes fail with EPIPE instead.
+  ::signal(SIGPIPE, SIG_IGN);
   LogOptions log_options;
   log_options.level = "warn";
   if (batch) {

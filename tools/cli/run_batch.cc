@@ -1,6 +1,8 @@
 #include "tools/cli/run_batch.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/base/units.h"
 #include "tools/cli/run_batch_lines.h"
 #include "tools/cli/run_result.h"
 
@@ -71,7 +74,8 @@ class LineSource {
 class OrderedWriter {
  public:
   explicit OrderedWriter(std::FILE* out) : out_(out) {}
-  void Put(size_t index, std::string text) {
+  // False once the output cannot be written (its reader is gone: EPIPE, SIGPIPE ignored).
+  bool Put(size_t index, std::string text) {
     std::lock_guard<std::mutex> lock(mutex_);
     waiting_.emplace(index, std::move(text));
     for (auto it = waiting_.begin(); it != waiting_.end() && it->first == next_;
@@ -79,7 +83,7 @@ class OrderedWriter {
       std::fwrite(it->second.data(), 1, it->second.size(), out_);
       std::fputc('\n', out_);
     }
-    std::fflush(out_);
+    return std::fflush(out_) == 0 && std::ferror(out_) == 0;
   }
 
  private:
@@ -156,7 +160,17 @@ SnippetOutcome RunSnippet(SessionManager& manager, const BatchSnippet& snippet,
   if (snippet.stdin_text && snippet.kind == RunRequest::Kind::kShell) {
     request.code = kShellStdinPrefix + request.code;
   }
-  // Refused before a sandbox is started for it (the same bounds and words Run uses).
+  // Refused before a sandbox is started for it: the batch's flags are the maxima.
+  const SessionConfig& config = manager.config();
+  if (snippet.timeout_s && *snippet.timeout_s > config.exec_timeout_s) {
+    return not_run(fmt::format("timeout_s {} is above the batch's --timeout of {} s",
+                               *snippet.timeout_s, config.exec_timeout_s));
+  }
+  if (snippet.memory_bytes && *snippet.memory_bytes > config.limits.memory_bytes) {
+    return not_run(fmt::format("memory {} is above the batch's --memory of {}",
+                               FormatBytes(*snippet.memory_bytes),
+                               FormatBytes(config.limits.memory_bytes)));
+  }
   if (auto ok = manager.CheckRunRequest(request); !ok) return not_run(ok.error().message);
 
   SessionOptions options;
@@ -235,8 +249,12 @@ BatchSummary BatchRun::Run(std::istream& in, std::FILE* out) {
         std::lock_guard<std::mutex> lock(running_mutex_);
         running_.erase(&cancel);
       }
-      writer.Put(index, std::move(outcome.line));
       progress.Add(outcome);
+      if (!writer.Put(index, std::move(outcome.line))) {
+        std::fprintf(stderr, "mcp-sandbox run --batch: the output cannot be written: %s\n",
+                     std::strerror(errno));
+        Stop();
+      }
     }
   };
   std::vector<std::thread> workers;
