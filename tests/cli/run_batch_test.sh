@@ -88,9 +88,13 @@ open(batch_path, "w").write("\n".join(lines) + "\n")
 json.dump(expect, open(expect_path, "w"))
 PY
 
+runners=()  # the pids of the runs: the Docker backend names its containers' owner by them
 run_batch() {  # run_batch OUT: the batch through `run --batch`, results to OUT, stderr to OUT.err
   "$bin" run --batch "$work/batch.jsonl" --parallel 2 --timeout 20 --memory 256m \
-    >"$1" 2>"$1.err"
+    >"$1" 2>"$1.err" &
+  pid=$!
+  runners+=("$pid")
+  wait "$pid"
 }
 started=$SECONDS
 run_batch "$work/first.jsonl"
@@ -159,4 +163,9 @@ print("mcp-sandbox-%012x" % (h & 0xffffffffffff))' "$SANDBOX_STATE_DIR")
 check "no cgroup of this state dir left" "" \
   "$(find /sys/fs/cgroup -maxdepth 3 -name "$owner" 2>/dev/null)"
 check "no mount of this test left" "" "$(grep -F "$work" /proc/self/mountinfo)"
+if [ "$backend" = docker ]; then
+  left=$(docker ps -a --filter label=mcp-sandbox.owner --format '{{.Label "mcp-sandbox.owner"}}' |
+    grep -E "/($(IFS='|'; echo "${runners[*]}"))/" || true)
+  check "no container of these runs left" "" "$left"
+fi
 exit $fail
