@@ -74,6 +74,8 @@ lines.append("this is not JSON")
 expect[str(len(lines))] = {"ran": False, "error_has": "not a JSON object"}  # its id: its line
 lines.append(json.dumps({"id": "typo", "code": "print(1)", "timeout": 5}))
 expect["typo"] = {"ran": False, "error_has": "unknown field 'timeout'"}
+lines.append(json.dumps({"id": "escape", "code": "print(1)", "files": {"../../etc/x": "y"}}))
+expect["escape"] = {"ran": False, "error_has": "'..'"}
 lines.append("")  # a blank line is skipped, not an error
 lines.append(json.dumps({"id": "too-long", "code": "print(1)", "timeout_s": 100000}))
 expect["too-long"] = {"ran": False, "error_has": "timeout"}
@@ -106,7 +108,7 @@ check "exit status 1: some lines could not run (the bad ones)" 1 $?
 echo "     (first batch of $count: $((SECONDS - started)) s)"
 tail -1 "$work/first.jsonl.err" | sed 's/^/     /'
 check "the summary line counts every snippet" 1 \
-  "$(grep -c "ran $((count - 3)) of $count snippets (3 not run)" "$work/first.jsonl.err")"
+  "$(grep -c "ran $((count - 4)) of $count snippets (4 not run)" "$work/first.jsonl.err")"
 
 python3 - "$work/expect.json" "$work/first.jsonl" <<'PY' || fail=1
 import json, sys
@@ -154,6 +156,25 @@ print(load(sys.argv[1]) == load(sys.argv[2]))
 PY
 )
 check "the same batch twice gives the same results" True "$same"
+
+# Interrupted (SIGINT, as a CI job's cancel sends it) while snippets run: the runs in flight are
+# cancelled and torn down, what was not started is not, and the runner exits 130.
+for i in 1 2 3 4 5 6; do
+  echo '{"id": "sleeper-'$i'", "code": "import subprocess\nsubprocess.Popen([\"sleep\", \"'$mark'\"], start_new_session=True)\nimport time\ntime.sleep(30)"}'
+done >"$work/sleepers.jsonl"
+"$bin" run --batch "$work/sleepers.jsonl" --parallel 2 >"$work/sleepers.out" 2>"$work/sleepers.err" &
+pid=$!
+runners+=("$pid")
+for _ in $(seq 100); do  # until both first sleepers run
+  [ "$(pgrep -fc "sleep $mark")" -ge 2 ] && break
+  sleep 0.1
+done
+kill -INT "$pid"
+wait "$pid"
+check "an interrupted batch exits 130" 130 $?
+check "its summary says so" 1 "$(grep -c "not run, interrupted" "$work/sleepers.err")"
+check "the snippets cut short are reported not run" 2 "$(grep -c '"error":"cancelled' "$work/sleepers.out")"
+check "and those never started not at all" 2 "$(wc -l <"$work/sleepers.out")"
 
 # Nothing left behind: no process with the mark, no session record, no cgroup of this state dir.
 check "no process left behind" "" "$(pgrep -f "sleep $mark" || true)"
