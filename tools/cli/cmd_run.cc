@@ -74,6 +74,8 @@ batch mode (README "Batch runs"):
                      could not run (a bad line, a sandbox that did not start), 130 when
                      interrupted. Progress and a summary line on stderr.
   --parallel N       snippets at once (default: the number of CPUs)
+  --warm N           sandboxes started ahead for the next snippets, each used once
+                     (default: --parallel; 0: each snippet starts its own)
 
 examples:
   echo 'import sys; print(sys.version)' | mcp-sandbox run --timeout 10 -
@@ -117,19 +119,21 @@ class SignalThread {
   std::thread thread_;
 };
 
-Result<int> ParseParallel(const std::optional<std::string>& text) {
+// --parallel and --warm: a count from `min` to 256; unset, the number of CPUs.
+Result<int> ParseCount(const char* flag, const std::optional<std::string>& text, int min) {
   if (!text) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   char* end = nullptr;
   long value = std::strtol(text->c_str(), &end, 10);
-  if (text->empty() || *end != '\0' || value < 1 || value > 256) {
-    return Fail(ErrorCode::kInvalidArgument, "--parallel: '{}' is not a number from 1 to 256",
-                *text);
+  if (text->empty() || *end != '\0' || value < min || value > 256) {
+    return Fail(ErrorCode::kInvalidArgument, "{}: '{}' is not a number from {} to 256", flag, *text,
+                min);
   }
   return static_cast<int>(value);
 }
 
 // The snippets of a JSONL file, `parallel` at once in fresh sandboxes.
-int RunBatchCommand(ConfiguredOptions& configured, const std::string& source, int parallel) {
+int RunBatchCommand(ConfiguredOptions& configured, const std::string& source, int parallel,
+                    int warm) {
   std::ifstream file;
   if (source != "-") {
     file.open(source);
@@ -140,11 +144,12 @@ int RunBatchCommand(ConfiguredOptions& configured, const std::string& source, in
     }
   }
   std::istream& in = source == "-" ? std::cin : file;
-  // Up to `parallel` sessions, and as many sandboxes warm in the pool for the next ones; the
-  // backend's budget counts those being torn down behind them too.
-  configured.session.max_sessions = parallel;
-  configured.session.pool_size = parallel;
-  configured.backend.max_sessions = 3 * parallel;
+  // `parallel` sessions running and `warm` started ahead (the batch's own warm pool, not the
+  // server's, which refills only in quiet moments); the backend's budget counts those being
+  // torn down behind them too.
+  configured.session.max_sessions = parallel + warm;
+  configured.session.pool_size = 0;
+  configured.backend.max_sessions = 3 * parallel + warm;
   const SessionConfig& config = configured.session;
 
   std::atomic<BatchRun*> batch{nullptr};
@@ -163,6 +168,7 @@ int RunBatchCommand(ConfiguredOptions& configured, const std::string& source, in
   SessionManager manager(config, backend->backend, MakeImageResolver(store));
   BatchOptions options;
   options.parallel = parallel;
+  options.warm = warm;
   options.progress_tty = ::isatty(STDERR_FILENO) == 1;
   BatchRun run(manager, options);
   batch = &run;
@@ -179,7 +185,7 @@ int RunBatchCommand(ConfiguredOptions& configured, const std::string& source, in
 int RunCommand(const Argv& argv) {
   Args args("run",
             {"--image", "--timeout", "--memory", "--cpus", "--pids", "--backend", "--state-dir",
-             "--egress-allow", "--batch", "--parallel"},
+             "--egress-allow", "--batch", "--parallel", "--warm"},
             {"--json", "--shell"});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
@@ -194,10 +200,14 @@ int RunCommand(const Argv& argv) {
     }
   } else {
     if (args.positional().size() != 1) return args.UsageError("expects one FILE or - (see --help)");
-    if (args.Has("--parallel")) return args.UsageError("--parallel needs --batch");
+    if (args.Has("--parallel") || args.Has("--warm")) {
+      return args.UsageError("--parallel and --warm need --batch");
+    }
   }
-  auto parallel = ParseParallel(args.Get("--parallel"));
+  auto parallel = ParseCount("--parallel", args.Get("--parallel"), 1);
   if (!parallel) return args.UsageError(parallel.error().message);
+  auto warm = ParseCount("--warm", args.Get("--warm"), 0);
+  if (!warm) return args.UsageError(warm.error().message);
 
   // Everything goes through serve's own parser and mapping (tools/cli/configured_options.h):
   // the same sizes, bounds and messages, SANDBOX_* read the same way, and /mnt/data and /tmp
@@ -238,7 +248,8 @@ int RunCommand(const Argv& argv) {
   log_options.level = "warn";
   if (batch) {
     (void)InitLogging(log_options);
-    return RunBatchCommand(*configured, *args.Get("--batch"), *parallel);
+    return RunBatchCommand(*configured, *args.Get("--batch"), *parallel,
+                           args.Has("--warm") ? *warm : *parallel);
   }
 
   auto code = ReadSnippet(args.positional()[0]);

@@ -14,6 +14,7 @@
 #include "runtime/base/units.h"
 #include "tools/cli/run_batch_lines.h"
 #include "tools/cli/run_result.h"
+#include "tools/cli/run_warm_sessions.h"
 
 namespace sandbox::cli {
 namespace {
@@ -145,8 +146,9 @@ class Progress {
   Clock::time_point last_print_ = Clock::now();
 };
 
-// One snippet, start to teardown, in a session of its own.
-SnippetOutcome RunSnippet(SessionManager& manager, const BatchSnippet& snippet,
+// One snippet, start to teardown, in a session of its own: a warm one when its limits are the
+// batch's.
+SnippetOutcome RunSnippet(SessionManager& manager, WarmSessions& warm, const BatchSnippet& snippet,
                           CancelToken* cancel) {
   const auto start = Clock::now();
   auto not_run = [&](const std::string& message) {
@@ -173,10 +175,15 @@ SnippetOutcome RunSnippet(SessionManager& manager, const BatchSnippet& snippet,
   }
   if (auto ok = manager.CheckRunRequest(request); !ok) return not_run(ok.error().message);
 
-  SessionOptions options;
-  options.memory_bytes = snippet.memory_bytes;
-  auto session = manager.Create(options);
-  if (!session) return not_run("the sandbox did not start: " + session.error().message);
+  std::optional<std::string> session_id;
+  if (!snippet.memory_bytes) session_id = warm.Take();
+  if (!session_id) {
+    SessionOptions options;
+    options.memory_bytes = snippet.memory_bytes;
+    auto session = manager.Create(options);
+    if (!session) return not_run("the sandbox did not start: " + session.error().message);
+    session_id = session->id;
+  }
   // Closed whatever happens below; torn down by the manager's reaper while the next snippet
   // starts (the manager's shutdown waits for the last ones).
   struct CloseAtEnd {
@@ -185,16 +192,16 @@ SnippetOutcome RunSnippet(SessionManager& manager, const BatchSnippet& snippet,
     ~CloseAtEnd() {
       (void)manager.Close(id, /*force=*/true, SessionManager::Teardown::kBackground);
     }
-  } close_at_end{manager, session->id};
+  } close_at_end{manager, *session_id};
 
   for (const auto& [path, content] : snippet.files) {
-    if (auto written = manager.WriteFile(session->id, path, content, /*overwrite=*/true);
+    if (auto written = manager.WriteFile(*session_id, path, content, /*overwrite=*/true);
         !written) {
       return not_run(fmt::format("files: {}: {}", path, written.error().message));
     }
   }
   if (snippet.stdin_text) {
-    if (auto written = manager.WriteFile(session->id, kStdinPath, *snippet.stdin_text, true);
+    if (auto written = manager.WriteFile(*session_id, kStdinPath, *snippet.stdin_text, true);
         !written) {
       return not_run("stdin: " + written.error().message);
     }
@@ -202,14 +209,14 @@ SnippetOutcome RunSnippet(SessionManager& manager, const BatchSnippet& snippet,
       RunRequest setup;
       setup.code = kPythonStdinCell;
       setup.timeout_s = request.timeout_s;
-      auto set = manager.Run(session->id, setup, {}, cancel);
+      auto set = manager.Run(*session_id, setup, {}, cancel);
       if (!set || set->exit_code != 0) {
         return not_run("stdin: could not open it in the sandbox: " +
                        (set ? set->stderr_text : set.error().message));
       }
     }
   }
-  auto result = manager.Run(session->id, std::move(request), {}, cancel);
+  auto result = manager.Run(*session_id, std::move(request), {}, cancel);
   if (!result) return not_run(result.error().message);
   if (result->cancelled) return not_run("cancelled: the batch was interrupted");
   SnippetOutcome outcome;
@@ -228,11 +235,16 @@ BatchSummary BatchRun::Run(std::istream& in, std::FILE* out) {
   LineSource source(in);
   OrderedWriter writer(out);
   Progress progress(options_.progress_tty);
+  WarmSessions warm(manager_, options_.warm);
   auto work = [&] {
     std::string text;
     size_t line = 0;
     size_t index = 0;
-    while (!stopped_ && source.Next(text, line, index)) {
+    while (true) {
+      if (stopped_ || !source.Next(text, line, index)) {
+        warm.Stop();  // nothing more to start sandboxes for
+        break;
+      }
       SnippetOutcome outcome;
       auto snippet = ParseBatchLine(text, line);
       if (!snippet) {
@@ -245,7 +257,7 @@ BatchSummary BatchRun::Run(std::istream& in, std::FILE* out) {
           if (stopped_) cancel.Cancel();
           running_.insert(&cancel);
         }
-        outcome = RunSnippet(manager_, *snippet, &cancel);
+        outcome = RunSnippet(manager_, warm, *snippet, &cancel);
         std::lock_guard<std::mutex> lock(running_mutex_);
         running_.erase(&cancel);
       }

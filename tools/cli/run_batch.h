@@ -20,6 +20,7 @@ namespace sandbox::cli {
 
 struct BatchOptions {
   int parallel = 1;
+  int warm = 0;               // sandboxes started ahead for the next snippets (run_warm_sessions.h)
   bool progress_tty = false;  // stderr is a terminal: one line redrawn instead of a log
 };
 
