@@ -6,8 +6,8 @@
 # `run --batch` of $SANDBOX_BENCH_BATCH (default 1000) print(1) snippets and of
 # $SANDBOX_BENCH_PANDAS (default 200) `import pandas` snippets, against `docker run --rm` in a
 # shell loop (xargs -P 2) of $SANDBOX_BENCH_DOCKER_LOOP (default 40) of each.
-# Needs root, the default image in the store, and a Docker daemon (started here when none
-# answers, and stopped again).
+# Needs root, the default image in the store ($SANDBOX_BENCH_IMAGE=python-small: the small one,
+# print(1) only), and a Docker daemon (started here when none answers, and stopped again).
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 
@@ -19,13 +19,21 @@ command -v hyperfine >/dev/null || ensure_packages hyperfine
 command -v dockerd >/dev/null || ensure_packages docker.io
 cmake --build "$BUILD_DIR" --target mcp-sandbox sandbox-init >&2
 bin=$BUILD_DIR/mcp-sandbox
-"$bin" image ls 2>/dev/null | grep -q '^python ' ||
-  { echo "n/a: no image 'python' in the store (mcp-sandbox image build)"; exit 0; }
+# The store's image ($SANDBOX_BENCH_IMAGE: python, the default, or python-small) and the same
+# image in the daemon, loaded from the archive `image build` wrote.
+store_image=${SANDBOX_BENCH_IMAGE:-python}
+case $store_image in
+  python) archive_glob=python-default-*.tar ;;
+  python-small) archive_glob=python-small-small-*.tar ;;
+  *) echo "n/a: SANDBOX_BENCH_IMAGE must be python or python-small"; exit 0 ;;
+esac
+"$bin" image ls 2>/dev/null | grep -q "^$store_image " ||
+  { echo "n/a: no image '$store_image' in the store (mcp-sandbox image build)"; exit 0; }
 bench_dockerd_up
 state=$("$bin" image ls --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state_dir"])')
-image=mcp-sandbox/python:latest
+image=mcp-sandbox/$store_image:latest
 if ! docker image inspect "$image" >/dev/null 2>&1; then
-  archive=$(ls -t "$state"/archives/python-default-*.tar 2>/dev/null | head -n 1 || true)
+  archive=$(ls -t "$state"/archives/$archive_glob 2>/dev/null | head -n 1 || true)
   [ -n "$archive" ] || { echo "n/a: no docker archive of the image in $state/archives"; exit 0; }
   docker load -i "$archive" >&2
 fi
@@ -37,8 +45,8 @@ echo 'print(1)' >"$work/print1.py"
 docker_run="docker run --rm --network none --memory 512m --cpus 1 $image"
 runs=${SANDBOX_BENCH_RUNS:-30}
 hyperfine -N --style basic --warmup 3 --runs "$runs" --export-json "$work/oneshot.json" \
-  -n "mcp-sandbox run (namespace)" "$bin run --backend namespace --image python $work/print1.py" \
-  -n "mcp-sandbox run (docker)" "$bin run --backend docker --image python $work/print1.py" \
+  -n "mcp-sandbox run (namespace)" "$bin run --backend namespace --image $store_image $work/print1.py" \
+  -n "mcp-sandbox run (docker)" "$bin run --backend docker --image $store_image $work/print1.py" \
   -n "docker run --rm" "$docker_run python3 -c print(1)" >&2
 echo "| print(1), whole process | median | mean ± σ | min | runs | docker run ÷ this (median) |"
 echo "|---|---|---|---|---|---|"
@@ -73,7 +81,7 @@ per_second() {  # per_second COUNT START_NS END_NS
 batch_rate() {  # batch_rate FILE COUNT BACKEND: snippets per second of `run --batch`
   local t0 t1
   t0=$(date +%s%N)
-  "$bin" run --backend "$3" --image python --batch "$1" --parallel 2 >"$work/out.jsonl" 2>"$work/err"
+  "$bin" run --backend "$3" --image "$store_image" --batch "$1" --parallel 2 >"$work/out.jsonl" 2>"$work/err"
   t1=$(date +%s%N)
   [ "$(grep -c '"exit_code":0' "$work/out.jsonl")" -eq "$2" ] ||
     { log "batch of $1: not every snippet exited 0"; tail -3 "$work/err" >&2; }
@@ -89,7 +97,9 @@ docker_rate() {  # docker_rate COUNT CODE: `docker run --rm` COUNT times, 2 at o
 echo
 echo "| throughput, 2 at once | run --batch (namespace) | run --batch (docker) | docker run --rm in a loop (xargs -P 2) | namespace ÷ docker run |"
 echo "|---|---|---|---|---|"
-for kind in print1 pandas; do
+kinds=print1
+[ "$store_image" = python-small ] || kinds="print1 pandas"  # the small image has no pandas
+for kind in $kinds; do
   if [ $kind = print1 ]; then count=$batch; code='print(1)'; else count=$pandas; code='import pandas'; fi
   ns=$(batch_rate "$work/$kind.jsonl" "$count" namespace)
   dk=$(batch_rate "$work/$kind.jsonl" "$count" docker)
