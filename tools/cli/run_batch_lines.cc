@@ -117,16 +117,19 @@ nlohmann::json BatchLineId(std::string_view text, size_t line) {
   return line;
 }
 
-std::string BatchResultLine(const nlohmann::json& id, size_t line, nlohmann::json run_fields,
+std::string BatchResultLine(const nlohmann::json& id, size_t line, const nlohmann::json& run_fields,
                             double wall_s) {
   // In a fixed order, id first, so a person reading the file finds each field in its place.
   nlohmann::ordered_json out = {{"id", id}, {"line", line}, {"ran", true}};
+  auto copy = [&](const char* key) {
+    if (auto it = run_fields.find(key); it != run_fields.end()) out[key] = *it;
+  };
   for (const char* key : {"exit_code", "timed_out", "oom", "stdout", "stderr", "stdout_truncated",
                           "stderr_truncated", "duration_s"}) {
-    out[key] = std::move(run_fields[key]);
+    copy(key);
   }
   out["wall_s"] = wall_s;
-  out["artifacts"] = std::move(run_fields["artifacts"]);
+  copy("artifacts");
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -48,7 +48,7 @@ nlohmann::json BatchLineId(std::string_view text, size_t line);
 
 // One output line (no newline) for a snippet that ran: {"id", "line", "ran": true, ...the
 // fields of RunResultJson..., "wall_s"}; wall_s counts the sandbox's start and files too.
-std::string BatchResultLine(const nlohmann::json& id, size_t line, nlohmann::json run_fields,
+std::string BatchResultLine(const nlohmann::json& id, size_t line, const nlohmann::json& run_fields,
                             double wall_s);
 
 // One output line for a snippet that did not run (a bad line, a sandbox that would not start):
