@@ -239,6 +239,9 @@ int RunCommand(const Argv& argv) {
   auto configured = ConfiguredOptionsFor(*serve_config);
   if (!configured) return args.UsageError(configured.error().message);
   NarrowToOneRun(*configured);
+  // What a call used (CPU seconds, memory peak) is measured for status and metrics, which `run`
+  // never reports: not measured.
+  configured->session.measure_calls = false;
   const SessionConfig& config = configured->session;
 
   // A reader of the output that goes away (`| head`) must not end the runner before it tears
@@ -313,7 +316,8 @@ int RunCommand(const Argv& argv) {
   auto result = manager->Run(session->id, request, stream_output, &cancel);
 
   signal_thread.Stop();
-  auto info = manager->Get(session->id);
+  // The limits and egress in force, for --json only.
+  auto info = json ? manager->Get(session->id) : Fail(ErrorCode::kNotFound, "not asked for");
   (void)manager->Close(session->id, /*force=*/true);
 
   if (!result) {
