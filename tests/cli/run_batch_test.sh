@@ -157,6 +157,41 @@ PY
 )
 check "the same batch twice gives the same results" True "$same"
 
+# An ordinary user (the CI recipe's), here nobody with a state dir of its own borrowing the same
+# images: the same results, but for the memory limit where no memory cgroup is delegated to the
+# user (rlimits only: Python's MemoryError, exit 1, where a cgroup kills with 137; README
+# "Limits").
+if [ "$backend" = namespace ] && command -v setpriv >/dev/null; then  # the socket is root's
+  chmod 711 "$work"
+  mkdir -p "$work/user/state"
+  for part in images archives; do ln -s "$SANDBOX_STATE_DIR/$part" "$work/user/state/$part"; done
+  cp "$work/batch.jsonl" "$work/user/batch.jsonl"
+  chown -R 65534:65534 "$work/user"
+  setpriv --reuid=65534 --regid=65534 --clear-groups \
+    env HOME="$work/user" SANDBOX_STATE_DIR="$work/user/state" \
+    "$bin" run --batch "$work/user/batch.jsonl" --parallel 2 --timeout 20 --memory 256m \
+    >"$work/user.jsonl" 2>"$work/user.err"
+  check "as an ordinary user too, exit status 1 (the bad lines)" 1 $?
+  same=$(python3 - "$work/first.jsonl" "$work/user.jsonl" <<'PY'
+import json, sys
+def load(path):
+    out = {}
+    for line in open(path):
+        r = json.loads(line)
+        for key in ("duration_s", "wall_s"):
+            r.pop(key, None)
+        if r["id"] == "oom":  # killed by the cgroup, or MemoryError under rlimits only
+            r = {"id": "oom", "ran": r["ran"], "failed": r["exit_code"] in (1, 137)}
+        out[str(r["id"])] = r
+    return out
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print(sorted(k for k in a if a[k] != b.get(k)) or "same")
+PY
+)
+  check "and the same results" same "$same"
+  check "no session record of the user left" "" "$(ls "$work/user/state/sessions" 2>/dev/null)"
+fi
+
 # Interrupted (SIGINT, as a CI job's cancel sends it) while snippets run: the runs in flight are
 # cancelled and torn down, what was not started is not, and the runner exits 130.
 for i in 1 2 3 4 5 6; do
