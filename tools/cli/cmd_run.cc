@@ -132,8 +132,8 @@ Result<int> ParseCount(const char* flag, const std::optional<std::string>& text,
 }
 
 // The snippets of a JSONL file, `parallel` at once in fresh sandboxes.
-int RunBatchCommand(ConfiguredOptions& configured, const std::string& source, int parallel,
-                    int warm) {
+int RunBatchCommand(ConfiguredOptions& configured, const ServeConfig& serve_config,
+                    const std::string& source, int parallel, int warm) {
   std::ifstream file;
   if (source != "-") {
     file.open(source);
@@ -147,6 +147,9 @@ int RunBatchCommand(ConfiguredOptions& configured, const std::string& source, in
   // `parallel` sessions running and `warm` started ahead (the batch's own warm pool, not the
   // server's, which refills only in quiet moments); the backend's budget counts those being
   // torn down behind them too.
+  // A result line carries each stream up to SANDBOX_MAX_OUTPUT_BYTES (a single `run` streams
+  // up to 16 MiB to a CI log; a results file of thousands of lines wants the server's bound).
+  configured.session.max_output_bytes = serve_config.max_output_bytes;
   configured.session.max_sessions = parallel + warm;
   configured.session.pool_size = 0;
   configured.backend.max_sessions = 3 * parallel + warm;
@@ -251,7 +254,7 @@ int RunCommand(const Argv& argv) {
   log_options.level = "warn";
   if (batch) {
     (void)InitLogging(log_options);
-    return RunBatchCommand(*configured, *args.Get("--batch"), *parallel,
+    return RunBatchCommand(*configured, *serve_config, *args.Get("--batch"), *parallel,
                            args.Has("--warm") ? *warm : *parallel);
   }
 

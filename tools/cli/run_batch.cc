@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -45,6 +46,10 @@ constexpr const char* kPythonStdinCell =
 constexpr const char* kShellStdinPrefix =
     "exec 0</tmp/.mcp-sandbox-stdin && rm -f /tmp/.mcp-sandbox-stdin; ";
 
+// Results held back behind an earlier snippet still running, at most (each up to twice
+// SANDBOX_MAX_OUTPUT_BYTES of output).
+constexpr size_t kMaxHeldResults = 256;
+
 // The input's lines, handed to the workers one at a time; blank lines are skipped.
 class LineSource {
  public:
@@ -75,6 +80,13 @@ class LineSource {
 class OrderedWriter {
  public:
   explicit OrderedWriter(std::FILE* out) : out_(out) {}
+  // Blocks while `limit` results wait behind an earlier one still running (a snippet that
+  // runs to its time-out while the others go on): what is held stays bounded. The earlier one
+  // ends within its time-out, so this never waits for ever.
+  void WaitForRoom(size_t limit) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    room_.wait(lock, [&] { return waiting_.size() < limit; });
+  }
   // False once the output cannot be written (its reader is gone: EPIPE, SIGPIPE ignored).
   bool Put(size_t index, std::string text) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -84,11 +96,13 @@ class OrderedWriter {
       std::fwrite(it->second.data(), 1, it->second.size(), out_);
       std::fputc('\n', out_);
     }
+    room_.notify_all();
     return std::fflush(out_) == 0 && std::ferror(out_) == 0;
   }
 
  private:
   std::mutex mutex_;
+  std::condition_variable room_;
   std::FILE* out_;
   std::map<size_t, std::string> waiting_;
   size_t next_ = 0;
@@ -241,6 +255,7 @@ BatchSummary BatchRun::Run(std::istream& in, std::FILE* out) {
     size_t line = 0;
     size_t index = 0;
     while (true) {
+      writer.WaitForRoom(kMaxHeldResults);
       if (stopped_ || !source.Next(text, line, index)) {
         warm.Stop();  // nothing more to start sandboxes for
         break;
