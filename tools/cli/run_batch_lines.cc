@@ -65,13 +65,14 @@ Result<BatchSnippet> ParseBatchLine(std::string_view text, size_t line) {
   if (!object.is_object()) return Fail(ErrorCode::kInvalidArgument, "not a JSON object");
   BatchSnippet snippet;
   snippet.line = line;
-  snippet.id = BatchLineId(text, line);
+  snippet.id = line;
   bool has_code = false;
   for (const auto& [key, value] : object.items()) {
     if (key == "id") {
       if (!value.is_string() && !value.is_number()) {
         return Fail(ErrorCode::kInvalidArgument, "id must be a string or a number");
       }
+      snippet.id = value;
     } else if (key == "code") {
       if (!value.is_string()) return Fail(ErrorCode::kInvalidArgument, "code must be a string");
       snippet.code = value.get<std::string>();
