@@ -144,12 +144,12 @@ int RunBatchCommand(ConfiguredOptions& configured, const ServeConfig& serve_conf
     }
   }
   std::istream& in = source == "-" ? std::cin : file;
-  // `parallel` sessions running and `warm` started ahead (the batch's own warm pool, not the
-  // server's, which refills only in quiet moments); the backend's budget counts those being
-  // torn down behind them too.
   // A result line carries each stream up to SANDBOX_MAX_OUTPUT_BYTES (a single `run` streams
   // up to 16 MiB to a CI log; a results file of thousands of lines wants the server's bound).
   configured.session.max_output_bytes = serve_config.max_output_bytes;
+  // `parallel` sessions running and `warm` started ahead (the batch's own warm pool, not the
+  // server's, which refills only in quiet moments); the backend's budget counts those being
+  // torn down behind them too.
   configured.session.max_sessions = parallel + warm;
   configured.session.pool_size = 0;
   configured.backend.max_sessions = 3 * parallel + warm;
