@@ -200,7 +200,7 @@ done >"$work/sleepers.jsonl"
 "$bin" run --batch "$work/sleepers.jsonl" --parallel 2 >"$work/sleepers.out" 2>"$work/sleepers.err" &
 pid=$!
 runners+=("$pid")
-for _ in $(seq 100); do  # until both first sleepers run
+for _ in $(seq 600); do  # until both first sleepers run (a minute at most)
   [ "$(pgrep -fc "sleep $mark")" -ge 2 ] && break
   sleep 0.1
 done
