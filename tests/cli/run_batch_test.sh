@@ -110,12 +110,17 @@ tail -1 "$work/first.jsonl.err" | sed 's/^/     /'
 check "the summary line counts every snippet" 1 \
   "$(grep -c "ran $((count - 4)) of $count snippets (4 not run)" "$work/first.jsonl.err")"
 
-python3 - "$work/expect.json" "$work/first.jsonl" <<'PY' || fail=1
+python3 - "$work/expect.json" "$work/first.jsonl" "$backend" <<'PY' || fail=1
 import json, sys
 
 expect = json.load(open(sys.argv[1]))
 results = [json.loads(line) for line in open(sys.argv[2])]
 bad = []
+# What a snippet used: the fork bomb spun its CPU for its 3 s, the OOM one reached its limit
+# (read from the sandbox's cgroup, on the namespace backend as root).
+used = {r["id"]: (r.get("cpu_s"), r.get("memory_peak_bytes")) for r in results if r["ran"]}
+if sys.argv[3] == "namespace" and not (used["fork-bomb"][0] >= 1.0 and used["oom"][1] >= 60 << 20):
+    bad.append("cpu_s and memory_peak_bytes: fork-bomb %s, oom %s" % (used["fork-bomb"], used["oom"]))
 ids = [str(r["id"]) for r in results]
 if sorted(ids) != sorted(expect):
     bad.append("ids: missing %s, extra %s" % (sorted(set(expect) - set(ids)), sorted(set(ids) - set(expect))))
@@ -148,7 +153,7 @@ def load(path):  # the timings differ from run to run; nothing else may
     out = []
     for line in open(path):
         r = json.loads(line)
-        for key in ("duration_s", "wall_s"):
+        for key in ("duration_s", "wall_s", "cpu_s", "memory_peak_bytes"):
             r.pop(key, None)
         out.append(r)
     return out
@@ -178,7 +183,7 @@ def load(path):
     out = {}
     for line in open(path):
         r = json.loads(line)
-        for key in ("duration_s", "wall_s"):
+        for key in ("duration_s", "wall_s", "cpu_s", "memory_peak_bytes"):
             r.pop(key, None)
         if r["id"] == "oom":  # killed by the cgroup, or MemoryError under rlimits only
             r = {"id": "oom", "ran": r["ran"], "failed": r["exit_code"] in (1, 137)}

@@ -68,7 +68,7 @@ batch mode (README "Batch runs"):
                      "timeout_s", "memory", "files": {"name": "content"}}; one result per
                      line on stdout, in the input's order: {"id", "line", "ran", "exit_code",
                      "stdout", "stderr", "timed_out", "oom", "duration_s", "wall_s",
-                     "artifacts"}, or {"id", "line", "ran": false, "error"}. Each snippet in
+                     "cpu_s", "memory_peak_bytes", "artifacts"}, or {"id", "line", "ran": false, "error"}. Each snippet in
                      a fresh sandbox; --timeout and --memory are the defaults and the maxima.
                      Exits 0 when every snippet ran (whatever their exit codes), 1 when one
                      could not run (a bad line, a sandbox that did not start), 130 when
@@ -151,6 +151,7 @@ int RunBatchCommand(ConfiguredOptions& configured, const ServeConfig& serve_conf
   // server's, which refills only in quiet moments); the backend's budget counts those being
   // torn down behind them too.
   configured.session.max_sessions = parallel + warm;
+  configured.session.measure_calls = true;  // each result line reports cpu_s and its peak
   configured.session.pool_size = 0;
   configured.backend.max_sessions = 3 * parallel + warm;
   const SessionConfig& config = configured.session;
@@ -242,8 +243,8 @@ int RunCommand(const Argv& argv) {
   auto configured = ConfiguredOptionsFor(*serve_config);
   if (!configured) return args.UsageError(configured.error().message);
   NarrowToOneRun(*configured);
-  // What a call used (CPU seconds, memory peak) is measured for status and metrics, which `run`
-  // never reports: not measured.
+  // What a call used (CPU seconds, memory peak) is measured for status, metrics and --batch's
+  // result lines; a single run reports none of it: not measured.
   configured->session.measure_calls = false;
   const SessionConfig& config = configured->session;
 

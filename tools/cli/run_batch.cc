@@ -238,8 +238,12 @@ SnippetOutcome RunSnippet(SessionManager& manager, WarmSessions& warm, const Bat
   outcome.exit_code = RunExitCode(*result, /*interrupted=*/false);
   outcome.timed_out = result->timed_out;
   outcome.oom = result->oom;
-  outcome.line = BatchResultLine(snippet.id, snippet.line,
-                                 RunResultJson(*result, outcome.exit_code), SecondsSince(start));
+  nlohmann::json fields = RunResultJson(*result, outcome.exit_code);
+  // What the snippet used, for graders that hold programs to a budget (CallUsage: the
+  // sandbox's CPU seconds during the run, its memory high-water mark).
+  fields["cpu_s"] = result->cpu_seconds;
+  fields["memory_peak_bytes"] = result->memory_peak_bytes;
+  outcome.line = BatchResultLine(snippet.id, snippet.line, fields, SecondsSince(start));
   return outcome;
 }
 

@@ -130,6 +130,8 @@ std::string BatchResultLine(const nlohmann::json& id, size_t line, const nlohman
     copy(key);
   }
   out["wall_s"] = wall_s;
+  copy("cpu_s");
+  copy("memory_peak_bytes");
   copy("artifacts");
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -47,7 +47,8 @@ Result<BatchSnippet> ParseBatchLine(std::string_view text, size_t line);
 nlohmann::json BatchLineId(std::string_view text, size_t line);
 
 // One output line (no newline) for a snippet that ran: {"id", "line", "ran": true, ...the
-// fields of RunResultJson..., "wall_s"}; wall_s counts the sandbox's start and files too.
+// fields of RunResultJson..., "wall_s", "cpu_s", "memory_peak_bytes"}, from `run_fields`;
+// wall_s counts the sandbox's start and files too.
 std::string BatchResultLine(const nlohmann::json& id, size_t line, const nlohmann::json& run_fields,
                             double wall_s);
 
