@@ -6,6 +6,7 @@
 #include "runtime/docker/docker_backend.h"
 #include "runtime/ns/namespace_backend.h"
 #include "runtime/probe/host_probe.h"
+#include "runtime/probe/probe_cache.h"
 
 namespace sandbox {
 
@@ -37,9 +38,21 @@ Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
   probe::UsernsProbe userns;
   probe::SeccompProbe seccomp;
   probe::DockerProbe docker;
+  bool cached = false;
+  const std::string key = options.probe_cache.empty() ? "" : probe::HostProbeKey();
   if (options.kind != BackendKind::kDocker) {
-    userns = probe::ProbeUserNamespaces();
-    seccomp = probe::ProbeSeccomp();
+    cached = !key.empty() && probe::CachedNamespacesOk(options.probe_cache, key);
+    if (cached) {
+      userns.ok = seccomp.ok = true;
+      userns.detail = seccomp.detail =
+          "passed when last probed on this host (" + options.probe_cache + ")";
+    } else {
+      userns = probe::ProbeUserNamespaces();
+      seccomp = probe::ProbeSeccomp();
+      if (!key.empty() && userns.ok && seccomp.ok) {
+        probe::RememberNamespacesOk(options.probe_cache, key);
+      }
+    }
   }
   bool namespaces_ok = userns.ok && seccomp.ok;
   if (options.kind == BackendKind::kDocker ||
@@ -58,7 +71,7 @@ Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
         std::make_shared<NamespaceBackend>(std::move(ns_options), CgroupManager::Detect(owner));
     spdlog::info("backend: namespace ({}; limits via {})", choice.reason,
                  backend->cgroups().mode());
-    return SelectedBackend{std::move(backend), choice.reason};
+    return SelectedBackend{std::move(backend), choice.reason, cached};
   }
   if (choice.backend == "docker") {
     docker::DockerBackendOptions docker_options;

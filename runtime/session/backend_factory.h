@@ -19,7 +19,8 @@ Result<BackendKind> ParseBackendKind(const std::string& text);
 
 struct SelectedBackend {
   std::shared_ptr<Backend> backend;
-  std::string reason;  // one sentence: why this backend (for logs and doctor)
+  std::string reason;             // one sentence: why this backend (for logs and doctor)
+  bool from_probe_cache = false;  // chosen on a kept verdict, not a probe made now
 };
 
 struct BackendOptions {
@@ -30,6 +31,9 @@ struct BackendOptions {
   // among this many sandboxes.
   int max_sessions = 10;
   std::string replica;  // SANDBOX_REPLICA_ID (the Docker backend labels and sweeps by it)
+  // A file keeping the namespace probes' pass (runtime/probe/probe_cache.h), for one-shot
+  // runs; "" probes every time, as a server does once at its start.
+  std::string probe_cache;
 };
 
 // Fails with kSandboxUnavailable, naming every reason, when no backend can be used.

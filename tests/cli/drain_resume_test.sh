@@ -28,7 +28,7 @@ if [ "$backend" = docker ]; then
     echo "SKIPPED: $why"; exit 77
   fi
 fi
-borrow_shared_store "$work/state"
+borrow_shared_store "$bin" "$work/state"
 token=drain-resume-token
 
 # start LOG ENV...: a replica on the state dir; sets pid and port (from its log line).
@@ -135,7 +135,16 @@ else
   check "no sandbox record is left" 0 "$(find "$work/state/sessions" -name '*.json' 2>/dev/null | wc -l)"
 fi
 
-start "$work/second.log" SANDBOX_REPLICA_ID=r2
+# A sibling on the same state dir leaves the save alone (only the replica an id names resumes
+# it, so a session is never live twice); the replica replaced under its id resumes it.
+start "$work/sibling.log" SANDBOX_REPLICA_ID=r2
+ran=$(mcp "$port" sandbox_run_python "{\"session_id\": \"$id\", \"code\": \"print(v)\"}")
+check "a sibling answers replica_unavailable" 1 "$(echo "$ran" | grep -c 'lived on replica r1')"
+kill -TERM "$pid"
+stopped
+check "the sibling left the save on disk" 0 "$([ -f "$work/state/hibernated/$id/state.tar" ]; echo $?)"
+
+start "$work/second.log" SANDBOX_REPLICA_ID=r1
 ran=$(mcp "$port" sandbox_run_python "{\"session_id\": \"$id\", \"code\": \"print(v, open('/mnt/data/f.txt').read())\"}")
 check "the new server resumes it with the variable and the file" "kept across the drain the file" \
   "$(field stdout "$ran" | tr -d '\n')"
@@ -155,7 +164,7 @@ stopped
 check "the server whose drain timed out exits 0" 0 "$status"
 grep -q "drain: drain time-out reached with 1 session(s) left" "$work/third.log"
 check "its drain timed out" 0 $?
-start "$work/fourth.log" SANDBOX_REPLICA_ID=r4
+start "$work/fourth.log" SANDBOX_REPLICA_ID=r3
 ran=$(mcp "$port" sandbox_run_python "{\"session_id\": \"$id\", \"code\": \"print(w)\"}")
 check "the session left at the time-out is resumed" "left at the time-out" "$(field stdout "$ran" | tr -d '\n')"
 closed=$(mcp "$port" sandbox_close_session "{\"session_id\": \"$id\"}")
@@ -164,7 +173,7 @@ kill -TERM "$pid"
 stopped
 check "the last server exits 0" 0 "$status"
 if [ "$fail" != 0 ]; then
-  for log in first second third fourth; do
+  for log in first sibling second third fourth; do
     echo "--- $log server:"
     cat "$work/$log.log" 2>/dev/null
   done

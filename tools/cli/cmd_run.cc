@@ -1,14 +1,21 @@
 // mcp-sandbox run: one snippet in a fresh sandbox, for CI runners executing untrusted code.
 // Output streams live; the exit code is the snippet's (124 timeout, 137 killed, 130 when the
-// runner itself was interrupted). --json prints one result object instead.
+// runner itself was interrupted). --json prints one result object instead. --batch runs a
+// JSONL file of snippets, each in a fresh sandbox, several at once (run_batch.h).
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -20,22 +27,22 @@
 #include "runtime/base/units.h"
 #include "runtime/egress/egress_report.h"
 #include "runtime/limits_json.h"
+#include "runtime/probe/probe_cache.h"
 #include "runtime/session/backend_factory.h"
 #include "runtime/session/session_manager.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/config.h"
 #include "tools/cli/configured_options.h"
+#include "tools/cli/run_batch.h"
+#include "tools/cli/run_result.h"
 #include "tools/cli/wiring.h"
 
 namespace sandbox::cli {
 namespace {
 
-constexpr int kExitTimeout = 124;
-constexpr int kExitKilled = 137;
-constexpr int kExitInterrupted = 130;
-
 constexpr const char* kHelp = R"(usage: mcp-sandbox run [flags] FILE|-
+       mcp-sandbox run --batch FILE|- [--parallel N] [flags]
 
 Runs a Python snippet (or a shell command with --shell) once in a fresh sandbox, streams its
 output, and exits with the snippet's exit code: 124 on timeout, 137 when killed (memory limit or
@@ -56,8 +63,23 @@ flags:
   --backend KIND     auto | namespace | docker (default: $SANDBOX_BACKEND or auto)
   --state-dir DIR    the store and session records (default: $SANDBOX_STATE_DIR, ...)
 
-example:
+batch mode (README "Batch runs"):
+  --batch FILE|-     one snippet per line, a JSON object: {"id", "code", "shell", "stdin",
+                     "timeout_s", "memory", "files": {"name": "content"}}; one result per
+                     line on stdout, in the input's order: {"id", "line", "ran", "exit_code",
+                     "stdout", "stderr", "timed_out", "oom", "duration_s", "wall_s",
+                     "cpu_s", "memory_peak_bytes", "artifacts"}, or {"id", "line", "ran": false, "error"}. Each snippet in
+                     a fresh sandbox; --timeout and --memory are the defaults and the maxima.
+                     Exits 0 when every snippet ran (whatever their exit codes), 1 when one
+                     could not run (a bad line, a sandbox that did not start), 130 when
+                     interrupted. Progress and a summary line on stderr.
+  --parallel N       snippets at once (default: the number of CPUs)
+  --warm N           sandboxes started ahead for the next snippets, each used once
+                     (default: --parallel; 0: each snippet starts its own)
+
+examples:
   echo 'import sys; print(sys.version)' | mcp-sandbox run --timeout 10 -
+  mcp-sandbox run --batch tests.jsonl --parallel 4 > results.jsonl
 )";
 
 Result<std::string> ReadSnippet(const std::string& source) {
@@ -68,9 +90,98 @@ Result<std::string> ReadSnippet(const std::string& source) {
   return ReadFile(source);
 }
 
-// Invalid UTF-8 from the snippet must not break the JSON: replace it.
-std::string Utf8(const std::string& text) {
-  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// Blocks SIGINT/SIGTERM in every thread; one thread waits for them and calls `on_signal`, so
+// an interrupted runner still tears its sandboxes down. Stop() wakes it at the end.
+class SignalThread {
+ public:
+  explicit SignalThread(std::function<void()> on_signal) {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    sigaddset(&signals_, SIGUSR2);  // our own wake-up at the end
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    thread_ = std::thread([this, on_signal = std::move(on_signal)] {
+      int sig = 0;
+      sigwait(&signals_, &sig);
+      if (sig != SIGUSR2) on_signal();
+    });
+  }
+  // Before any teardown: the thread must not act on what is being torn down.
+  void Stop() {
+    if (!thread_.joinable()) return;
+    pthread_kill(thread_.native_handle(), SIGUSR2);
+    thread_.join();
+  }
+  ~SignalThread() { Stop(); }
+
+ private:
+  sigset_t signals_;
+  std::thread thread_;
+};
+
+// --parallel and --warm: a count from `min` to 256; unset, the number of CPUs.
+Result<int> ParseCount(const char* flag, const std::optional<std::string>& text, int min) {
+  if (!text) return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  char* end = nullptr;
+  long value = std::strtol(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || value < min || value > 256) {
+    return Fail(ErrorCode::kInvalidArgument, "{}: '{}' is not a number from {} to 256", flag, *text,
+                min);
+  }
+  return static_cast<int>(value);
+}
+
+// The snippets of a JSONL file, `parallel` at once in fresh sandboxes.
+int RunBatchCommand(ConfiguredOptions& configured, const ServeConfig& serve_config,
+                    const std::string& source, int parallel, int warm) {
+  std::ifstream file;
+  if (source != "-") {
+    file.open(source);
+    if (!file) {
+      std::cerr << "mcp-sandbox run: cannot read " << source << ": " << std::strerror(errno)
+                << "\n";
+      return kExitFailure;
+    }
+  }
+  std::istream& in = source == "-" ? std::cin : file;
+  // A result line carries each stream up to SANDBOX_MAX_OUTPUT_BYTES (a single `run` streams
+  // up to 16 MiB to a CI log; a results file of thousands of lines wants the server's bound).
+  configured.session.max_output_bytes = serve_config.max_output_bytes;
+  // `parallel` sessions running and `warm` started ahead (the batch's own warm pool, not the
+  // server's, which refills only in quiet moments); the backend's budget counts those being
+  // torn down behind them too.
+  configured.session.max_sessions = parallel + warm;
+  configured.session.measure_calls = true;  // each result line reports cpu_s and its peak
+  configured.session.pool_size = 0;
+  configured.backend.max_sessions = 3 * parallel + warm;
+  const SessionConfig& config = configured.session;
+
+  std::atomic<BatchRun*> batch{nullptr};
+  std::atomic<bool> interrupted{false};
+  SignalThread signal_thread([&] {
+    interrupted = true;
+    if (BatchRun* run = batch.load()) run->Stop();
+  });
+
+  auto backend = MakeBackend(configured.backend);
+  if (!backend) {
+    std::cerr << "mcp-sandbox run: " << backend.error().message << "\n";
+    return kExitFailure;
+  }
+  auto store = std::make_shared<rootfs::ImageStore>(config.state_dir);
+  SessionManager manager(config, backend->backend, MakeImageResolver(store));
+  BatchOptions options;
+  options.parallel = parallel;
+  options.warm = warm;
+  options.progress_tty = ::isatty(STDERR_FILENO) == 1;
+  BatchRun run(manager, options);
+  batch = &run;
+  if (interrupted) run.Stop();  // a signal before `batch` was set
+  BatchSummary summary = run.Run(in, stdout);
+  signal_thread.Stop();
+  std::cerr << SummaryLine(summary) << std::endl;
+  if (summary.interrupted) return kExitInterrupted;
+  return summary.not_run == 0 ? kExitOk : kExitFailure;
 }
 
 }  // namespace
@@ -78,14 +189,29 @@ std::string Utf8(const std::string& text) {
 int RunCommand(const Argv& argv) {
   Args args("run",
             {"--image", "--timeout", "--memory", "--cpus", "--pids", "--backend", "--state-dir",
-             "--egress-allow"},
+             "--egress-allow", "--batch", "--parallel", "--warm"},
             {"--json", "--shell"});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
     std::cout << kHelp;
     return kExitOk;
   }
-  if (args.positional().size() != 1) return args.UsageError("expects one FILE or - (see --help)");
+  const bool batch = args.Has("--batch");
+  if (batch) {
+    if (!args.positional().empty()) return args.UsageError("--batch takes no FILE (see --help)");
+    if (args.Has("--json") || args.Has("--shell")) {
+      return args.UsageError("--json and --shell are per line in --batch (see --help)");
+    }
+  } else {
+    if (args.positional().size() != 1) return args.UsageError("expects one FILE or - (see --help)");
+    if (args.Has("--parallel") || args.Has("--warm")) {
+      return args.UsageError("--parallel and --warm need --batch");
+    }
+  }
+  auto parallel = ParseCount("--parallel", args.Get("--parallel"), 1);
+  if (!parallel) return args.UsageError(parallel.error().message);
+  auto warm = ParseCount("--warm", args.Get("--warm"), 0);
+  if (!warm) return args.UsageError(warm.error().message);
 
   // Everything goes through serve's own parser and mapping (tools/cli/configured_options.h):
   // the same sizes, bounds and messages, SANDBOX_* read the same way, and /mnt/data and /tmp
@@ -117,50 +243,66 @@ int RunCommand(const Argv& argv) {
   auto configured = ConfiguredOptionsFor(*serve_config);
   if (!configured) return args.UsageError(configured.error().message);
   NarrowToOneRun(*configured);
+  // What a call used (CPU seconds, memory peak) is measured for status, metrics and --batch's
+  // result lines; a single run reports none of it: not measured.
+  configured->session.measure_calls = false;
   const SessionConfig& config = configured->session;
+
+  // A reader of the output that goes away (`| head`) must not end the runner before it tears
+  // its sandboxes down: writes fail with EPIPE instead.
+  ::signal(SIGPIPE, SIG_IGN);
+  LogOptions log_options;
+  log_options.level = "warn";
+  if (batch) {
+    (void)InitLogging(log_options);
+    return RunBatchCommand(*configured, *serve_config, *args.Get("--batch"), *parallel,
+                           args.Has("--warm") ? *warm : *parallel);
+  }
 
   auto code = ReadSnippet(args.positional()[0]);
   if (!code) {
     std::cerr << "mcp-sandbox run: " << code.error().message << "\n";
     return kExitFailure;
   }
-
-  LogOptions log_options;
-  log_options.level = "warn";
   (void)InitLogging(log_options);
 
-  // Block SIGINT/SIGTERM in every thread; one thread waits for them and cancels the run, so
-  // an interrupted runner still tears the sandbox down.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR2);  // our own wake-up of the signal thread at the end
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  CancelToken cancel;
+  std::atomic<bool> interrupted{false};
+  SignalThread signal_thread([&] {
+    interrupted = true;
+    cancel.Cancel();
+  });
 
-  auto backend = MakeBackend(configured->backend);
-  if (!backend) {
-    std::cerr << "mcp-sandbox run: " << backend.error().message << "\n";
-    return kExitFailure;
+  // The probes' verdict is kept between runs (probe_cache.h). Should a sandbox not start on a
+  // kept verdict (for another reason than its image), it is forgotten and the backend chosen
+  // again on fresh probes, once.
+  configured->backend.probe_cache = probe::ProbeCachePath(config.state_dir);
+  bool image_failed = false;
+  ImageResolver resolver = [&image_failed,
+                            store_resolver = MakeImageResolver(std::make_shared<rootfs::ImageStore>(
+                                config.state_dir))](const std::string& name) {
+    auto image = store_resolver(name);
+    if (!image) image_failed = true;
+    return image;
+  };
+  std::unique_ptr<SessionManager> manager;
+  Result<SessionInfo> session = Fail(ErrorCode::kSandboxUnavailable, "not started");
+  for (bool retried = false;; retried = true) {
+    auto backend = MakeBackend(configured->backend);
+    if (!backend) {
+      std::cerr << "mcp-sandbox run: " << backend.error().message << "\n";
+      return kExitFailure;
+    }
+    manager = std::make_unique<SessionManager>(config, backend->backend, resolver);
+    session = manager->Create({});
+    if (session || image_failed || !backend->from_probe_cache || retried) break;
+    probe::ForgetNamespaceVerdict(configured->backend.probe_cache);
+    manager.reset();
   }
-  auto store = std::make_shared<rootfs::ImageStore>(config.state_dir);
-  SessionManager manager(config, backend->backend, MakeImageResolver(store));
-
-  auto session = manager.Create({});
   if (!session) {
     std::cerr << "mcp-sandbox run: " << session.error().message << "\n";
     return kExitFailure;
   }
-
-  CancelToken cancel;
-  std::atomic<bool> interrupted{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    if (sig == SIGUSR2) return;
-    interrupted = true;
-    cancel.Cancel();
-  });
 
   bool json = args.Has("--json");
   RunRequest request;
@@ -175,45 +317,24 @@ int RunCommand(const Argv& argv) {
       std::fflush(out);
     };
   }
-  auto result = manager.Run(session->id, request, stream_output, &cancel);
+  auto result = manager->Run(session->id, request, stream_output, &cancel);
 
-  // Wake and join the signal thread before tearing down.
-  pthread_kill(signal_thread.native_handle(), SIGUSR2);
-  signal_thread.join();
-  auto info = manager.Get(session->id);
-  (void)manager.Close(session->id, /*force=*/true);
+  signal_thread.Stop();
+  // The limits and egress in force, for --json only.
+  auto info = json ? manager->Get(session->id) : Fail(ErrorCode::kNotFound, "not asked for");
+  (void)manager->Close(session->id, /*force=*/true);
 
   if (!result) {
     std::cerr << "mcp-sandbox run: " << result.error().message << "\n";
     return interrupted ? kExitInterrupted : kExitFailure;
   }
-  int exit_code = result->exit_code;
-  if (result->timed_out)
-    exit_code = kExitTimeout;
-  else if (result->oom || result->worker_killed)
-    exit_code = kExitKilled;
-  else if (result->cancelled || interrupted)
-    exit_code = kExitInterrupted;
+  int exit_code = RunExitCode(*result, interrupted);
 
   if (json) {
-    nlohmann::json out;
-    out["exit_code"] = exit_code;
-    out["stdout"] = nlohmann::json::parse(Utf8(result->stdout_text));
-    out["stderr"] = nlohmann::json::parse(Utf8(result->stderr_text));
-    out["stdout_truncated"] = result->stdout_truncated;
-    out["stderr_truncated"] = result->stderr_truncated;
-    out["timed_out"] = result->timed_out;
-    out["oom"] = result->oom;
-    out["duration_s"] = result->duration_s;
+    nlohmann::json out = RunResultJson(*result, exit_code);
     out["limits"] = info ? EnforcedLimitsJson(info->enforced) : nlohmann::json(nullptr);
     if (info) {
       out["egress"] = egress::EgressJson(info->egress, /*with_usage=*/true);
-    }
-    out["artifacts"] = nlohmann::json::array();
-    for (const auto& file : result->artifacts) {
-      out["artifacts"].push_back({{"path", nlohmann::json::parse(Utf8(file.path))},
-                                  {"size", file.size},
-                                  {"mime_type", file.mime_type}});
     }
     std::cout << out.dump() << std::endl;
   } else {

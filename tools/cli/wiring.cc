@@ -46,26 +46,25 @@ ImageResolver MakeImageResolver(std::shared_ptr<rootfs::ImageStore> store) {
     resolved.env = image->config.env;
     resolved.workdir = image->config.working_dir;
     resolved.docker.reference = image->digest;
-    // Images built by `image build` keep their archive in the store's cache, for the Docker
-    // backend to load. Any other image is exported from the store's tree when the Docker
-    // backend finds the daemon without it (never for the namespace backend, which does not ask).
-    rootfs::BuildOptions build;
-    build.name = name;
-    build.variant = name == rootfs::DefaultImageName(rootfs::ImageVariant::kSmall)
-                        ? rootfs::ImageVariant::kSmall
-                        : rootfs::ImageVariant::kDefault;
-    build.state_dir = store->state_dir();
-    if (auto cached = rootfs::FindCachedBuild(build);
-        cached && *cached && (*cached)->config_digest == image->digest) {
-      resolved.docker.archive = (*cached)->archive_path;
-    } else {
-      resolved.docker.source = [state_dir = store->state_dir(),
-                                stored = *image]() -> Result<DockerImageSource> {
-        SBX_ASSIGN_OR_RETURN(rootfs::DockerArchive archive,
-                             rootfs::EnsureDockerArchive(state_dir, stored));
-        return DockerImageSource{archive.path, archive.image_id};
-      };
-    }
+    // Asked for only when the Docker backend finds the daemon without the image (never by the
+    // namespace backend), so resolving an image hashes no recipe: images built by `image build`
+    // keep their archive in the store's cache; any other is exported from the store's tree.
+    resolved.docker.source = [name, state_dir = store->state_dir(),
+                              stored = *image]() -> Result<DockerImageSource> {
+      rootfs::BuildOptions build;
+      build.name = name;
+      build.variant = name == rootfs::DefaultImageName(rootfs::ImageVariant::kSmall)
+                          ? rootfs::ImageVariant::kSmall
+                          : rootfs::ImageVariant::kDefault;
+      build.state_dir = state_dir;
+      if (auto cached = rootfs::FindCachedBuild(build);
+          cached && *cached && (*cached)->config_digest == stored.digest) {
+        return DockerImageSource{(*cached)->archive_path, stored.digest};
+      }
+      SBX_ASSIGN_OR_RETURN(rootfs::DockerArchive archive,
+                           rootfs::EnsureDockerArchive(state_dir, stored));
+      return DockerImageSource{archive.path, archive.image_id};
+    };
     return resolved;
   };
 }

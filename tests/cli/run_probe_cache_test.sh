@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The fast one-shot path (issue #41): `mcp-sandbox run` keeps the namespace probes' pass and
+# forks no probe child on the next run; a kept pass for another host key, or in a file others
+# may write, is not trusted (probed again, and the file rewritten). The probe child is the one
+# process that calls unshare(CLONE_NEWUSER) (the sandbox itself gets its user namespace from
+# clone3), so strace counts it. Needs root (the shared store), strace and the small image.
+# Usage: run_probe_cache_test.sh /path/to/mcp-sandbox
+set -u
+bin=$1
+image=${SANDBOX_TEST_IMAGE_SMALL:-python-small}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+skip_unless_root "sandboxes of the shared store"
+skip_unless_image "$bin" "$image"
+command -v strace >/dev/null || { echo "SKIPPED: needs strace"; exit 77; }
+borrow_shared_store "$bin" "$work/state"
+export SANDBOX_BACKEND=namespace
+cache=$SANDBOX_STATE_DIR/probe-cache/host-probe.$(id -u)
+
+run_counting_probes() {  # prints "<output>|<probe children>"
+  local out
+  out=$(strace -f -qq -e trace=unshare -o "$work/strace" "$bin" run --image "$image" - \
+    <<<'print(6 * 7)' 2>/dev/null)
+  echo "$out|$(grep -c 'unshare(CLONE_NEWUSER)' "$work/strace")"
+}
+
+check "the first run probes" "42|1" "$(run_counting_probes)"
+check "and keeps the pass, the user's own, mode 0600" "0 600" "$(stat -c '%u %a' "$cache")"
+check "the next run forks no probe child" "42|0" "$(run_counting_probes)"
+check "nor the one after" "42|0" "$(run_counting_probes)"
+
+# Another host (here: another boot) does not match the kept key: probed again, key rewritten.
+sed -i 's/^boot_id=.*/boot_id=another-boot/' "$cache"
+check "a pass kept for another boot is probed again" "42|1" "$(run_counting_probes)"
+check "and the key rewritten" 0 "$(grep -c another-boot "$cache")"
+
+# A file another user could have written is not trusted.
+chmod 0666 "$cache"
+check "a pass in a file others may write is probed again" "42|1" "$(run_counting_probes)"
+check "and replaced by one of mode 0600" 600 "$(stat -c '%a' "$cache")"
+chown 65534 "$cache"
+check "a pass in a file of another user is probed again" "42|1" "$(run_counting_probes)"
+check "and replaced by the user's own" 0 "$(stat -c '%u' "$cache")"
+
+# doctor always probes for real, whatever is kept.
+strace -f -qq -e trace=unshare -o "$work/strace" "$bin" doctor >/dev/null 2>&1
+check "doctor probes anyway" 1 "$(grep -c 'unshare(CLONE_NEWUSER)' "$work/strace")"
+exit $fail
