@@ -51,7 +51,7 @@ std::string Detail(const Error& error, const std::string& key) {
 
 std::string Id(char c) { return "sess_" + std::string(32, c); }
 
-TEST_CASE("saved budget: a fork evicts nothing; a save of itself evicts only its owner's oldest",
+TEST_CASE("saved budget: a fork evicts nothing, a save of itself evicts only its owner's oldest",
           "[unit]") {
   // Oldest first: alice's, then bob's two.
   const std::vector<StoredSave> stored = {
