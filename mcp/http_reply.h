@@ -17,6 +17,7 @@
 
 #include "mcp/http_admission.h"
 #include "mcp/http_exchange.h"
+#include "mcp/http_response_writer.h"
 #include "mcp/server.h"
 
 namespace sandbox::mcp {
@@ -24,15 +25,13 @@ namespace sandbox::mcp {
 // An SSE comment every so often on a quiet stream, so dead clients are noticed.
 inline constexpr std::chrono::seconds kSseKeepAliveInterval{15};
 
-// The status line and header fields of `response`, with its body unless `chunked`.
-std::string SerializeResponse(const HttpResponse& response, bool close, bool chunked);
 // One chunk of a chunked body.
 std::string Chunk(std::string_view data);
 // One server-sent event carrying a JSON-RPC message.
 std::string SseEvent(std::string_view data);
 
 // Ends the exchange with `response`, the `cors` headers first; closes the connection after it
-// when `close`.
+// when `close`, or when the writer refuses a header (a 500 goes out instead).
 void FinishWith(HttpExchange& exchange, HttpResponse response, const std::vector<HttpField>& cors,
                 bool close);
 

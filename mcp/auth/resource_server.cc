@@ -22,6 +22,19 @@ std::string Join(const std::vector<std::string>& items) {
   return out;
 }
 
+// A quoted-string value of a challenge in the characters RFC 6750 §3 allows error_description
+// and scope (%x20-21 / %x23-5B / %x5D-7E); any other byte becomes '?'. Our descriptions are
+// fixed sentences; this keeps a future one that quotes something from ever closing the quote
+// or the header.
+std::string ChallengeText(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    bool allowed = c >= 0x20 && c <= 0x7e && c != '"' && c != '\\';
+    if (!allowed) c = '?';
+  }
+  return out;
+}
+
 }  // namespace
 
 bool IsProtectedResourceMetadataPath(std::string_view path) {
@@ -62,13 +75,15 @@ AuthDecision ResourceServer::Refuse(int status, std::string error, std::string d
     decision.www_authenticate = R"(Bearer realm="mcp-sandbox")";
   } else {
     // RFC 6750 §3: error only when a token was presented; RFC 9728 §5.1: resource_metadata.
-    decision.www_authenticate = fmt::format(R"(Bearer resource_metadata="{}")", MetadataUrl());
+    decision.www_authenticate =
+        fmt::format(R"(Bearer resource_metadata="{}")", ChallengeText(MetadataUrl()));
     if (!error.empty()) {
       decision.www_authenticate +=
-          fmt::format(R"(, error="{}", error_description="{}")", error, description);
+          fmt::format(R"(, error="{}", error_description="{}")", error, ChallengeText(description));
     }
     if (status == 403 && !policy_.scopes.empty()) {
-      decision.www_authenticate += fmt::format(R"(, scope="{}")", Join(policy_.scopes));
+      decision.www_authenticate +=
+          fmt::format(R"(, scope="{}")", ChallengeText(Join(policy_.scopes)));
     }
   }
   switch (status) {
