@@ -215,6 +215,7 @@ int HttpTransport::port() const { return impl_->port; }
 Status HttpTransport::Bind() {
   Impl& impl = *impl_;
   HttpOptions& options = impl.options;
+  SBX_TRY(auth::CheckIssuerUrl(options.oauth));
   impl.downloads =
       std::make_unique<FileDownloads>(RandomHex(32), options.read_file, options.replica_id);
   // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room
