@@ -20,7 +20,17 @@ tl::unexpected<Error> Invalid(std::string_view why) {
 
 }  // namespace
 
+bool IsBase64UrlPart(std::string_view part) {
+  for (char c : part) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_';
+    if (!ok) return false;
+  }
+  return part.size() % 4 != 1;
+}
+
 std::optional<Json> DecodeJsonPart(std::string_view part) {
+  if (!IsBase64UrlPart(part)) return std::nullopt;
   uint8_t* out = nullptr;
   size_t out_len = 0;
   cjose_err err;

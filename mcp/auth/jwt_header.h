@@ -21,6 +21,11 @@ struct JwtHeader {
   std::string kid;  // "" when the header names none; the client's bytes, never echoed
 };
 
+// Whether `part` is unpadded base64url (RFC 7515 §2): the URL-safe alphabet only, and a length
+// that is not 1 more than a multiple of 4. Checked before any byte reaches libcjose, whose
+// decoder aborts the process (an assert) on input such as "a=" (found by jwt_header_fuzz).
+bool IsBase64UrlPart(std::string_view part);
+
 // A base64url (unpadded) part of a token decoded and parsed as a JSON object; nullopt otherwise.
 std::optional<nlohmann::json> DecodeJsonPart(std::string_view part);
 

@@ -37,7 +37,12 @@ Result<VerifiedToken> VerifyJwt(std::string_view token, const JwtPolicy& policy,
   }
   size_t first = token.find('.');
   size_t second = first == std::string_view::npos ? first : token.find('.', first + 1);
-  if (second == std::string_view::npos || token.find('.', second + 1) != std::string_view::npos) {
+  // All three parts before anything decodes one: the key's Verify hands the whole token to
+  // libcjose, whose decoder aborts on some malformed base64url (mcp/auth/jwt_header.h).
+  if (second == std::string_view::npos || token.find('.', second + 1) != std::string_view::npos ||
+      !IsBase64UrlPart(token.substr(0, first)) ||
+      !IsBase64UrlPart(token.substr(first + 1, second - first - 1)) ||
+      !IsBase64UrlPart(token.substr(second + 1))) {
     return Invalid("the token is not a signed JWT (three base64url parts)");
   }
   SBX_ASSIGN_OR_RETURN(JwtHeader header, ParseJwtHeader(token.substr(0, first)));
