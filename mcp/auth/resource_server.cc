@@ -71,7 +71,8 @@ nlohmann::json ResourceServer::ProtectedResourceMetadata() const {
   return document;
 }
 
-AuthDecision ResourceServer::Refuse(int status, std::string error, std::string description) const {
+AuthDecision ResourceServer::Refuse(int status, const std::string& error,
+                                    const std::string& description) const {
   AuthDecision decision;
   decision.status = status;
   if (!oauth()) {

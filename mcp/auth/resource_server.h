@@ -68,7 +68,7 @@ class ResourceServer {
   const ResourceServerPolicy& policy() const { return policy_; }
 
  private:
-  AuthDecision Refuse(int status, std::string error, std::string description) const;
+  AuthDecision Refuse(int status, const std::string& error, const std::string& description) const;
   // Remembers the quota the admitted token's claim sets for its subject (or that it sets none).
   void RememberQuota(const AuthDecision& decision) const;
 
