@@ -1,7 +1,7 @@
-// How the answer to one request goes out over HTTP/1.1: the serialized status line and header
-// fields, chunks, SSE events, and the reply to one POST /mcp, which collects what the
-// dispatcher sends and writes it whole (one JSON body) or, once a notification has to go out
-// before the response, as an SSE stream. Writes through HttpExchange (mcp/http_exchange.h), so
+// How the answer to one request goes out over HTTP/1.1 (the status line and header fields are
+// mcp/http_response_writer.h's): chunks, SSE events, and the reply to one POST /mcp, which collects
+// what the dispatcher sends and writes it whole (one JSON body) or, once a notification has to go
+// out before the response, as an SSE stream. Writes through HttpExchange (mcp/http_exchange.h), so
 // all of it runs without a socket.
 #pragma once
 
