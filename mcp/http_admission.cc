@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cctype>
 
+#include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "mcp/http_request_headers.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tool_result.h"
 #include "runtime/base/ascii.h"
+#include "runtime/base/quoted.h"
 
 namespace sandbox::mcp {
 
@@ -208,6 +211,13 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
           policy_.resource_server->Authenticate(head.Get("Authorization"));
       if (decision.status != 200) return refuse(AuthRefusal(decision));
       verdict.subject = std::move(decision.subject);
+    }
+    // Before anything reads one of them: the router may have read another (issue #36).
+    if (auto repeated = RepeatedRoutingHeader(head)) {
+      return refuse(JsonErrorResponse(
+          400, kHeaderMismatch,
+          fmt::format("Bad Request: the {} header is sent more than once; send it once",
+                      Quoted(*repeated))));
     }
     if (method == "POST") {
       std::string_view accept = head.Get("Accept");

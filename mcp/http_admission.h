@@ -1,8 +1,8 @@
-// What the HTTP transport decides from a request's head alone, before it reads a byte of the
-// body: which route it names, whether Host, Origin and the bearer token let it in, whether its
-// Accept and Content-Type fit, and whether its declared body fits. Socket-free, so every
-// refusal is testable without a server (issue #14), and so an unauthenticated client can never
-// make the server read (and hold) a body.
+// What the HTTP transport decides from a request's head alone, before it reads a byte of the body:
+// which route it names, whether Host, Origin and the bearer token let it in, whether a routing
+// header comes twice (mcp/http_request_headers.h), whether its Accept and Content-Type fit, and
+// whether its declared body fits. Socket-free, so every refusal is testable without a server (issue
+// #14), and so an unauthenticated client can never make the server read (and hold) a body.
 #pragma once
 
 #include <cstddef>

@@ -17,6 +17,7 @@
 #include <boost/beast/http/read.hpp>
 
 #include "mcp/http_reply.h"
+#include "mcp/http_response_writer.h"
 #include "mcp/jsonrpc.h"
 #include "runtime/base/ascii.h"
 #include "runtime/metrics/sandbox_metrics.h"
@@ -235,7 +236,8 @@ class HttpConn : public HttpExchange, public std::enable_shared_from_this<HttpCo
   void Refuse(const HttpResponse& response) {
     metrics::HttpRefused(response.status);
     parser_.reset();
-    auto buffer = std::make_shared<std::string>(SerializeResponse(response, true, false));
+    bool close = true;
+    auto buffer = std::make_shared<std::string>(SerializeOrServerError(response, &close));
     stream_.expires_after(host_.Options().write_timeout);
     asio::async_write(stream_, asio::buffer(*buffer),
                       [self = shared_from_this(), buffer](beast::error_code ec, size_t) {

@@ -14,62 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const char* Reason(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 200:
-      return "OK";
-    case 202:
-      return "Accepted";
-    case 204:
-      return "No Content";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 406:
-      return "Not Acceptable";
-    case 408:
-      return "Request Timeout";
-    case 409:
-      return "Conflict";
-    case 413:
-      return "Payload Too Large";
-    case 415:
-      return "Unsupported Media Type";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 503:
-      return "Service Unavailable";
-    default:
-      return "Unknown";
-  }
-}
-
 }  // namespace
-
-std::string SerializeResponse(const HttpResponse& response, bool close, bool chunked) {
-  std::string out = fmt::format("HTTP/1.1 {} {}\r\n", response.status, Reason(response.status));
-  if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
-  for (const auto& field : response.headers) out += field.name + ": " + field.value + "\r\n";
-  if (chunked) {
-    out += "Transfer-Encoding: chunked\r\n";
-  } else if (response.status != 204) {
-    out += fmt::format("Content-Length: {}\r\n", response.body.size());
-  }
-  out += close ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n";
-  if (!chunked) out += response.body;
-  return out;
-}
 
 std::string Chunk(std::string_view data) {
   return fmt::format("{:x}\r\n", data.size()) + std::string(data) + "\r\n";
@@ -82,7 +27,8 @@ std::string SseEvent(std::string_view data) {
 void FinishWith(HttpExchange& exchange, HttpResponse response, const std::vector<HttpField>& cors,
                 bool close) {
   response.headers.insert(response.headers.begin(), cors.begin(), cors.end());
-  exchange.Finish(SerializeResponse(response, close, false), close);
+  std::string bytes = SerializeOrServerError(response, &close);
+  exchange.Finish(std::move(bytes), close);
 }
 
 void PostReply::Send(const Json& message) {
@@ -199,7 +145,15 @@ void SendReply(HttpExchange& exchange, PostReply& reply, const std::vector<HttpF
   head_only.headers.push_back({"X-Accel-Buffering", "no"});
   bool close = !terms.keep_alive;
   auto lost = [&] { return terms.modern ? cancel() : reply.Detach(); };
-  if (!exchange.WriteWait(SerializeResponse(head_only, close, true))) return lost();
+  auto head = SerializeResponse(head_only, close, true);
+  if (!head) {
+    // A header the writer refuses (mcp/http_response_writer.h): a 500 instead of the stream.
+    bool closing = true;
+    exchange.Finish(SerializeOrServerError(head_only, &closing), closing);
+    if (terms.modern) cancel_request();
+    return reply.Detach();
+  }
+  if (!exchange.WriteWait(std::move(*head))) return lost();
   auto idle_since = std::chrono::steady_clock::now();
   std::string message;
   for (;;) {

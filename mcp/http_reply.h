@@ -1,7 +1,7 @@
-// How the answer to one request goes out over HTTP/1.1: the serialized status line and header
-// fields, chunks, SSE events, and the reply to one POST /mcp, which collects what the
-// dispatcher sends and writes it whole (one JSON body) or, once a notification has to go out
-// before the response, as an SSE stream. Writes through HttpExchange (mcp/http_exchange.h), so
+// How the answer to one request goes out over HTTP/1.1 (the status line and header fields are
+// mcp/http_response_writer.h's): chunks, SSE events, and the reply to one POST /mcp, which collects
+// what the dispatcher sends and writes it whole (one JSON body) or, once a notification has to go
+// out before the response, as an SSE stream. Writes through HttpExchange (mcp/http_exchange.h), so
 // all of it runs without a socket.
 #pragma once
 
@@ -17,6 +17,7 @@
 
 #include "mcp/http_admission.h"
 #include "mcp/http_exchange.h"
+#include "mcp/http_response_writer.h"
 #include "mcp/server.h"
 
 namespace sandbox::mcp {
@@ -24,15 +25,13 @@ namespace sandbox::mcp {
 // An SSE comment every so often on a quiet stream, so dead clients are noticed.
 inline constexpr std::chrono::seconds kSseKeepAliveInterval{15};
 
-// The status line and header fields of `response`, with its body unless `chunked`.
-std::string SerializeResponse(const HttpResponse& response, bool close, bool chunked);
 // One chunk of a chunked body.
 std::string Chunk(std::string_view data);
 // One server-sent event carrying a JSON-RPC message.
 std::string SseEvent(std::string_view data);
 
 // Ends the exchange with `response`, the `cors` headers first; closes the connection after it
-// when `close`.
+// when `close`, or when the writer refuses a header (a 500 goes out instead).
 void FinishWith(HttpExchange& exchange, HttpResponse response, const std::vector<HttpField>& cors,
                 bool close);
 

@@ -1,12 +1,15 @@
 #include "mcp/http_request_headers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "mcp/jsonrpc.h"
 #include "mcp/protocol_era.h"
+#include "runtime/base/ascii.h"
 #include "runtime/base/base64.h"
 #include "runtime/base/quoted.h"
 
@@ -63,6 +66,12 @@ bool SameValue(const std::string& header, const Json& body) {
   return false;
 }
 
+// `lower`: a field name in lower case.
+bool IsRoutingHeader(std::string_view lower) {
+  return lower == "mcp-protocol-version" || lower == "mcp-method" || lower == "mcp-name" ||
+         lower == "mcp-session-id" || lower.rfind("mcp-param-", 0) == 0;
+}
+
 std::string Shown(std::string_view text) { return ValidUtf8(Quoted(Utf8Prefix(text, 80))); }
 
 }  // namespace
@@ -84,6 +93,17 @@ std::optional<std::string> DecodeMcpHeaderValue(std::string_view value) {
     return Base64Decode(encoded);
   }
   return std::string(value);
+}
+
+std::optional<std::string> RepeatedRoutingHeader(const HttpRequestHead& head) {
+  std::vector<std::string> seen;  // lower-case
+  for (const auto& field : head.fields) {
+    std::string name = AsciiLower(field.name);
+    if (!IsRoutingHeader(name)) continue;
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) return field.name;
+    seen.push_back(std::move(name));
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> CheckRequestHeaders(const HttpRequestHead& head, const Json& message,

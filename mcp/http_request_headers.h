@@ -21,6 +21,13 @@ namespace sandbox::mcp {
 // characters a header may not, or the sentinel wraps invalid Base64.
 std::optional<std::string> DecodeMcpHeaderValue(std::string_view value);
 
+// The name (as sent) of a routing header that appears more than once in `head`, or nullopt.
+// Routing headers: MCP-Protocol-Version, Mcp-Method, Mcp-Name, every Mcp-Param-{Name}, and
+// Mcp-Session-Id. The server reads the first of a repeated field and HAProxy's req.hdr() the
+// last, so two of them could have the router send a call to one host while the server checks
+// and runs another's: any repetition is refused (400), equal values too, since nothing needs it.
+std::optional<std::string> RepeatedRoutingHeader(const HttpRequestHead& head);
+
 // Checks the headers of a modern POST against its body `message` (a JSON-RPC request). For
 // tools/call, `input_schema` is the called tool's (null when unknown: no Mcp-Param checks).
 // nullopt when they agree; else one sentence for a HeaderMismatch (-32020, HTTP 400) answer.

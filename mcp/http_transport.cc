@@ -24,6 +24,7 @@
 #include "mcp/http_reply.h"
 #include "mcp/http_request_era.h"
 #include "mcp/http_request_headers.h"
+#include "mcp/http_response_writer.h"
 #include "mcp/http_session_table.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/protocol_era.h"
@@ -167,9 +168,12 @@ void HttpTransport::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   }
   if (!admitted) {
     // Over a cap: say so if the socket takes it at once, and close.
-    static const std::string busy_answer = SerializeResponse(
-        JsonErrorResponse(503, kTransportError, "Service Unavailable: too many connections"), true,
-        false);
+    static const std::string busy_answer = [] {
+      bool close = true;
+      return SerializeOrServerError(
+          JsonErrorResponse(503, kTransportError, "Service Unavailable: too many connections"),
+          &close);
+    }();
     ssize_t sent = ::send(socket.native_handle(), busy_answer.data(), busy_answer.size(),
                           MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)sent;
@@ -214,6 +218,7 @@ int HttpTransport::port() const { return impl_->port; }
 Status HttpTransport::Bind() {
   Impl& impl = *impl_;
   HttpOptions& options = impl.options;
+  SBX_TRY(auth::CheckIssuerUrl(options.oauth));
   impl.downloads = std::make_unique<FileDownloads>(RandomHex(32), options.read_file,
                                                    options.replica_id, options.download_ttl);
   // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room

@@ -5,8 +5,9 @@
 // /readyz (mcp/readiness.h) and artifact downloads at GET /files/{session_id}/{path} with a
 // presigned link's ?expires=...&token=... (mcp/file_downloads.h).
 // Guards, all judged from the head before any body is read (mcp/http_admission.h): Host and
-// Origin against DNS rebinding (403), bearer token (401), Accept (406), Content-Type (415),
-// body size (413); then Mcp-Session-Id (400/404), MCP-Protocol-Version (400).
+// Origin against DNS rebinding (403), bearer token (401), a routing header sent twice (400),
+// Accept (406), Content-Type (415), body size (413); then Mcp-Session-Id (400/404),
+// MCP-Protocol-Version (400). Every answer is written by mcp/http_response_writer.h.
 // Limits against hostile clients, after nginx's: header bytes and count (431), one deadline
 // for the whole header phase, one for the body, an idle keep-alive timeout, and caps on
 // connections per peer address and in all (503). Connections wait on a few I/O threads;

@@ -6,12 +6,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "mcp/http_response_writer.h"
 #include "runtime/metrics/exposition.h"
 #include "runtime/metrics/sandbox_metrics.h"
 
@@ -19,14 +22,29 @@ namespace sandbox::mcp {
 
 namespace {
 
-constexpr size_t kMaxHeadBytes = 8 << 10;
-constexpr int kHeadTimeoutMs = 5000;
+using Clock = std::chrono::steady_clock;
 
-std::string Response(int status, std::string_view reason, std::string_view content_type,
-                     std::string_view body) {
-  return fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
-      status, reason, content_type, body.size(), body);
+constexpr size_t kMaxHeadBytes = 8 << 10;
+constexpr auto kPhaseTimeout = std::chrono::seconds(5);  // to send the head, to take the answer
+constexpr size_t kMaxClients = 64;
+
+std::string Response(int status, std::string content_type, std::string body) {
+  HttpResponse response{.status = status,
+                        .content_type = std::move(content_type),
+                        .headers = {},
+                        .body = std::move(body)};
+  bool close = true;
+  return SerializeOrServerError(response, &close);
+}
+
+// The answer to a request head (the request line is all a scraper's head needs).
+std::string Answer(std::string_view head) {
+  std::string_view line = head.substr(0, head.find("\r\n"));
+  if (line.rfind("GET ", 0) != 0) return Response(405, "text/plain", "only GET\n");
+  std::string_view target = line.substr(4, line.find(' ', 4) - 4);
+  target = target.substr(0, target.find('?'));
+  if (target != "/metrics") return Response(404, "text/plain", "not found; try /metrics\n");
+  return Response(200, std::string(metrics::kTextContentType), metrics::Scrape());
 }
 
 }  // namespace
@@ -104,61 +122,83 @@ MetricsListener::~MetricsListener() {
 }
 
 void MetricsListener::Serve() {
+  std::vector<Client> clients;
+  std::vector<pollfd> fds;
   for (;;) {
-    pollfd fds[2] = {{listener_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    // The stop, the listener while there is room, then every client: reading its head, or
+    // writing its answer.
+    fds.clear();
+    fds.push_back({stop_.get(), POLLIN, 0});
+    fds.push_back(
+        {listener_.get(), static_cast<short>(clients.size() < kMaxClients ? POLLIN : 0), 0});
+    auto now = Clock::now();
+    auto next_deadline = now + std::chrono::hours(1);
+    for (const Client& client : clients) {
+      fds.push_back(
+          {client.fd.get(), static_cast<short>(client.answer.empty() ? POLLIN : POLLOUT), 0});
+      next_deadline = std::min(next_deadline, client.deadline);
+    }
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_deadline - now).count();
+    if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(wait, 0) + 1)) < 0) {
       if (errno == EINTR) continue;
       spdlog::error("metrics listener: poll: {}", std::strerror(errno));
       return;
     }
-    if (fds[1].revents != 0) return;
-    Fd client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!client) {
-      // EMFILE and the like: wait a moment (or for the stop) rather than spin.
-      pollfd stop = {stop_.get(), POLLIN, 0};
-      ::poll(&stop, 1, 100);
-      continue;
+    if (fds[0].revents != 0) return;
+    // Clients first (their pollfds follow the two fixed ones in the same order), then a new one.
+    now = Clock::now();
+    size_t kept = 0;
+    for (size_t i = 0; i < clients.size(); ++i) {
+      Client& client = clients[i];
+      short events = fds[i + 2].revents;
+      bool keep = now < client.deadline;
+      if (keep && events != 0) keep = client.answer.empty() ? Receive(client) : Send(client);
+      if (keep) {
+        if (kept != i) clients[kept] = std::move(client);
+        ++kept;
+      }
     }
-    Answer(client.get());
+    clients.resize(kept);
+    if ((fds[1].revents & POLLIN) != 0) {
+      Fd accepted(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+      if (accepted) {
+        clients.push_back({.fd = std::move(accepted),
+                           .head = {},
+                           .answer = {},
+                           .sent = 0,
+                           .deadline = Clock::now() + kPhaseTimeout});
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED) {
+        // EMFILE and the like: wait a moment (or for the stop) rather than spin.
+        pollfd stop = {stop_.get(), POLLIN, 0};
+        ::poll(&stop, 1, 100);
+      }
+    }
   }
 }
 
-void MetricsListener::Answer(int client) {
-  std::string head;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kHeadTimeoutMs);
-  while (head.find("\r\n\r\n") == std::string::npos) {
-    if (head.size() > kMaxHeadBytes) return;  // not a scraper: drop it
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    if (left <= 0) return;
-    pollfd fds[2] = {{client, POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-    if (::poll(fds, 2, static_cast<int>(left)) <= 0 || fds[1].revents != 0) return;
-    char buffer[2048];
-    ssize_t n = ::recv(client, buffer, sizeof buffer, 0);
-    if (n <= 0) return;
-    head.append(buffer, static_cast<size_t>(n));
+bool MetricsListener::Receive(Client& client) {
+  char buffer[2048];
+  ssize_t n = ::recv(client.fd.get(), buffer, sizeof buffer, 0);
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+  if (n == 0) return false;  // gone before its head was whole
+  client.head.append(buffer, static_cast<size_t>(n));
+  if (client.head.find("\r\n\r\n") == std::string::npos) {
+    return client.head.size() <= kMaxHeadBytes;  // not a scraper: drop it
   }
-  std::string_view line(head.data(), head.find("\r\n"));
-  std::string answer;
-  if (line.rfind("GET ", 0) != 0) {
-    answer = Response(405, "Method Not Allowed", "text/plain", "only GET\n");
-  } else {
-    std::string_view target = line.substr(4, line.find(' ', 4) - 4);
-    target = target.substr(0, target.find('?'));
-    answer = target == "/metrics"
-                 ? Response(200, "OK", metrics::kTextContentType, metrics::Scrape())
-                 : Response(404, "Not Found", "text/plain", "not found; try /metrics\n");
+  client.answer = Answer(client.head);
+  client.deadline = Clock::now() + kPhaseTimeout;  // a scraper that stops reading is cut off
+  return Send(client);
+}
+
+bool MetricsListener::Send(Client& client) {
+  while (client.sent < client.answer.size()) {
+    // MSG_NOSIGNAL: a scraper that left must not raise SIGPIPE in the server.
+    ssize_t n = ::send(client.fd.get(), client.answer.data() + client.sent,
+                       client.answer.size() - client.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    client.sent += static_cast<size_t>(n);
   }
-  // A scraper that stops reading is cut off by the socket's send timeout.
-  timeval timeout{.tv_sec = 5, .tv_usec = 0};
-  ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  // MSG_NOSIGNAL: a scraper that left must not raise SIGPIPE in the server.
-  for (size_t sent = 0; sent < answer.size();) {
-    ssize_t n = ::send(client, answer.data() + sent, answer.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return;
-    sent += static_cast<size_t>(n);
-  }
+  return false;  // all out: closed
 }
 
 }  // namespace sandbox::mcp

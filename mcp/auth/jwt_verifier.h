@@ -1,6 +1,6 @@
 // Validates an OAuth 2.1 access token that is a JWT (RFC 9068 profile, RFC 7519 claims):
-// size first (a huge token is refused before a byte is parsed), then the header's alg
-// against the asymmetric allow-list (never "none", never HS*), the signature with the
+// size first (a huge token is refused before a byte is parsed), then the header (alg on the
+// asymmetric allow-list, typ an access token's: mcp/auth/jwt_header.h), the signature with the
 // issuer's key of that kid (mcp/auth/jwks_cache.h), and then the claims: iss equal to our
 // issuer, aud naming our resource identifier (RFC 8707), exp and nbf with a small skew.
 // Scopes are read ("scope" string, or "scp" list) for the caller's policy to judge.
@@ -36,9 +36,9 @@ struct VerifiedToken {
 // Looks up a key by kid (JwksCache::Key in the server; a fixed set in tests).
 using KeyLookup = std::function<Result<std::shared_ptr<const JwkKey>>(const std::string& kid)>;
 
-// kInvalidArgument with a reason fit for an error_description ("the token has expired") when
-// the token is not valid; the key lookup's own error (kSandboxUnavailable) when the issuer
-// could not be asked.
+// kInvalidArgument with a fixed reason fit for an error_description ("the token has expired",
+// "unknown key id": never the token's own bytes) when the token is not valid; the key lookup's own
+// error (kSandboxUnavailable) when the issuer could not be asked.
 Result<VerifiedToken> VerifyJwt(std::string_view token, const JwtPolicy& policy,
                                 const KeyLookup& keys, std::chrono::system_clock::time_point now);
 

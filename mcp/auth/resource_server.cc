@@ -1,5 +1,8 @@
 #include "mcp/auth/resource_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <atomic>
 
@@ -8,6 +11,7 @@
 
 #include "mcp/auth/jwks_cache.h"
 #include "mcp/http_admission.h"  // SecretEquals
+#include "runtime/base/ascii.h"
 #include "runtime/session/quota_claim.h"
 
 namespace sandbox::mcp::auth {
@@ -19,6 +23,19 @@ constexpr std::string_view kMetadataPath = "/.well-known/oauth-protected-resourc
 std::string Join(const std::vector<std::string>& items) {
   std::string out;
   for (const auto& item : items) out += (out.empty() ? "" : " ") + item;
+  return out;
+}
+
+// A quoted-string value of a challenge in the characters RFC 6750 §3 allows error_description
+// and scope (%x20-21 / %x23-5B / %x5D-7E); any other byte becomes '?'. Our descriptions are
+// fixed sentences; this keeps a future one that quotes something from ever closing the quote
+// or the header.
+std::string ChallengeText(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    bool allowed = c >= 0x20 && c <= 0x7e && c != '"' && c != '\\';
+    if (!allowed) c = '?';
+  }
   return out;
 }
 
@@ -54,7 +71,8 @@ nlohmann::json ResourceServer::ProtectedResourceMetadata() const {
   return document;
 }
 
-AuthDecision ResourceServer::Refuse(int status, std::string error, std::string description) const {
+AuthDecision ResourceServer::Refuse(int status, const std::string& error,
+                                    const std::string& description) const {
   AuthDecision decision;
   decision.status = status;
   if (!oauth()) {
@@ -62,13 +80,15 @@ AuthDecision ResourceServer::Refuse(int status, std::string error, std::string d
     decision.www_authenticate = R"(Bearer realm="mcp-sandbox")";
   } else {
     // RFC 6750 §3: error only when a token was presented; RFC 9728 §5.1: resource_metadata.
-    decision.www_authenticate = fmt::format(R"(Bearer resource_metadata="{}")", MetadataUrl());
+    decision.www_authenticate =
+        fmt::format(R"(Bearer resource_metadata="{}")", ChallengeText(MetadataUrl()));
     if (!error.empty()) {
       decision.www_authenticate +=
-          fmt::format(R"(, error="{}", error_description="{}")", error, description);
+          fmt::format(R"(, error="{}", error_description="{}")", error, ChallengeText(description));
     }
     if (status == 403 && !policy_.scopes.empty()) {
-      decision.www_authenticate += fmt::format(R"(, scope="{}")", Join(policy_.scopes));
+      decision.www_authenticate +=
+          fmt::format(R"(, scope="{}")", ChallengeText(Join(policy_.scopes)));
     }
   }
   switch (status) {
@@ -157,6 +177,50 @@ void ResourceServer::RememberQuota(const AuthDecision& decision) const {
     }
   }
   RememberQuotaClaim(decision.subject, claim ? std::optional<QuotaClaim>(*claim) : std::nullopt);
+}
+
+bool IsLoopbackUrl(std::string_view url) {
+  size_t scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return false;
+  std::string_view authority = url.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  if (size_t at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);  // http://127.0.0.1@evil.example/ is evil.example
+  }
+  std::string host;
+  if (!authority.empty() && authority.front() == '[') {
+    host = AsciiLower(authority.substr(0, authority.find(']') + 1));
+    return host == "[::1]";
+  }
+  host = AsciiLower(authority.substr(0, authority.find(':')));
+  if (host == "localhost") return true;
+  in_addr address{};
+  return ::inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
+}
+
+Status CheckIssuerUrl(const OAuthSettings& oauth) {
+  const std::string& issuer = oauth.issuer;
+  if (issuer.empty() || issuer.rfind("https://", 0) == 0) return {};
+  if (issuer.rfind("http://", 0) != 0) {
+    return Fail(ErrorCode::kInvalidArgument, "SANDBOX_OAUTH_ISSUER {}: not an https:// URL",
+                issuer);
+  }
+  if (IsLoopbackUrl(issuer)) {
+    spdlog::warn("OAuth: the issuer {} is plain HTTP (accepted: it is on this host)", issuer);
+    return {};
+  }
+  if (oauth.allow_http_issuer) {
+    spdlog::warn(
+        "OAuth: the issuer {} is plain HTTP (accepted: SANDBOX_OAUTH_ALLOW_HTTP_ISSUER=on): its "
+        "signing keys travel unencrypted, and whoever can change them on the way can sign tokens",
+        issuer);
+    return {};
+  }
+  return Fail(ErrorCode::kInvalidArgument,
+              "SANDBOX_OAUTH_ISSUER {} is plain HTTP on another host: its signing keys would "
+              "travel unencrypted, and whoever can change them on the way could sign tokens; use "
+              "https://, or set SANDBOX_OAUTH_ALLOW_HTTP_ISSUER=on to accept it anyway",
+              issuer);
 }
 
 std::shared_ptr<const ResourceServer> MakeResourceServer(const std::vector<std::string>& secrets,

@@ -68,7 +68,7 @@ class ResourceServer {
   const ResourceServerPolicy& policy() const { return policy_; }
 
  private:
-  AuthDecision Refuse(int status, std::string error, std::string description) const;
+  AuthDecision Refuse(int status, const std::string& error, const std::string& description) const;
   // Remembers the quota the admitted token's claim sets for its subject (or that it sets none).
   void RememberQuota(const AuthDecision& decision) const;
 
@@ -83,7 +83,17 @@ struct OAuthSettings {
   std::vector<std::string> scopes;
   std::chrono::milliseconds jwks_min_refresh{10000};
   std::string quota_claim;  // SANDBOX_OAUTH_QUOTA_CLAIM
+  // SANDBOX_OAUTH_ALLOW_HTTP_ISSUER: an http:// issuer on another host is accepted too.
+  bool allow_http_issuer = false;
 };
+
+// Whether the issuer's URL may be trusted with our keys: https://, or http:// to a loopback host
+// (an IdP on this machine, a test) or with allow_http_issuer; a plain-HTTP issuer's keys travel
+// unencrypted, so anyone on the path could hand us keys of their own and sign any token. One
+// that is accepted is logged as a warning. kInvalidArgument naming the setting otherwise.
+Status CheckIssuerUrl(const OAuthSettings& oauth);
+// Whether `url`'s host is a loopback one: localhost, 127.0.0.0/8 or [::1] (after any userinfo).
+bool IsLoopbackUrl(std::string_view url);
 
 // The resource server of a configuration: the static tokens (names[i] names secrets[i]; a
 // shorter `names` leaves the rest unnamed) and, with an issuer, a JWKS cache for its keys,

@@ -8,6 +8,7 @@
 // refused with the right status before anything runs; a key rotation is followed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import {
@@ -169,6 +170,46 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
     const ok = await post(good);
     assert.equal(ok.status, 200);
     assert.match(await ok.text(), /ran/);
+  });
+
+  // What came off the wire, byte for byte: fetch() would reject or hide a header line the server
+  // did not mean to write, so this reads the socket itself.
+  const rawPost = (token) => new Promise((resolve, reject) => {
+    const body = '{}';
+    const socket = net.connect(server.port, '127.0.0.1');
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk) => { answer += chunk; });
+    socket.on('end', () => resolve(answer));
+    socket.on('error', reject);
+    socket.setTimeout(10000, () => socket.destroy(new Error(`no answer: ${JSON.stringify(answer)}`)));
+    socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nConnection: close\r\n`
+      + 'Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n'
+      + `Authorization: Bearer ${token}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  });
+
+  test('a kid, alg or typ with CR LF in it adds no header line to the 401, a malformed part crashes nothing (issue #36)', async () => {
+    const claims = {
+      iss: issuer.url, aud: server.url, sub: 'alice', scope: 'sandbox', iat: now(), exp: now() + 300,
+    };
+    const hostile = 'k9\r\nX-Injected: 1';
+    for (const [label, header] of [
+      ['kid', { alg: 'RS256', kid: hostile }],
+      ['alg', { alg: hostile, kid: 'k1' }],
+      ['typ', { alg: 'RS256', kid: 'k1', typ: hostile }],
+    ]) {
+      const raw = await rawPost(signJwt(header, claims, K1.privateKey));
+      assert.match(raw, /^HTTP\/1\.1 401 /, `${label}: ${raw}`);
+      assert.doesNotMatch(raw, /[\r\n]X-Injected:/, `${label}: ${raw}`);
+      assert.ok(!raw.includes('k9'), `${label}: the token's bytes came back: ${raw}`);
+      const challenge = raw.split('\r\n').find((line) => line.startsWith('WWW-Authenticate: '));
+      assert.match(challenge ?? '', /error="invalid_token"/, label);
+      if (label === 'kid') assert.match(challenge, /error_description="unknown key id"/);
+    }
+    // A part libcjose's decoder aborted the process on ("a="): refused, and the server lives on.
+    assert.match(await rawPost('a=.e30.c2ln'), /^HTTP\/1\.1 401 /);
+    // The same request with a good token is admitted: the refusals were the header's doing.
+    assert.doesNotMatch(await rawPost(tokens.alice), /^HTTP\/1\.1 401 /);
   });
 
   test('a rotated key is refused until the issuer publishes it, then accepted', async () => {

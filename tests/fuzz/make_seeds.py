@@ -297,3 +297,53 @@ write("config_fuzz", "flags", "--memory-limit=64m\n--disk-limit=1g\n--auth-token
       "--allowed-origins=*\n--http-port=65536\n@[::1]:8080\n@:0\n@localhost\n")
 write("config_fuzz", "bad", "SANDBOX_CPU_LIMIT=nan\nSANDBOX_MEMORY_LIMIT=18446744073709551615k\n"
       "SANDBOX_AUTH_TOKEN_FILE=big\nSANDBOX_EXEC_TIMEOUT_S=1e309\n--max-sessions=-1\n@[::1\n")
+
+# --- response_writer_fuzz: status (2 bytes), content type, name/value pairs, body; NUL between --
+
+
+def response(status, content_type, fields, body=b""):
+    pieces = [content_type.encode()]
+    for name, value in fields:
+        pieces += [name.encode() if isinstance(name, str) else name,
+                   value.encode() if isinstance(value, str) else value]
+    return struct.pack(">H", status - 100) + b"\0".join(pieces + [body])
+
+
+write("response_writer_fuzz", "json_session", response(200, "application/json", [
+    ("Mcp-Session-Id", "mcps_r1_0123456789abcdef"), ("Cache-Control", "no-store")], b"{}"))
+write("response_writer_fuzz", "challenge", response(401, "application/json", [
+    ("WWW-Authenticate", 'Bearer resource_metadata="https://x/.well-known/oauth-protected-'
+     'resource/mcp", error="invalid_token", error_description="unknown key id"')], b"{}"))
+write("response_writer_fuzz", "download", response(200, "text/csv", [
+    ("Content-Disposition", 'attachment; filename="r\xc3\xa9sum\xc3\xa9 \t.csv"'),
+    ("X-Content-Type-Options", "nosniff")], b"a,b\n1,2\n"))
+write("response_writer_fuzz", "split", response(401, "text/plain\r\nX-Injected: 1", [
+    ("WWW-Authenticate", "Bearer error_description=\"k9\r\nX-Injected: 1\""),
+    ("Access-Control-Allow-Origin", "http://a\rb"), ("Bad Name", "v"), ("X", "\x00\x7f")]))
+write("response_writer_fuzz", "no_content", response(204, "", [("Allow", "POST, DELETE")]))
+
+# --- jwt_header_fuzz: bearer tokens, and JOSE headers as JSON --------------------------------
+
+
+def b64u(data):
+    return base64.urlsafe_b64encode(data if isinstance(data, bytes) else data.encode()) \
+        .rstrip(b"=").decode()
+
+
+def token(header, payload=None):
+    payload = payload or {"iss": "https://idp.example.test", "sub": "a", "exp": 4102444800}
+    return f"{b64u(line(header))}.{b64u(line(payload))}.c2ln"
+
+
+write("jwt_header_fuzz", "at_jwt", token({"alg": "RS256", "kid": "k1", "typ": "at+jwt"}))
+write("jwt_header_fuzz", "application_at_jwt", token({"alg": "ES256", "kid": "k2",
+                                                      "typ": "application/at+JWT"}))
+write("jwt_header_fuzz", "untyped", token({"alg": "EdDSA"}))
+write("jwt_header_fuzz", "id_token", token({"alg": "PS256", "kid": "k1", "typ": "id+jwt"}))
+write("jwt_header_fuzz", "hostile_kid", token({"alg": "RS256", "kid": "k9\r\nX-Injected: 1"}))
+write("jwt_header_fuzz", "hostile_alg", token({"alg": "RS256\r\nX-Injected: 1", "kid": "k1"}))
+write("jwt_header_fuzz", "down", token({"alg": "ES384", "kid": "down", "typ": "JWT"}))
+write("jwt_header_fuzz", "crit", token({"alg": "RS512", "crit": ["exp"], "kid": 7}))
+write("jwt_header_fuzz", "none", token({"alg": "none"}).rsplit(".", 1)[0] + ".")
+write("jwt_header_fuzz", "header_json", line({"alg": "ES512", "kid": "k\"\\\u0000",
+                                              "typ": ["at+jwt"]}))

@@ -82,7 +82,7 @@ TEST_CASE("http reply: the status line, header fields, chunks and SSE events on 
   CHECK(SerializeResponse(empty, false, false) ==
         "HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n");
   empty.status = 299;
-  CHECK(SerializeResponse(empty, true, false).rfind("HTTP/1.1 299 Unknown\r\n", 0) == 0);
+  CHECK(SerializeResponse(empty, true, false)->rfind("HTTP/1.1 299 Unknown\r\n", 0) == 0);
   CHECK(Chunk(std::string(26, 'x')) == "1a\r\n" + std::string(26, 'x') + "\r\n");
   CHECK(SseEvent(R"({"a":1})") == "event: message\ndata: {\"a\":1}\n\n");
 }

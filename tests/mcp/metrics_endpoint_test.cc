@@ -1,8 +1,13 @@
 // /metrics: on the HTTP listener behind the bearer token, and on a listener of its own
 // (SANDBOX_METRICS_ADDR). Each ctest case runs in its own process, so the counters start at 0.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -158,6 +163,46 @@ TEST_CASE("metrics: a listener of its own serves GET /metrics only [unit]", "[un
   CHECK(Has(taken.error().message, "bind"));
   // A name that does not resolve fails too.
   CHECK_FALSE(MetricsListener::Start({.host = "no-such-host.invalid", .port = 0}));
+}
+
+// Issue #36: the listener served one connection at a time, so a client that connected and said
+// nothing held every scrape for its 5 s head timeout.
+TEST_CASE("metrics: idle connections to the listener delay no scrape [unit]", "[unit]") {
+  auto listener = MetricsListener::Start({.host = "127.0.0.1", .port = 0});
+  REQUIRE(listener);
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>((*listener)->port()));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    idle.push_back(fd);
+  }
+  // One idle client has half a head in: it is waiting for the rest too.
+  REQUIRE(::send(idle[0], "GET /metr", 9, MSG_NOSIGNAL) == 9);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // accepted by now
+  httplib::Client client("127.0.0.1", (*listener)->port());
+  client.set_read_timeout(10, 0);
+  for (int i = 0; i < 3; ++i) {
+    auto started = std::chrono::steady_clock::now();
+    auto scrape = client.Get("/metrics");
+    auto took = std::chrono::steady_clock::now() - started;
+    REQUIRE(scrape);
+    CHECK(scrape->status == 200);
+    CHECK(took < std::chrono::seconds(1));
+  }
+  // The idle ones are still served when they finish their heads.
+  std::string rest = "ics HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(::send(idle[0], rest.data(), rest.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(rest.size()));
+  char answer[64] = {};
+  timeval timeout{.tv_sec = 5, .tv_usec = 0};
+  ::setsockopt(idle[0], SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  CHECK(::recv(idle[0], answer, sizeof answer - 1, MSG_WAITALL) > 0);
+  CHECK(std::string(answer).rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+  for (int fd : idle) ::close(fd);
 }
 
 }  // namespace

@@ -399,6 +399,15 @@ const std::vector<ConfigVariable> kVariables = {
        config.oauth_issuer = value;
        return {};
      }},
+    {"SANDBOX_OAUTH_ALLOW_HTTP_ISSUER", "--oauth-allow-http-issuer", "off",
+     "on: accept an http:// SANDBOX_OAUTH_ISSUER on another host than this one (its signing keys "
+     "then travel unencrypted, and whoever can change them can sign tokens); off: https://, or "
+     "http:// to localhost, 127.0.0.0/8 or [::1] only. An http:// issuer is logged as a warning",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_TRY(OneOf(value, {"on", "off"}));
+       config.oauth_allow_http_issuer = value == "on";
+       return {};
+     }},
     {"SANDBOX_OAUTH_RESOURCE", "--oauth-resource", "",
      "This server's resource identifier (RFC 8707): the `aud` its tokens must carry; default "
      "SANDBOX_PUBLIC_URL + /mcp, else http://HOST:PORT/mcp of the bound address",

@@ -44,6 +44,7 @@ struct ServeConfig {
   std::vector<std::string> auth_token_names;  // per token: its holder's name ("" = unnamed)
   // SANDBOX_OAUTH_*: JWT access tokens from an authorization server (mcp/auth/).
   std::string oauth_issuer;               // "" = off
+  bool oauth_allow_http_issuer = false;   // SANDBOX_OAUTH_ALLOW_HTTP_ISSUER
   std::string oauth_resource;             // "" = derived (SANDBOX_PUBLIC_URL + /mcp, or bound)
   std::vector<std::string> oauth_scopes;  // all required
   double oauth_jwks_refresh_s = 0;

@@ -78,7 +78,8 @@ Result<ConfiguredOptions> ConfiguredOptionsFor(const ServeConfig& config) {
                 .resource = config.oauth_resource,
                 .scopes = config.oauth_scopes,
                 .jwks_min_refresh = Millis(config.oauth_jwks_refresh_s),
-                .quota_claim = config.oauth_quota_claim};
+                .quota_claim = config.oauth_quota_claim,
+                .allow_http_issuer = config.oauth_allow_http_issuer};
   http.allowed_origins = config.allowed_origins;
   http.max_body_bytes = max_message_bytes;
   // Threads for requests being worked on (idle connections hold none): several per session.

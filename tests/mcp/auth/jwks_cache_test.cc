@@ -5,68 +5,20 @@
 
 #include <httplib.h>
 
-#include <atomic>
-#include <mutex>
 #include <thread>
 
 #include <catch2/catch.hpp>
 
+#include "tests/mcp/auth/fake_issuer.h"
 #include "tests/mcp/auth/test_keys.h"
 
 using namespace sandbox;
 using namespace sandbox::mcp::auth;
+using sandbox::mcp::auth::testing::FakeIssuer;
 using sandbox::mcp::auth::testing::TestKey;
 using Json = nlohmann::json;
 
 namespace {
-
-// An issuer on 127.0.0.1: serves OpenID discovery (not RFC 8414, as many IdPs) and a key set
-// the test can change.
-class FakeIssuer {
- public:
-  FakeIssuer() {
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    issuer_ = "http://127.0.0.1:" + std::to_string(port_);
-    server_.Get("/.well-known/openid-configuration", [this](const auto&, auto& res) {
-      res.set_content(Json({{"issuer", metadata_issuer_.empty() ? issuer_ : metadata_issuer_},
-                            {"jwks_uri", issuer_ + "/jwks"}})
-                          .dump(),
-                      "application/json");
-    });
-    server_.Get("/jwks", [this](const auto&, auto& res) {
-      ++jwks_fetches_;
-      std::lock_guard<std::mutex> lock(mutex_);
-      res.set_content(jwks_.dump() + padding_, "application/json");
-    });
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ~FakeIssuer() {
-    server_.stop();
-    thread_.join();
-  }
-  void Publish(std::vector<const TestKey*> keys) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    jwks_ = {{"keys", Json::array()}};
-    for (const TestKey* key : keys) jwks_["keys"].push_back(key->PublicJwk());
-  }
-  void Pad(size_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    padding_ = std::string(bytes, ' ');
-  }
-  const std::string& issuer() const { return issuer_; }
-  std::string metadata_issuer_;
-  std::atomic<int> jwks_fetches_{0};
-
- private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  std::string issuer_;
-  std::mutex mutex_;
-  Json jwks_ = {{"keys", Json::array()}};
-  std::string padding_;
-};
 
 JwksOptions Options(const std::string& issuer) {
   return JwksOptions{.issuer = issuer,

@@ -1,5 +1,6 @@
 #include "tests/mcp/auth/test_keys.h"
 
+#include <iterator>
 #include <stdexcept>
 #include <vector>
 
@@ -135,6 +136,9 @@ std::string TestKey::PublicPem() const {
 std::string TestKey::Sign(const nlohmann::json& payload, const nlohmann::json& extra_header) const {
   nlohmann::json header = {{"alg", alg()}, {"kid", kid_}, {"typ", "at+jwt"}};
   header.update(extra_header);
+  for (auto it = header.begin(); it != header.end();) {
+    it = it->is_null() ? header.erase(it) : std::next(it);
+  }
   std::string input = Base64Url(header.dump()) + "." + Base64Url(payload.dump());
   std::unique_ptr<EVP_MD_CTX, MdCtxDeleter> ctx(EVP_MD_CTX_new());
   const EVP_MD* md = kind_ == Kind::kEd25519 ? nullptr : EVP_sha256();

@@ -25,7 +25,8 @@ class TestKey {
   // The alg this key signs with: RS256, ES256 or EdDSA.
   std::string alg() const;
   const std::string& kid() const { return kid_; }
-  // header.payload.signature, header {"alg": alg(), "kid": kid(), "typ": "at+jwt"} plus `extra`.
+  // header.payload.signature, header {"alg": alg(), "kid": kid(), "typ": "at+jwt"} plus `extra`
+  // (a null member there drops that member).
   std::string Sign(const nlohmann::json& payload,
                    const nlohmann::json& extra_header = nlohmann::json::object()) const;
   // The public key as PEM, the "secret" of the HS256-with-the-public-key attack.
