@@ -1,4 +1,4 @@
-// Who may keep how much saved state (README "Hibernate, resume, fork"). Saved sessions share one
+// Who may keep how much saved state (docs/many-users.md). Saved sessions share one
 // disk cap (SANDBOX_SAVED_MAX_BYTES), and each named subject has a budget of its own within it
 // (SANDBOX_SUBJECT_MAX_SAVED, SANDBOX_SUBJECT_SAVED_BYTES, or its token's quota claim). What one
 // subject does never costs another its saved work: making room evicts only the saving subject's

@@ -164,7 +164,7 @@ check "the same batch twice gives the same results" True "$same"
 
 # An ordinary user (the CI recipe's), here nobody with a state dir of its own borrowing the same
 # images: the same results, but for the memory limit where no memory cgroup is delegated to the
-# user (rlimits only: Python's MemoryError, exit 1, where a cgroup kills with 137; README
+# user (rlimits only: Python's MemoryError, exit 1, where a cgroup kills with 137; docs/security.md
 # "Limits").
 if [ "$backend" = namespace ] && command -v setpriv >/dev/null; then  # the socket is root's
   chmod 711 "$work"

@@ -1,4 +1,4 @@
-// Saved sessions budgeted per subject (README "Saved sessions per subject"; issue #36, defect 2)
+// Saved sessions budgeted per subject (docs/many-users.md "Saved sessions per subject"; issue #36, defect 2)
 // through the official SDK client, with OAuth on: a real OpenID provider (oidc-provider) on
 // loopback issues tokens for two subjects. SANDBOX_SAVED_MAX_BYTES=4m, hibernation after 2 s:
 // alice's session hibernates; bob hibernates a session with a 1.5 MiB file and forks it twice,

@@ -608,7 +608,7 @@ describe('scale-out: 3 replicas in network namespaces behind HAProxy', { skip: r
     assert.match(cluster.replica('r3').log.text, /resumed/);
   });
 
-  // The rule (README, "A replica behind the router"): only the replica an id names resumes its
+  // The rule (docs/scale-out.md, "A replica behind the router"): only the replica an id names resumes its
   // hibernated session. It lives in SessionManager::SavedAndVisible (runtime/session), which
   // must refuse another replica's ids; until it does, a sibling resumes the save and this fails.
   rtest('T19b: replicas sharing a state dir: a sibling that answers for a stopped replica\'s hibernated session leaves it to its owner, who resumes it once', async () => {

@@ -63,7 +63,7 @@ flags:
   --backend KIND     auto | namespace | docker (default: $SANDBOX_BACKEND or auto)
   --state-dir DIR    the store and session records (default: $SANDBOX_STATE_DIR, ...)
 
-batch mode (README "Batch runs"):
+batch mode (docs/ci.md "Batch runs"):
   --batch FILE|-     one snippet per line, a JSON object: {"id", "code", "shell", "stdin",
                      "timeout_s", "memory", "files": {"name": "content"}}; one result per
                      line on stdout, in the input's order: {"id", "line", "ran", "exit_code",

@@ -1,4 +1,4 @@
-// The line format of `mcp-sandbox run --batch` (README "Batch runs"): one snippet per input
+// The line format of `mcp-sandbox run --batch` (docs/ci.md "Batch runs"): one snippet per input
 // line, one result per output line. Parsing never throws: a bad line becomes an error that
 // names the line and the field, and the batch goes on.
 //
