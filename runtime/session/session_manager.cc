@@ -626,7 +626,10 @@ std::vector<SessionInfo> SessionManager::List() {
       // loses only what came after): listed once, live.
       bool live = std::any_of(infos.begin(), infos.end(),
                               [&meta](const SessionInfo& info) { return info.id == meta.id; });
-      if (!live && ActingSubject::MaySee(meta.owner)) infos.push_back(DescribeSaved(meta));
+      // A sibling replica's saves (a shared state dir) are its own to show (SavedAndVisible).
+      if (!live && !NamesAnotherReplica(meta.id) && ActingSubject::MaySee(meta.owner)) {
+        infos.push_back(DescribeSaved(meta));
+      }
     }
   }
   std::sort(infos.begin(), infos.end(),
@@ -1114,15 +1117,17 @@ bool SessionManager::SavedAndVisible(const std::string& id) {
   // Only the replica an id names resumes, shows, forks or deletes its save: replicas may share
   // a state dir, and a sibling that resumed a stopped replica's session would leave it live
   // twice once that replica is back under its id (Lookup then says replica_unavailable).
-  if (auto parsed = ParseSessionId(id);
-      parsed && !parsed->replica.empty() && parsed->replica != config_.replica_id) {
-    return false;
-  }
+  if (NamesAnotherReplica(id)) return false;
   if (!saved_ || !saved_->Contains(id)) return false;
   auto meta = saved_->Meta(id);
   // Damaged metadata names no owner: only a caller who may see the single user's sessions
   // (stdio, the CLI, a server without named callers) learns of it, from the error it gets.
   return ActingSubject::MaySee(meta ? meta->owner : std::string());
+}
+
+bool SessionManager::NamesAnotherReplica(const std::string& id) const {
+  auto parsed = ParseSessionId(id);
+  return parsed && !parsed->replica.empty() && parsed->replica != config_.replica_id;
 }
 
 void SessionManager::WaitWhileHibernating(std::unique_lock<std::mutex>& lock,
