@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -192,6 +193,36 @@ TEST_CASE("hibernation: replicas sharing a state dir each list only their own sa
   auto theirs = r2.manager->List();
   REQUIRE(theirs.size() == 1);
   CHECK(theirs[0].id == own);
+}
+
+TEST_CASE("hibernation: a call arriving while its session is being saved waits and resumes it",
+          "[hibernation]") {
+  if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
+  Fixture f;
+  std::string id = f.Create();
+  // A state that takes a while to save (hundreds of ms), so the call lands in the middle.
+  f.Python(id, "import pandas as pd\nv = 'kept'\nblob = bytes(range(256)) * (24 << 12)");
+  Status hibernated;
+  std::thread saver([&] { hibernated = f.manager->Hibernate(id); });
+  auto busy = [&] {
+    for (const auto& info : f.manager->List()) {
+      if (info.id == id) return info.state != "idle";
+    }
+    return true;  // no longer listed as live: saved already
+  };
+  for (int i = 0; i < 2000 && !busy(); ++i) std::this_thread::sleep_for(1ms);
+  // The idle hibernation holds the session, not another call: this call waits for the save,
+  // then resumes it (it used to be told session_busy, "running another call").
+  RunRequest request;
+  request.code = "print(v)";
+  request.timeout_s = 20;
+  auto run = f.manager->Run(id, request);
+  saver.join();
+  REQUIRE(hibernated);
+  INFO((run ? std::string() : run.error().message));
+  REQUIRE(run);
+  CHECK(run->stdout_text == "kept\n");
+  CHECK(run->resumed);
 }
 
 TEST_CASE("hibernation: fork copies files and state and the two diverge", "[hibernation]") {
