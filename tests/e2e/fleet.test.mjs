@@ -14,8 +14,11 @@
 // before and after, a subject naming the other's session ids is told session_not_found exactly
 // as for an unknown id, sees none of them in any replica's list, and the owner's sessions are
 // intact (a hibernated one not resumed by the stranger's call).
-// Root only; skips, saying why, without root, ip, nsenter, HAProxy, iptables or an image.
+// On both engines: the namespace backend and the Docker fallback. Root only; skips, saying why,
+// without root, ip, nsenter, HAProxy, iptables or an image (the Docker variant: without a Docker
+// daemon holding the image).
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 
 import {
@@ -27,8 +30,8 @@ import { OidcIssuer, signingKey } from './lib/oidc_issuer.mjs';
 const REPLICAS = ['r1', 'r2', 'r3'];
 const SUBJECTS = ['alice', 'bob'];
 const ERAS = ['modern', 'legacy'];
-// 198.18.0.64/28: this suite's links, apart from scaleout.test.mjs's (.0/28) and the scale-out
-// benchmarks' (.128, .160), should two run at once.
+// 198.18.0.64/27: this suite's links (one /28 per engine), apart from scaleout.test.mjs's
+// (.0/28) and the scale-out benchmarks' (.128, .160), should two run at once.
 const BASE = 64;
 
 function skipReason() {
@@ -40,11 +43,15 @@ function skipReason() {
   return '';
 }
 
+// The engine the describe block running now tests ('namespace' | 'docker').
+let expectedBackend;
+
 // A session of the test: { id, owner, era, kind: 'live' | 'hibernated' | 'fork', client, replica,
 // me, n, file }. `me` and `n` are Python variables in it; `file` the content of fleet.txt.
 async function newSession(owner, era, kind, client) {
   const created = await client.callOk('sandbox_create_session', {});
   const id = created.session_id;
+  assert.equal(created.backend, expectedBackend, `${id} runs on the backend under test`);
   const session = { id, owner, era, kind, client, replica: replicaOf(id), me: id, n: 0, file: `${owner}'s file of ${id}` };
   await client.callOk('sandbox_run_python', {
     session_id: id,
@@ -72,8 +79,25 @@ const stateOf = async (session) =>
   (await session.client.callOk('sandbox_session_status', { session_id: session.id })).state;
 
 const reason = skipReason();
+const DOCKER_IMAGE = 'mcp-sandbox/python:latest';
+function dockerSkip() {
+  if (reason) return reason;
+  try {
+    execFileSync('docker', ['image', 'inspect', DOCKER_IMAGE], { stdio: 'ignore', timeout: 30000 });
+    return '';
+  } catch {
+    return `no Docker daemon with ${DOCKER_IMAGE}`;
+  }
+}
 
-describe('fleet: a rolling restart of 3 replicas behind the router, OAuth on, 2 subjects, live, hibernated and forked sessions of both eras', { skip: reason || false }, () => {
+// Both engines: the namespace backend, and the Docker fallback (sibling containers, saved into
+// the state dir and removed); each on links of its own.
+const VARIANTS = [
+  { label: 'namespace backend', backend: 'namespace', base: BASE, env: {}, skip: reason },
+  { label: 'docker backend', backend: 'docker', base: BASE + 16, env: { SANDBOX_BACKEND: 'docker', SANDBOX_IMAGE: 'python' }, skip: dockerSkip() },
+];
+
+for (const variant of VARIANTS) describe(`fleet (${variant.label}): a rolling restart of 3 replicas behind the router, OAuth on, 2 subjects, live, hibernated and forked sessions of both eras`, { skip: variant.skip || false }, () => {
   let issuer;
   let cluster;
   const clients = { alice: {}, bob: {} }; // subject -> { modern, legacy: [..] }
@@ -167,8 +191,9 @@ describe('fleet: a rolling restart of 3 replicas behind the router, OAuth on, 2 
   }
 
   before(async () => {
+    expectedBackend = variant.backend;
     cluster = new Cluster({
-      base: BASE,
+      base: variant.base,
       env: {
         SANDBOX_IMAGE: process.env.SANDBOX_SCALEOUT_IMAGE ?? storeImage() ?? 'python-small',
         SANDBOX_MAX_SESSIONS: '40',
@@ -179,6 +204,7 @@ describe('fleet: a rolling restart of 3 replicas behind the router, OAuth on, 2 
         // Each subject's budget: room for all of its sessions saved at once (a drain saves
         // the live ones beside the hibernated and forked ones), and no more.
         SANDBOX_SUBJECT_MAX_SAVED: '10',
+        ...variant.env,
       },
     });
     cluster.setupNetwork();
@@ -213,6 +239,9 @@ describe('fleet: a rolling restart of 3 replicas behind the router, OAuth on, 2 
     await load.loops?.catch(() => {});
     await Promise.all(allClients.map((client) => client.close()));
     try {
+      // An orderly stop (every live session saved, its sandbox or container removed), so that
+      // nothing is left for the teardown's kill: it removes the saves with the cluster's dir.
+      for (const id of REPLICAS) await cluster?.stopNow(id).catch(() => {});
       await cluster?.teardown();
     } finally {
       await issuer?.stop().catch(() => {});
@@ -297,7 +326,7 @@ describe('fleet: a rolling restart of 3 replicas behind the router, OAuth on, 2 
       assert.match(cluster.replica(id).log.text, /drain/i);
       await cluster.startReplica(id);
       await cluster.waitServer(id, 'UP', 10000);
-      console.log(`# ${id}: drained, exited 0 and UP again in ${Date.now() - started} ms; ${load.calls - before} calls so far, ${load.failures.length} failed`);
+      console.log(`# ${variant.label}, ${id}: drained, exited 0 and UP again in ${Date.now() - started} ms; ${load.calls - before} calls so far, ${load.failures.length} failed`);
       assert.deepEqual(load.failures, [], `calls failed on replicas not restarting (${load.calls - before} made)`);
       load.restarting = null; // its sessions join the load again: their next call resumes them
     }
@@ -329,6 +358,6 @@ describe('fleet: a rolling restart of 3 replicas behind the router, OAuth on, 2 
       const origin = sessions.find((s) => s.id === fork.me);
       assert.ok(origin.n > fork.n, `${origin.id} n=${origin.n}, its fork ${fork.id} n=${fork.n}`);
     }
-    console.log(`# fleet: ${sessions.length} sessions of 2 subjects kept through the rolling restart`);
+    console.log(`# fleet (${variant.label}): ${sessions.length} sessions of 2 subjects kept through the rolling restart`);
   });
 });
