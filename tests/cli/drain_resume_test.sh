@@ -3,8 +3,9 @@
 # with a drain (SANDBOX_DRAIN_TIMEOUT_S=30, SANDBOX_DRAIN_IDLE_S=2) and hibernation on (the
 # default) holds a session with a variable and a file; SIGTERM; the drain hibernates the idle
 # session instead of closing it, the server exits 0 and leaves no sandbox; a new server on the
-# same state dir (another replica id, as a successor may have) resumes the session at its next
-# call, with the variable and the file; and a session still open when the drain times out is
+# same state dir under the same replica id (only the replica an id names resumes its save)
+# resumes the session at its next call, with the variable and the file; and a session still
+# open when the drain times out is
 # saved by the stop and resumed by the next server. Needs root and the default image (`python`) in the shared
 # store; runs against a private state dir that borrows the store's images read-only.
 # With `docker`, the same on the Docker backend (tools/test starts the daemon and loads the
@@ -28,7 +29,7 @@ if [ "$backend" = docker ]; then
     echo "SKIPPED: $why"; exit 77
   fi
 fi
-borrow_shared_store "$work/state"
+borrow_shared_store "$bin" "$work/state"
 token=drain-resume-token
 
 # start LOG ENV...: a replica on the state dir; sets pid and port (from its log line).
@@ -135,7 +136,7 @@ else
   check "no sandbox record is left" 0 "$(find "$work/state/sessions" -name '*.json' 2>/dev/null | wc -l)"
 fi
 
-start "$work/second.log" SANDBOX_REPLICA_ID=r2
+start "$work/second.log" SANDBOX_REPLICA_ID=r1
 ran=$(mcp "$port" sandbox_run_python "{\"session_id\": \"$id\", \"code\": \"print(v, open('/mnt/data/f.txt').read())\"}")
 check "the new server resumes it with the variable and the file" "kept across the drain the file" \
   "$(field stdout "$ran" | tr -d '\n')"
@@ -155,7 +156,7 @@ stopped
 check "the server whose drain timed out exits 0" 0 "$status"
 grep -q "drain: drain time-out reached with 1 session(s) left" "$work/third.log"
 check "its drain timed out" 0 $?
-start "$work/fourth.log" SANDBOX_REPLICA_ID=r4
+start "$work/fourth.log" SANDBOX_REPLICA_ID=r3
 ran=$(mcp "$port" sandbox_run_python "{\"session_id\": \"$id\", \"code\": \"print(w)\"}")
 check "the session left at the time-out is resumed" "left at the time-out" "$(field stdout "$ran" | tr -d '\n')"
 closed=$(mcp "$port" sandbox_close_session "{\"session_id\": \"$id\"}")
