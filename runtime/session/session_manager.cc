@@ -556,11 +556,20 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const st
 }
 
 Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id) {
-  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
-  bool expected = false;
-  if (!session->busy.compare_exchange_strong(expected, true)) {
-    return Fail(ErrorCode::kSessionBusy,
-                "session {} is running another call; wait for it to finish", id);
+  std::shared_ptr<Session> session;
+  for (;;) {
+    SBX_ASSIGN_OR_RETURN(session, Lookup(id));
+    bool expected = false;
+    if (session->busy.compare_exchange_strong(expected, true)) break;
+    session.reset();  // Hibernate waits for the last reference before it goes on
+    // Busy with its own hibernation (idle, or a drain's), not with a call: wait for the save,
+    // then look it up again (resumed), as a call arriving a moment later would be.
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (std::find(hibernating_.begin(), hibernating_.end(), id) == hibernating_.end()) {
+      return Fail(ErrorCode::kSessionBusy,
+                  "session {} is running another call; wait for it to finish", id);
+    }
+    WaitWhileHibernating(lock, id);
   }
   if (session->closed) {
     session->busy = false;
@@ -626,7 +635,10 @@ std::vector<SessionInfo> SessionManager::List() {
       // loses only what came after): listed once, live.
       bool live = std::any_of(infos.begin(), infos.end(),
                               [&meta](const SessionInfo& info) { return info.id == meta.id; });
-      if (!live && ActingSubject::MaySee(meta.owner)) infos.push_back(DescribeSaved(meta));
+      // A sibling replica's saves (a shared state dir) are its own to show (SavedAndVisible).
+      if (!live && !NamesAnotherReplica(meta.id) && ActingSubject::MaySee(meta.owner)) {
+        infos.push_back(DescribeSaved(meta));
+      }
     }
   }
   std::sort(infos.begin(), infos.end(),
@@ -981,6 +993,9 @@ Status SessionManager::Hibernate(const std::string& id) {
   std::shared_ptr<Session> live;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(hibernating_.begin(), hibernating_.end(), id) != hibernating_.end()) {
+      return {};  // being hibernated
+    }
     if (auto it = sessions_.find(id); it != sessions_.end()) {
       live = it->second;
     } else if (saved_->Contains(id)) {
@@ -992,13 +1007,18 @@ Status SessionManager::Hibernate(const std::string& id) {
   Status saved;
   {
     SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+    // Hibernating from here on: a call arriving during the save waits for it (Lookup, Acquire)
+    // and resumes the session, instead of being told it is busy with another call.
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      hibernating_.push_back(id);
+    }
     saved = SaveSession(*session, id, session->created);
     if (saved) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         auto it = sessions_.find(id);
         if (it != sessions_.end() && it->second.get() == &*session) sessions_.erase(it);
-        hibernating_.push_back(id);
       }
       session->closed = true;
       if (session->egress) session->egress->Shutdown();
@@ -1008,6 +1028,11 @@ Status SessionManager::Hibernate(const std::string& id) {
     }
   }
   if (!saved) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      hibernating_.erase(std::find(hibernating_.begin(), hibernating_.end(), id));
+    }
+    hibernated_.notify_all();
     // Left as it was, idle since its last call; not retried until it is used again.
     if (live && !live->busy) live->last_used_ms = last_used;
     if (live) live->unsaveable_at_ms = last_used;
@@ -1114,15 +1139,17 @@ bool SessionManager::SavedAndVisible(const std::string& id) {
   // Only the replica an id names resumes, shows, forks or deletes its save: replicas may share
   // a state dir, and a sibling that resumed a stopped replica's session would leave it live
   // twice once that replica is back under its id (Lookup then says replica_unavailable).
-  if (auto parsed = ParseSessionId(id);
-      parsed && !parsed->replica.empty() && parsed->replica != config_.replica_id) {
-    return false;
-  }
+  if (NamesAnotherReplica(id)) return false;
   if (!saved_ || !saved_->Contains(id)) return false;
   auto meta = saved_->Meta(id);
   // Damaged metadata names no owner: only a caller who may see the single user's sessions
   // (stdio, the CLI, a server without named callers) learns of it, from the error it gets.
   return ActingSubject::MaySee(meta ? meta->owner : std::string());
+}
+
+bool SessionManager::NamesAnotherReplica(const std::string& id) const {
+  auto parsed = ParseSessionId(id);
+  return parsed && !parsed->replica.empty() && parsed->replica != config_.replica_id;
 }
 
 void SessionManager::WaitWhileHibernating(std::unique_lock<std::mutex>& lock,

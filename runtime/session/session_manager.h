@@ -209,6 +209,9 @@ class SessionManager {
   // Whether `id` is hibernated and the calling subject may see it: another subject's saved
   // session reads as none, as a live one does.
   bool SavedAndVisible(const std::string& id);
+  // Whether `id` names a replica other than this one: its save, in a state dir replicas share,
+  // is that replica's to resume, show, fork or delete.
+  bool NamesAnotherReplica(const std::string& id) const;
   // Hibernation (runtime/session/session_hibernation.h): resumes a saved session into a new
   // sandbox and lists it; saves a live one (under `as_id`: itself, or its fork).
   Result<std::shared_ptr<Session>> Resume(const std::string& id);

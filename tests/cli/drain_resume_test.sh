@@ -3,8 +3,9 @@
 # with a drain (SANDBOX_DRAIN_TIMEOUT_S=30, SANDBOX_DRAIN_IDLE_S=2) and hibernation on (the
 # default) holds a session with a variable and a file; SIGTERM; the drain hibernates the idle
 # session instead of closing it, the server exits 0 and leaves no sandbox; a new server on the
-# same state dir (another replica id, as a successor may have) resumes the session at its next
-# call, with the variable and the file; and a session still open when the drain times out is
+# same state dir under the same replica id (only the replica an id names resumes its save)
+# resumes the session at its next call, with the variable and the file; and a session still
+# open when the drain times out is
 # saved by the stop and resumed by the next server. Needs root and the default image (`python`) in the shared
 # store; runs against a private state dir that borrows the store's images read-only.
 # With `docker`, the same on the Docker backend (tools/test starts the daemon and loads the

@@ -67,7 +67,7 @@ log "== e2e: SDK client over stdio and HTTP (node --test)"
   --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
   --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
   stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs oauth.test.mjs docker-fallback.test.mjs \
-  metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs scaleout_manifests.test.mjs scaleout.test.mjs scaleout_swarm.test.mjs \
+  metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs scaleout_manifests.test.mjs scaleout.test.mjs fleet.test.mjs scaleout_swarm.test.mjs \
   2>"$results/sdk.stderr"
 sdk_status=$?
 sed 's/^/  /' "$results/sdk.txt" >&2

@@ -258,6 +258,17 @@ export class Cluster {
     }
   }
 
+  // Lets every replica reach `address`, the host side of one of this cluster's links (where a
+  // test runs a service the replicas call, e.g. an OAuth issuer): a host route in each other
+  // namespace through its own link. The host answers for its own addresses on any link, so
+  // nothing is forwarded and no other address is involved.
+  reachHostAddress(address) {
+    for (const replica of this.replicas.values()) {
+      if (replica.hostAddress === address) continue;
+      run('ip', ['-n', replica.netns, 'route', 'add', `${address}/32`, 'via', replica.hostAddress]);
+    }
+  }
+
   // Runs a command in a replica's network namespace only. nsenter, not `ip netns exec`: that one
   // also mounts a fresh sysfs over /sys, which hides /sys/fs/cgroup from the server.
   nsCommand(id, argv) {

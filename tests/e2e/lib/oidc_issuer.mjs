@@ -17,10 +17,13 @@ export function signingKey(kid) {
 // The provider, (re)started on one port with the keys it publishes (the first one signs), so a
 // key rotation keeps the issuer's URL. Each client's secret is `${id}-secret`.
 //   clients: client ids; accessTokenTTL: seconds;
-//   extraTokenClaims: oidc-provider's hook (ctx, token) => claims to add, or undefined.
+//   extraTokenClaims: oidc-provider's hook (ctx, token) => claims to add, or undefined;
+//   host: the address it listens on and names in its URL (loopback unless a test's servers are
+//   elsewhere, e.g. replicas in network namespaces: fleet.test.mjs).
 export class OidcIssuer {
-  constructor({ clients, accessTokenTTL = 300, extraTokenClaims } = {}) {
+  constructor({ clients, accessTokenTTL = 300, extraTokenClaims, host = '127.0.0.1' } = {}) {
     this.clients = clients;
+    this.host = host;
     this.accessTokenTTL = accessTokenTTL;
     this.extraTokenClaims = extraTokenClaims;
   }
@@ -28,7 +31,7 @@ export class OidcIssuer {
   async start(keys) {
     // The issuer's URL names its port, so the port is chosen before the provider exists.
     this.port ??= await freePort();
-    this.url = `http://127.0.0.1:${this.port}`;
+    this.url = `http://${this.host}:${this.port}`;
     const provider = new Provider(this.url, {
       clients: this.clients.map((id) => ({
         // client_secret_basic: what the SDKs' ClientCredentialsProvider sends (and RFC 6749
@@ -53,7 +56,7 @@ export class OidcIssuer {
         },
       },
     });
-    this.server = provider.listen(this.port, '127.0.0.1');
+    this.server = provider.listen(this.port, this.host);
     await new Promise((resolve) => this.server.once('listening', resolve));
   }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -33,11 +34,17 @@ bool Exists(const std::string& path) {
 }
 
 struct Fixture {
-  Fixture() { Start(); }
+  // replica: SANDBOX_REPLICA_ID ("" on a single host); state_dir: another's, shared as replicas
+  // on one host share theirs ("" for a fresh one).
+  explicit Fixture(std::string replica = "", std::string state_dir = "")
+      : replica_id(std::move(replica)), shared_state_dir(std::move(state_dir)) {
+    Start();
+  }
   void Start() {
     SessionConfig config;
     config.default_image = "host";
-    config.state_dir = state.path();
+    config.state_dir = shared_state_dir.empty() ? state.path() : shared_state_dir;
+    config.replica_id = replica_id;
     config.max_sessions = 4;
     config.exec_timeout_s = 30;
     config.ttl = std::chrono::minutes(30);
@@ -65,6 +72,8 @@ struct Fixture {
   }
   std::string SavedDir(const std::string& id) const { return state.Join("hibernated/" + id); }
 
+  std::string replica_id;
+  std::string shared_state_dir;
   ManualClock clock;
   testing::TempDir state;
   std::shared_ptr<testing::HostBackend> backend;
@@ -159,6 +168,61 @@ TEST_CASE("hibernation: idle time hibernates, an orderly stop saves, a new manag
   CHECK(f.manager->List().size() == 2);
   CHECK(f.Python(kept, "print(v)").stdout_text == "kept across servers\n");
   CHECK(f.Python(idle, "print(v)").stdout_text == "idle one\n");
+}
+
+TEST_CASE("hibernation: replicas sharing a state dir each list only their own saves",
+          "[hibernation]") {
+  if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
+  Fixture r1("r1");
+  Fixture r2("r2", r1.state.path());
+  std::string saved = r1.Create();
+  std::string resumed = r1.Create();
+  r1.Python(saved, "v = 'saved'");
+  r1.Python(resumed, "v = 'resumed'");
+  REQUIRE(r1.manager->Hibernate(saved));
+  REQUIRE(r1.manager->Hibernate(resumed));
+  // Resumed, it keeps its last save on disk until it is saved again: listed once, live.
+  CHECK(r1.Python(resumed, "print(v)").stdout_text == "resumed\n");
+  auto mine = r1.manager->List();
+  REQUIRE(mine.size() == 2);
+  for (const auto& info : mine) CHECK(info.state == (info.id == saved ? "hibernated" : "idle"));
+  // r1's saves lie in r2's state dir too, but are r1's to show: a sibling listing them would
+  // show a live session as hibernated, and ids it answers replica_unavailable for.
+  CHECK(r2.manager->List().empty());
+  std::string own = r2.Create();
+  auto theirs = r2.manager->List();
+  REQUIRE(theirs.size() == 1);
+  CHECK(theirs[0].id == own);
+}
+
+TEST_CASE("hibernation: a call arriving while its session is being saved waits and resumes it",
+          "[hibernation]") {
+  if (!HaveDill()) testing::SkipTest("needs Debian's python3-dill and python3-pandas");
+  Fixture f;
+  std::string id = f.Create();
+  // A state that takes a while to save (hundreds of ms), so the call lands in the middle.
+  f.Python(id, "import pandas as pd\nv = 'kept'\nblob = bytes(range(256)) * (24 << 12)");
+  Status hibernated;
+  std::thread saver([&] { hibernated = f.manager->Hibernate(id); });
+  auto busy = [&] {
+    for (const auto& info : f.manager->List()) {
+      if (info.id == id) return info.state != "idle";
+    }
+    return true;  // no longer listed as live: saved already
+  };
+  for (int i = 0; i < 2000 && !busy(); ++i) std::this_thread::sleep_for(1ms);
+  // The idle hibernation holds the session, not another call: this call waits for the save,
+  // then resumes it (it used to be told session_busy, "running another call").
+  RunRequest request;
+  request.code = "print(v)";
+  request.timeout_s = 20;
+  auto run = f.manager->Run(id, request);
+  saver.join();
+  REQUIRE(hibernated);
+  INFO((run ? std::string() : run.error().message));
+  REQUIRE(run);
+  CHECK(run->stdout_text == "kept\n");
+  CHECK(run->resumed);
 }
 
 TEST_CASE("hibernation: fork copies files and state and the two diverge", "[hibernation]") {
