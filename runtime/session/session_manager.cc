@@ -9,7 +9,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/agent/agent_env.h"
 #include "runtime/base/quoted.h"
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
@@ -17,36 +16,18 @@
 #include "runtime/session/cold_preload_priority.h"
 #include "runtime/session/quota_claim.h"
 #include "runtime/session/session_hibernation.h"
+#include "runtime/session/session_limits.h"
 #include "runtime/session/session_metrics.h"
 
 namespace sandbox {
 
 namespace {
 
-// How long a new sandbox may take to say hello (Python start-up on a loaded host included).
-constexpr std::chrono::seconds kReadyTimeout{30};
 // How long an orderly stop may spend saving the live sessions, all together: well inside the
 // packaged unit's TimeoutStopSec (60 s), so the sandboxes are torn down before a SIGKILL.
 constexpr std::chrono::seconds kShutdownSaveBudget{20};
 // How often the reaper looks for idle sessions.
 constexpr std::chrono::seconds kReaperInterval{15};
-// How long a pooled sandbox may take to import the preload (numpy, pandas, matplotlib: about a
-// second; much more on a loaded host).
-constexpr std::chrono::seconds kWarmTimeout{120};
-// Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
-// read-only; /tmp is a tmpfs) and a headless matplotlib.
-void AddDefaultEnv(std::vector<std::string>& env) {
-  auto has = [&env](std::string_view key) {
-    return std::any_of(env.begin(), env.end(), [key](const std::string& kv) {
-      return kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=';
-    });
-  };
-  if (!has("PATH"))
-    env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  if (!has("HOME")) env.emplace_back("HOME=/tmp");
-  if (!has("LANG")) env.emplace_back("LANG=C.UTF-8");
-  if (!has("MPLBACKEND")) env.emplace_back("MPLBACKEND=Agg");
-}
 
 }  // namespace
 
@@ -66,46 +47,6 @@ bool CancelToken::cancelled() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return cancelled_;
 }
-
-// ---------------------------------------------------------------------------- Session
-
-struct SessionManager::Session {
-  std::string id;
-  std::string owner;  // the subject that created it (session_owner.h); "" = the single user
-  std::string name;
-  std::string image;
-  Limits limits;
-  std::unique_ptr<Sandbox> sandbox;
-  std::unique_ptr<AgentClient> agent;
-  std::unique_ptr<SessionEgress> egress;  // null: no network (destroyed first: joins tunnels)
-  std::atomic<bool> busy{false};
-  std::atomic<bool> closed{false};
-  std::chrono::system_clock::time_point created;
-  std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
-  std::atomic<uint64_t> runs{0};
-  // The bytes on its /mnt/data and /tmp after its last run, as the agent read them; -1 = not
-  // known yet (no run since it started or resumed, or not a tmpfs).
-  std::atomic<int64_t> data_bytes{-1};
-  std::atomic<int64_t> tmp_bytes{-1};
-  // Started cold with the preload, which its worker does not have yet: its CPU priority while
-  // its zygote imports (cold_preload_priority.h). Null otherwise. Set before it is listed.
-  std::shared_ptr<ColdPreloadPriority> preload_priority;
-  // Resumed from its saved state: what could not be restored, for the next run's result.
-  // Read and cleared under the busy flag.
-  std::optional<std::vector<std::string>> resume_note;
-  // The last use at which saving it failed: not retried until it is used again.
-  std::atomic<int64_t> unsaveable_at_ms{-1};
-  // Its worker died in a save (killed, e.g. out of memory): the next run says state_lost.
-  std::atomic<bool> state_lost_in_save{false};
-
-  void Touch(std::chrono::system_clock::time_point now) {
-    last_used_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  }
-  std::chrono::system_clock::time_point LastUsed() const {
-    return std::chrono::system_clock::time_point(std::chrono::milliseconds(last_used_ms.load()));
-  }
-};
 
 // Holds a session's busy flag for one agent exchange; releases it (and stamps last use) on
 // destruction.
@@ -157,7 +98,9 @@ Result<T> NoteRetirement(const std::unique_ptr<AgentClient>& agent, Result<T> re
 
 SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> backend,
                                ImageResolver resolver)
-    : config_(std::move(config)), backend_(std::move(backend)), resolver_(std::move(resolver)) {
+    : config_(std::move(config)),
+      backend_(std::move(backend)),
+      starter_(config_, *backend_, std::move(resolver)) {
   // Egress reaches a sandbox only through a backend that passes the channel in; elsewhere the
   // policy is dropped here, so status and the tool descriptions never promise a network.
   if (config_.egress.enabled() && !backend_->SupportsEgress()) {
@@ -191,10 +134,10 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
   }
   reaper_ = std::thread([this] { ReaperLoop(); });
   if (config_.pool_size > 0) {
-    if (auto key_limits = EffectiveLimits(SessionOptions{}); key_limits) {
+    if (auto key_limits = EffectiveLimits(config_.limits, SessionOptions{}); key_limits) {
       PoolKey key{config_.default_image, *key_limits, config_.egress.enabled()};
       pool_ = std::make_unique<SandboxPool>(
-          key, config_.pool_size, [this, key] { return StartPooled(key); },
+          key, config_.pool_size, [this, key] { return starter_.StartPooled(key); },
           [this] { return IdleFor(); });
     }
   }
@@ -238,50 +181,6 @@ std::chrono::milliseconds SessionManager::ReaperInterval() const {
                                                std::chrono::milliseconds(200), kReaperInterval);
 }
 
-Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) const {
-  Limits limits = config_.limits;
-  const Limits& max = config_.limits;
-  if (options.memory_bytes) {
-    if (*options.memory_bytes == 0 || *options.memory_bytes > max.memory_bytes) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "memory limit must be between 1 byte and the configured maximum of {} bytes",
-                  max.memory_bytes);
-    }
-    limits.memory_bytes = *options.memory_bytes;
-  }
-  if (options.cpus) {
-    if (!(*options.cpus > 0) || *options.cpus > max.cpus) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "cpu limit must be above 0 and at most the configured maximum of {}", max.cpus);
-    }
-    limits.cpus = *options.cpus;
-  }
-  if (options.pids) {
-    if (*options.pids < 8 || *options.pids > max.pids) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "pids limit must be between 8 and the configured maximum of {}", max.pids);
-    }
-    limits.pids = *options.pids;
-  }
-  // /mnt/data and /tmp are tmpfs charged to the session's memory (runtime/limits.h): sized
-  // from the session's memory limit, so a smaller memory request shrinks them with it.
-  limits.tmp_bytes = std::min(max.tmp_bytes, TmpBytesFor(limits.memory_bytes));
-  const uint64_t max_disk = std::min(max.disk_bytes, MaxDataBytes(limits.memory_bytes));
-  if (options.disk_bytes) {
-    if (*options.disk_bytes == 0 || *options.disk_bytes > max_disk) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "disk limit must be between 1 byte and {} bytes (the configured maximum, and "
-                  "at most half the session's memory limit: /mnt/data is a tmpfs whose pages "
-                  "count as the session's memory)",
-                  max_disk);
-    }
-    limits.disk_bytes = *options.disk_bytes;
-  } else {
-    limits.disk_bytes = std::min(limits.disk_bytes, max_disk);
-  }
-  return limits;
-}
-
 Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   if (draining_) {
     return Fail(ErrorCode::kServerDraining,
@@ -314,14 +213,14 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
   if (!owner.empty()) {
     SBX_TRY(FitToQuota(quota, config_.limits, fitted.memory_bytes, fitted.cpus));
   }
-  SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(fitted));
+  SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(config_.limits, fitted));
   SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
   std::string image_name = options.image.empty() ? config_.default_image : options.image;
   bool poolable = pool_ && pool_->key() == PoolKey{image_name, limits, wants_egress};
   std::optional<ResolvedImage> image;
   // A pooled sandbox has its image already; otherwise an unknown image fails before the cap.
   if (!poolable) {
-    SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
+    SBX_ASSIGN_OR_RETURN(image, starter_.Resolve(image_name));
   }
 
   {
@@ -367,11 +266,11 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
   bool pooled = started.has_value();
   if (!started) {
     if (!image) {
-      SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
+      SBX_ASSIGN_OR_RETURN(image, starter_.Resolve(image_name));
     }
     // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
-    auto cold = StartSandbox(fixed_id.empty() ? NewSessionId(config_.replica_id) : fixed_id, *image,
-                             limits, poolable, wants_egress);
+    auto cold = starter_.Start(fixed_id.empty() ? NewSessionId(config_.replica_id) : fixed_id,
+                               *image, limits, poolable, wants_egress);
     if (!cold) return Fail(std::move(cold.error()));
     started = std::move(*cold);
   }
@@ -399,71 +298,6 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
   return session;
 }
 
-Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
-                                                 const ResolvedImage& image, const Limits& limits,
-                                                 bool preload, bool egress,
-                                                 CpuPriority cpu_priority) {
-  SandboxSpec spec;
-  spec.cpu_priority = cpu_priority;
-  spec.session_id = session_id;
-  spec.image_name = image.name;
-  spec.rootfs = image.rootfs;
-  spec.env = image.env;
-  AddDefaultEnv(spec.env);
-  // A session started cold (the pool was empty: a burst, most likely): its zygote waits for
-  // the server's word (QueueColdPreload), so its imports never run beside the burst's calls.
-  const bool preload_on_request =
-      preload && !config_.preload.empty() && cpu_priority == CpuPriority::kNormal;
-  if (preload && !config_.preload.empty()) {
-    spec.env.push_back(std::string(agent_env::kPreload) + "=" + config_.preload);  // init strips it
-    if (preload_on_request) spec.env.push_back(std::string(agent_env::kPreloadOnRequest) + "=1");
-  }
-  if (!image.workdir.empty()) spec.workdir = image.workdir;
-  spec.limits = limits;
-  spec.agent_dir = config_.agent_dir;
-  spec.wheelhouse = config_.wheelhouse;
-  spec.docker = image.docker;
-  WarmSandbox started;
-  started.preload_on_request = preload_on_request;
-  started.session_id = session_id;
-  started.image = image.name;
-  if (egress) {
-    auto proxy = SessionEgress::Start(config_.egress, session_id, backend_->egress_transport(),
-                                      EgressSocketDir(config_.state_dir),
-                                      EgressBytesDir(config_.state_dir), spec);
-    if (!proxy) metrics::SandboxStartFailed(backend_->name(), "egress");
-    SBX_ASSIGN_OR_RETURN(started.egress, std::move(proxy));
-  }
-  auto sandbox = backend_->Start(spec);
-  if (!sandbox) {
-    metrics::SandboxStartFailed(backend_->name(), "backend");
-    Error error = std::move(sandbox.error()).Context("start sandbox");
-    if (error.code == ErrorCode::kInternal || error.code == ErrorCode::kNotFound) {
-      error.code = ErrorCode::kSandboxUnavailable;
-    }
-    return Fail(std::move(error));
-  }
-  started.sandbox = std::move(*sandbox);
-  started.agent = std::make_unique<AgentClient>(started.sandbox->stream());
-  if (auto ready = started.agent->WaitReady(
-          std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
-      !ready) {
-    metrics::SandboxStartFailed(backend_->name(), "agent");
-    Error error = std::move(ready.error()).Context("sandbox agent did not start");
-    error.code = ErrorCode::kSandboxUnavailable;
-    return Fail(std::move(error));  // ~Sandbox kills and cleans the sandbox
-  }
-  if (started.egress) {
-    if (auto ready = started.egress->SandboxReady(); !ready) {
-      metrics::SandboxStartFailed(backend_->name(), "egress");
-      Error error = std::move(ready.error()).Context("egress channel");
-      error.code = ErrorCode::kSandboxUnavailable;
-      return Fail(std::move(error));
-    }
-  }
-  return started;
-}
-
 void SessionManager::QueueColdPreload(const std::shared_ptr<Session>& session) {
   // Its CPU priority while the zygote imports: background from its turn on, raised for its own
   // calls (Acquire), normal for good once the preload is in place (cold_preload_priority.h).
@@ -485,23 +319,6 @@ void SessionManager::QueueColdPreload(const std::shared_ptr<Session>& session) {
     }
     return ColdPreloadQueue::Outcome::kGone;
   });
-}
-
-Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
-  SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(key.image));
-  SBX_ASSIGN_OR_RETURN(WarmSandbox warm,
-                       StartSandbox(NewSessionId(config_.replica_id), image, key.limits, true,
-                                    key.egress, CpuPriority::kBackground));
-  if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
-    return Fail(std::move(warmed.error()).Context("preload"));
-  }
-  static std::atomic<bool> failures_logged{false};
-  if (!warm.agent->preload().failed.empty() && !failures_logged.exchange(true)) {
-    for (const auto& failure : warm.agent->preload().failed) {
-      spdlog::warn("preload: {} (left out)", failure);
-    }
-  }
-  return warm;
 }
 
 void SessionManager::MarkActivity() {

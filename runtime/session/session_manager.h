@@ -23,61 +23,16 @@
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
 #include "runtime/session/cold_preload_queue.h"
+#include "runtime/session/live_session.h"
 #include "runtime/session/sandbox_pool.h"
+#include "runtime/session/sandbox_starter.h"
 #include "runtime/session/saved_sessions.h"
+#include "runtime/session/session_config.h"
 #include "runtime/session/session_egress.h"
 #include "runtime/session/session_id.h"
 #include "runtime/session/session_owner.h"
 
 namespace sandbox {
-
-struct SessionConfig {
-  std::string state_dir;                    // SANDBOX_STATE_DIR
-  std::string default_image;                // SANDBOX_IMAGE (a store name or digest)
-  std::string agent_dir;                    // host dir with sandbox-init and worker.py
-  std::string wheelhouse;                   // SANDBOX_WHEELHOUSE ("" = none)
-  Limits limits;                            // defaults, and the maxima for per-session overrides
-  double exec_timeout_s = 60;               // SANDBOX_EXEC_TIMEOUT_S: default and maximum per call
-  std::chrono::minutes ttl{30};             // SANDBOX_SESSION_TTL_M
-  int max_sessions = 10;                    // SANDBOX_MAX_SESSIONS
-  bool measure_calls = true;                // SANDBOX_USAGE: CallUsage around every run
-  uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
-  uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
-  uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES
-  // SANDBOX_POOL_SIZE: sandboxes of the default image and limits kept started for new sessions
-  // (0 = no pool). SANDBOX_POOL_PRELOAD: the modules their worker has imported (comma-separated;
-  // "" = none); sessions of that kind started cold get the same, ready a moment later.
-  int pool_size = 0;
-  std::string preload;
-  egress::EgressConfig egress;  // SANDBOX_EGRESS_*, SANDBOX_INDEX_URL (off: no network)
-  // SANDBOX_REPLICA_ID: named in the ids this server makes ("" = a single host); a handle
-  // naming another replica is answered as such (runtime/session/session_id.h).
-  std::string replica_id;
-  // Sessions belong to the subject that created them (runtime/session/session_owner.h); what
-  // one named subject may hold.
-  SubjectQuota subject_quota;
-  // Hibernation (docs/sessions.md "Hibernate, resume, fork"): a session idle this long is saved
-  // under state_dir/hibernated and its sandbox stopped, and so is every live session at an orderly
-  // stop (CloseAll); the next call naming it resumes it. 0: off, idle sessions are closed after
-  // `ttl`. SANDBOX_HIBERNATE_AFTER_S (the server's default: the idle time-out).
-  std::chrono::milliseconds hibernate_after{0};
-  uint64_t saved_max_bytes = 10ull << 30;                      // SANDBOX_SAVED_MAX_BYTES
-  std::chrono::seconds saved_ttl{std::chrono::hours(24 * 7)};  // SANDBOX_SAVED_TTL
-  // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
-  // Empty: the system clock.
-  std::function<std::chrono::system_clock::time_point()> clock;
-};
-
-// Per-session overrides; each must be <= the configured value (else invalid_argument).
-struct SessionOptions {
-  std::string name;
-  std::string image;  // "" = default image
-  std::optional<uint64_t> memory_bytes;
-  std::optional<double> cpus;
-  std::optional<uint32_t> pids;
-  std::optional<uint64_t> disk_bytes;
-  std::optional<bool> egress;  // false seals the session; true needs the server's allowlist
-};
 
 struct SessionInfo {
   std::string id;  // runtime/session/session_id.h
@@ -99,17 +54,6 @@ struct SessionInfo {
   EgressInfo egress;         // the egress policy in force and what it carried
   uint64_t saved_bytes = 0;  // hibernated: the size of its saved files and state
 };
-
-// Resolves an image name to what a backend needs (rootfs path, env). Provided by the caller so
-// runtime/ does not depend on rootfs/ (the CLI wires ImageStore in).
-struct ResolvedImage {
-  std::string name;
-  std::string rootfs;
-  std::vector<std::string> env;
-  std::string workdir;
-  DockerImage docker;  // Docker backend only
-};
-using ImageResolver = std::function<Result<ResolvedImage>(const std::string& name)>;
 
 // Cancels a run from another thread (MCP notifications/cancelled).
 class CancelToken {
@@ -197,7 +141,7 @@ class SessionManager {
   Backend& backend() { return *backend_; }
 
  private:
-  struct Session;
+  using Session = LiveSession;
   class BusyLease;
   Result<std::shared_ptr<Session>> Lookup(const std::string& id);
   Result<BusyLease> Acquire(const std::string& id);
@@ -218,16 +162,7 @@ class SessionManager {
   std::chrono::milliseconds ReaperInterval() const;
   // Closes a session whose agent can serve nothing more (`why`), as Close does.
   void Retire(const std::shared_ptr<Session>& session, const std::string& why);
-  Result<Limits> EffectiveLimits(const SessionOptions& options) const;
   SessionInfo Describe(const Session& session) const;
-  // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote,
-  // `egress` for a channel to a proxy of the server's egress policy; `cpu_priority` is
-  // kBackground for the pool's.
-  Result<WarmSandbox> StartSandbox(const std::string& session_id, const ResolvedImage& image,
-                                   const Limits& limits, bool preload, bool egress,
-                                   CpuPriority cpu_priority = CpuPriority::kNormal);
-  // A sandbox for the pool: the default image and limits, the preload imported.
-  Result<WarmSandbox> StartPooled(const PoolKey& key);
   // A session started cold, of the pool's kind: its zygote starts at a quiet moment.
   void QueueColdPreload(const std::shared_ptr<Session>& session);
   // Stamps the end of a call or a creation; IdleFor is how long ago the last one ended (zero
@@ -239,7 +174,7 @@ class SessionManager {
 
   SessionConfig config_;
   std::shared_ptr<Backend> backend_;
-  ImageResolver resolver_;
+  SandboxStarter starter_;  // reads config_ and backend_, declared before it
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
   int creating_ = 0;  // sessions being created (count against max_sessions)
