@@ -18,6 +18,7 @@
 #include "runtime/session/session_hibernation.h"
 #include "runtime/session/session_limits.h"
 #include "runtime/session/session_metrics.h"
+#include "runtime/session/session_registry.h"
 
 namespace sandbox {
 
@@ -132,6 +133,7 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
       spdlog::info("{} saved session(s) expired", expired);
     }
   }
+  registry_ = std::make_unique<SessionRegistry>(config_.replica_id, saved_.get());
   reaper_ = std::thread([this] { ReaperLoop(); });
   if (config_.pool_size > 0) {
     if (auto key_limits = EffectiveLimits(config_.limits, SessionOptions{}); key_limits) {
@@ -191,10 +193,7 @@ Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
   const std::string owner = ActingSubject::Current() ? *ActingSubject::Current() : "";
   SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, StartSession(options, "", owner));
   SessionInfo info = Describe(*session);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.emplace(session->id, session);
-  }
+  registry_->Add(session);
   metrics::SessionStarted(backend_->name());
   return info;
 }
@@ -223,38 +222,15 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
     SBX_ASSIGN_OR_RETURN(image, starter_.Resolve(image_name));
   }
 
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (static_cast<int>(sessions_.size()) + creating_ >= config_.max_sessions) {
-      return Fail(ErrorCode::kMaxSessions,
-                  "the server already runs its maximum of {} sessions; close one "
-                  "(sandbox_close_session) and try again",
-                  config_.max_sessions);
-    }
-    if (!owner.empty() && quota.max_sessions > 0) {
-      int owned = creating_by_owner_[owner];
-      for (const auto& [id, open] : sessions_) owned += open->owner == owner ? 1 : 0;
-      if (owned >= quota.max_sessions) {
-        return Fail(ErrorCode::kMaxSessions,
-                    "you already have your maximum of {} live sessions "
-                    "(SANDBOX_SUBJECT_MAX_SESSIONS, or your token's quota claim); close one "
-                    "(sandbox_close_session) and try again",
-                    quota.max_sessions);
-      }
-    }
-    ++creating_;
-    ++creating_by_owner_[owner];
-  }
-  struct CreatingGuard {
+  SBX_ASSIGN_OR_RETURN(
+      SessionRegistry::Reservation reservation,
+      registry_->Reserve(owner, config_.max_sessions, owner.empty() ? 0 : quota.max_sessions));
+  // Destroyed before the reservation: the activity is stamped before the place is given back,
+  // so the pool never sees a quiet moment in between (IdleFor).
+  struct ActivityStamp {
     SessionManager* self;
-    const std::string& owner;
-    ~CreatingGuard() {
-      self->MarkActivity();
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      --self->creating_;
-      if (--self->creating_by_owner_[owner] == 0) self->creating_by_owner_.erase(owner);
-    }
-  } creating_guard{this, owner};
+    ~ActivityStamp() { self->MarkActivity(); }
+  } activity_stamp{this};
 
   auto session = std::make_shared<Session>();
   session->owner = owner;
@@ -326,9 +302,8 @@ void SessionManager::MarkActivity() {
 }
 
 std::chrono::steady_clock::duration SessionManager::IdleFor() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (calls_in_flight_ > 0 || creating_ > 0) return std::chrono::steady_clock::duration::zero();
+  if (calls_in_flight_ > 0 || registry_->creating() > 0) {
+    return std::chrono::steady_clock::duration::zero();
   }
   std::chrono::steady_clock::time_point last{
       std::chrono::steady_clock::duration(last_activity_ns_.load())};
@@ -341,35 +316,9 @@ std::optional<PoolStats> SessionManager::PoolStatus() {
 }
 
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const std::string& id) {
-  auto parsed = ParseSessionId(id);
-  if (!parsed) {
-    return Fail(ErrorCode::kInvalidSessionId, "{} is not a session id (expected {})", Quoted(id),
-                kSessionIdShape);
-  }
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    WaitWhileHibernating(lock, id);
-    auto it = sessions_.find(id);
-    // Another subject's session is answered as an unknown one, word for word.
-    if (it != sessions_.end() && ActingSubject::MaySee(it->second->owner)) return it->second;
-  }
-  if (SavedAndVisible(id)) return Resume(id);
-  if (!parsed->replica.empty() && parsed->replica != config_.replica_id) {
-    // The proxy sends a call to the replica its handle names unless that one is down (then it
-    // places the call anywhere): say so, worded for a model to recover by starting afresh.
-    Error error = MakeError(
-        ErrorCode::kSessionNotFound,
-        "session {} lived on replica {}, which is not reachable (stopped, restarted or cut off); "
-        "its state is not available here. Create a new session (sandbox_create_session, or omit "
-        "session_id) and redo its setup",
-        id, parsed->replica);
-    error.details = {{"reason", "replica_unavailable"}, {"replica", std::string(parsed->replica)}};
-    return Fail(std::move(error));
-  }
-  return Fail(ErrorCode::kSessionNotFound,
-              "session {} does not exist: it was closed, expired, or lost when this {} restarted; "
-              "create a new one",
-              id, config_.replica_id.empty() ? "server" : "replica");
+  SBX_ASSIGN_OR_RETURN(SessionRegistry::Found found, registry_->Lookup(id));
+  if (found.live) return found.live;
+  return Resume(id);
 }
 
 Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id) {
@@ -410,14 +359,9 @@ SessionInfo SessionManager::Describe(const Session& session) const {
 
 Result<SessionInfo> SessionManager::Get(const std::string& id) {
   if (saved_ && ParseSessionId(id)) {
-    bool live = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      WaitWhileHibernating(lock, id);
-      live = sessions_.count(id) > 0;
-    }
+    const bool live = registry_->IsLive(id);
     // Status does not wake a hibernated session.
-    if (!live && SavedAndVisible(id)) {
+    if (!live && registry_->SavedAndVisible(id)) {
       SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
       return DescribeSaved(meta);
     }
@@ -427,13 +371,7 @@ Result<SessionInfo> SessionManager::Get(const std::string& id) {
 }
 
 std::vector<SessionInfo> SessionManager::List() {
-  std::vector<std::shared_ptr<Session>> sessions;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [id, session] : sessions_) {
-      if (ActingSubject::MaySee(session->owner)) sessions.push_back(session);
-    }
-  }
+  std::vector<std::shared_ptr<Session>> sessions = registry_->Visible();
   std::vector<SessionInfo> infos;
   infos.reserve(sessions.size());
   for (auto& session : sessions) infos.push_back(Describe(*session));
@@ -453,14 +391,9 @@ std::vector<SessionInfo> SessionManager::List() {
 
 Status SessionManager::Close(const std::string& id, bool force, Teardown teardown) {
   if (saved_ && ParseSessionId(id)) {
-    bool live = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      WaitWhileHibernating(lock, id);
-      live = sessions_.count(id) > 0;
-    }
+    const bool live = registry_->IsLive(id);
     // Closing a hibernated session deletes what was saved; nothing to wake for that.
-    if (!live && SavedAndVisible(id) && saved_->Remove(id)) {
+    if (!live && registry_->SavedAndVisible(id) && saved_->Remove(id)) {
       spdlog::info("session {} closed (its saved state deleted)", id);
       return {};
     }
@@ -472,10 +405,7 @@ Status SessionManager::Close(const std::string& id, bool force, Teardown teardow
     return Fail(ErrorCode::kSessionBusy,
                 "session {} is running a call; wait for it, or close with force", id);
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.erase(id);
-  }
+  registry_->Remove(id);
   if (saved_) saved_->Remove(id);  // a resumed session's last save
   session->closed = true;
   if (session->egress) session->egress->Shutdown();  // its tunnels close with it
@@ -499,11 +429,7 @@ Status SessionManager::Close(const std::string& id, bool force, Teardown teardow
 }
 
 void SessionManager::Retire(const std::shared_ptr<Session>& session, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = sessions_.find(session->id);
-    if (it != sessions_.end() && it->second == session) sessions_.erase(it);
-  }
+  registry_->RemoveIf(session);
   session->closed = true;
   if (auto killed = session->sandbox->Kill(); !killed) {
     spdlog::warn("session {}: kill: {}", session->id, killed.error().message);
@@ -517,11 +443,7 @@ void SessionManager::CloseAll() {
   if (saved_) {
     // An orderly stop (stdin closed, SIGTERM, SIGINT): every session that is not in a call is
     // saved, together, so the next server on this state dir resumes them.
-    std::vector<std::string> ids;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& [id, session] : sessions_) ids.push_back(id);
-    }
+    std::vector<std::string> ids = registry_->Ids([](const Session&) { return true; });
     // The saves get kShutdownSaveBudget together: a service manager kills what is left after
     // its own stop timeout (the unit's TimeoutStopSec), and a stop cut short by SIGKILL leaves
     // sandboxes and cgroups for the next start's sweep. A session still saving then is stopped
@@ -550,11 +472,7 @@ void SessionManager::CloseAll() {
                                       [&] { return progress->finished.size() == ids.size(); })) {
         for (const auto& id : ids) {
           if (progress->finished.count(id) != 0) continue;
-          std::shared_ptr<Session> session;
-          {
-            std::lock_guard<std::mutex> sessions_lock(mutex_);
-            if (auto it = sessions_.find(id); it != sessions_.end()) session = it->second;
-          }
+          std::shared_ptr<Session> session = registry_->Find(id);
           if (!session) continue;
           spdlog::warn("session {}: its save at shutdown took longer than {} s; stopped unsaved",
                        id, kShutdownSaveBudget.count());
@@ -564,11 +482,7 @@ void SessionManager::CloseAll() {
     }
     for (auto& saver : savers) saver.join();
   }
-  std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions.swap(sessions_);
-  }
+  auto sessions = registry_->TakeAll();
   for (auto& [id, session] : sessions) {
     session->closed = true;
     (void)session->sandbox->Kill();
@@ -593,16 +507,10 @@ int SessionManager::ExpireIdle() {
     // this state dir resumes them); one that cannot be saved is closed at the idle time-out.
     std::chrono::system_clock::duration hibernate_after = config_.hibernate_after;
     if (draining_) hibernate_after = std::min(hibernate_after, ttl);
-    std::vector<std::string> idle;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& [id, session] : sessions_) {
-        if (!session->busy && now - session->LastUsed() > hibernate_after &&
-            session->unsaveable_at_ms != session->last_used_ms) {
-          idle.push_back(id);
-        }
-      }
-    }
+    std::vector<std::string> idle = registry_->Ids([&](const Session& session) {
+      return !session.busy && now - session.LastUsed() > hibernate_after &&
+             session.unsaveable_at_ms != session.last_used_ms;
+    });
     for (const auto& id : idle) {
       if (auto saved = Hibernate(id); !saved) {
         spdlog::warn("session {} could not be hibernated: {}", id, saved.error().message);
@@ -610,13 +518,8 @@ int SessionManager::ExpireIdle() {
     }
     saved_->ExpireOld();
   }
-  std::vector<std::string> expired;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [id, session] : sessions_) {
-      if (!session->busy && now - session->LastUsed() > ttl) expired.push_back(id);
-    }
-  }
+  std::vector<std::string> expired = registry_->Ids(
+      [&](const Session& session) { return !session.busy && now - session.LastUsed() > ttl; });
   int closed = 0;
   for (const auto& id : expired) {
     if (Close(id, /*force=*/false)) {
@@ -634,17 +537,12 @@ void SessionManager::StartDrain(std::chrono::milliseconds idle_ttl) {
   reaper_wake_.notify_all();
 }
 
-size_t SessionManager::SessionCount() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return sessions_.size();
-}
+size_t SessionManager::SessionCount() { return registry_->Count(); }
 
 size_t SessionManager::HibernatedCount() {
   if (!saved_) return 0;
   auto ids = SavedSessionIds(saved_->config().dir);
-  std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<size_t>(std::count_if(
-      ids.begin(), ids.end(), [this](const std::string& id) { return sessions_.count(id) == 0; }));
+  return registry_->CountNotLive(ids);
 }
 
 Status SessionManager::CheckRunRequest(const RunRequest& request) const {
@@ -795,15 +693,8 @@ Status SessionManager::Hibernate(const std::string& id) {
     return Fail(ErrorCode::kInvalidArgument,
                 "hibernation is off on this server (SANDBOX_HIBERNATE_AFTER_S=0)");
   }
-  std::shared_ptr<Session> live;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = sessions_.find(id); it != sessions_.end()) {
-      live = it->second;
-    } else if (saved_->Contains(id)) {
-      return {};  // hibernated already
-    }
-  }
+  std::shared_ptr<Session> live = registry_->Find(id);
+  if (!live && saved_->Contains(id)) return {};  // hibernated already
   const int64_t last_used = live ? live->last_used_ms.load() : 0;
   auto started = std::chrono::steady_clock::now();
   Status saved;
@@ -811,12 +702,7 @@ Status SessionManager::Hibernate(const std::string& id) {
     SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
     saved = SaveSession(*session, id, session->created);
     if (saved) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = sessions_.find(id);
-        if (it != sessions_.end() && it->second.get() == &*session) sessions_.erase(it);
-        hibernating_.push_back(id);
-      }
+      registry_->BeginHibernating(*session);
       session->closed = true;
       if (session->egress) session->egress->Shutdown();
       if (auto killed = session->sandbox->Kill(); !killed) {
@@ -836,11 +722,7 @@ Status SessionManager::Hibernate(const std::string& id) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   live.reset();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    hibernating_.erase(std::find(hibernating_.begin(), hibernating_.end(), id));
-  }
-  hibernated_.notify_all();
+  registry_->EndHibernating(id);
   spdlog::info("session {} hibernated in {} ms (sandbox stopped)", id,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
@@ -854,16 +736,12 @@ Result<SessionInfo> SessionManager::Fork(const std::string& id) {
                 "forking needs hibernation, which is off on this server "
                 "(SANDBOX_HIBERNATE_AFTER_S=0)");
   }
-  bool live = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    live = sessions_.count(id) > 0;
-  }
+  const bool live = registry_->Find(id) != nullptr;
   std::string fork_id = NewSessionId(config_.replica_id);
   if (live) {
     SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
     SBX_TRY(SaveSession(*session, fork_id, Now()));
-  } else if (SavedAndVisible(id)) {
+  } else if (registry_->SavedAndVisible(id)) {
     SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
     SBX_TRY(saved_->Copy(id, fork_id, meta.name, QuotaOf(meta.owner).saved));
   } else {
@@ -876,11 +754,7 @@ Result<SessionInfo> SessionManager::Fork(const std::string& id) {
 
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const std::string& id) {
   std::lock_guard<std::mutex> resume_lock(resume_mutex_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = sessions_.find(id);
-    if (it != sessions_.end()) return it->second;  // a concurrent call resumed it
-  }
+  if (auto resumed = registry_->Find(id)) return resumed;  // a concurrent call resumed it
   auto started = std::chrono::steady_clock::now();
   SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
   if (meta.size > std::min(meta.limits.memory_bytes, config_.saved_max_bytes)) {
@@ -915,38 +789,13 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const st
   }
   (*session)->created = meta.created;
   (*session)->resume_note = std::move(note);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.emplace(id, *session);
-  }
+  registry_->Add(*session);
   spdlog::info("session {} resumed in {} ms ({} bytes saved; {} item(s) not restored)", id,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
                    .count(),
                meta.size, report->not_restored.size());
   return session;
-}
-
-bool SessionManager::SavedAndVisible(const std::string& id) {
-  // Only the replica an id names resumes, shows, forks or deletes its save: replicas may share
-  // a state dir, and a sibling that resumed a stopped replica's session would leave it live
-  // twice once that replica is back under its id (Lookup then says replica_unavailable).
-  if (auto parsed = ParseSessionId(id);
-      parsed && !parsed->replica.empty() && parsed->replica != config_.replica_id) {
-    return false;
-  }
-  if (!saved_ || !saved_->Contains(id)) return false;
-  auto meta = saved_->Meta(id);
-  // Damaged metadata names no owner: only a caller who may see the single user's sessions
-  // (stdio, the CLI, a server without named callers) learns of it, from the error it gets.
-  return ActingSubject::MaySee(meta ? meta->owner : std::string());
-}
-
-void SessionManager::WaitWhileHibernating(std::unique_lock<std::mutex>& lock,
-                                          const std::string& id) {
-  hibernated_.wait(lock, [&] {
-    return std::find(hibernating_.begin(), hibernating_.end(), id) == hibernating_.end();
-  });
 }
 
 SessionInfo SessionManager::DescribeSaved(const SavedSessionMeta& meta) const {

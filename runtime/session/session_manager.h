@@ -68,6 +68,8 @@ class CancelToken {
   std::function<void()> on_cancel_;
 };
 
+class SessionRegistry;
+
 class SessionManager {
  public:
   SessionManager(SessionConfig config, std::shared_ptr<Backend> backend, ImageResolver resolver);
@@ -150,9 +152,6 @@ class SessionManager {
   Result<std::shared_ptr<Session>> StartSession(const SessionOptions& options,
                                                 const std::string& fixed_id,
                                                 const std::string& owner);
-  // Whether `id` is hibernated and the calling subject may see it: another subject's saved
-  // session reads as none, as a live one does.
-  bool SavedAndVisible(const std::string& id);
   // Hibernation (runtime/session/session_hibernation.h): resumes a saved session into a new
   // sandbox and lists it; saves a live one (under `as_id`: itself, or its fork).
   Result<std::shared_ptr<Session>> Resume(const std::string& id);
@@ -174,11 +173,7 @@ class SessionManager {
 
   SessionConfig config_;
   std::shared_ptr<Backend> backend_;
-  SandboxStarter starter_;  // reads config_ and backend_, declared before it
-  std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
-  int creating_ = 0;  // sessions being created (count against max_sessions)
-  std::unordered_map<std::string, int> creating_by_owner_;  // the same, per subject
+  SandboxStarter starter_;                    // reads config_ and backend_, declared before it
   std::atomic<int> calls_in_flight_{0};       // busy leases held (the pool refills when none is)
   std::atomic<int64_t> last_activity_ns_{0};  // steady clock, when the last call or creation ended
   std::atomic<bool> draining_{false};
@@ -193,11 +188,9 @@ class SessionManager {
 
   std::unique_ptr<SavedSessions> saved_;  // null: hibernation off
   std::mutex resume_mutex_;               // one resume at a time (two calls, one sandbox)
-  // Saved, their sandbox being torn down (guarded by mutex_): a call naming one waits until
-  // the sandbox is gone, then resumes it, so "hibernated" always means no process, no cgroup.
-  std::vector<std::string> hibernating_;
-  std::condition_variable hibernated_;
-  void WaitWhileHibernating(std::unique_lock<std::mutex>& lock, const std::string& id);
+  // The live sessions, those being created and hibernated, and the lookup rules
+  // (session_registry.h; its own lock). Made after saved_, which it reads; destroyed before it.
+  std::unique_ptr<SessionRegistry> registry_;
 
   // Starts cold sessions' zygotes in quiet moments (cold_preload_queue.h). Its turns hold the
   // sessions weakly; destroyed (its thread joined) before what IdleFor reads.
