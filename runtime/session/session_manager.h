@@ -3,6 +3,18 @@
 // and per-session limit overrides bounded by the configured maxima. Crash-safe records under
 // state_dir/sessions let a restarted server (or `mcp-sandbox sessions gc`) sweep leftovers.
 // Thread-safe: calls on different sessions run concurrently.
+//
+// A facade over its parts, each with its own header and tests: SessionRegistry (the live
+// sessions, the caps, the lookup rules), SandboxStarter (a sandbox's start), EffectiveLimits
+// (session_limits.h), SandboxPool, SavedSessions and the hibernation exchanges
+// (session_hibernation.h). Its own code is split by concern: session_manager.cc (the calls,
+// status), session_manager_lifecycle.cc (create, pool, expiry, drain, close) and
+// session_manager_hibernation.cc (save, resume, fork).
+//
+// Locks, never two at once except where said: the registry's (its map, creation counts and
+// hibernating ids; never held across a sandbox or agent call), reaper_mutex_ (stopping_,
+// teardown_), resume_mutex_ (one resume at a time; the registry's lock is taken inside it), a
+// session's busy flag (an atomic, one agent exchange at a time) and a CancelToken's own.
 #pragma once
 
 #include <atomic>
