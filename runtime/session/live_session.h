@@ -53,6 +53,10 @@ struct LiveSession {
   std::atomic<int64_t> unsaveable_at_ms{-1};
   // Its worker died in a save (killed, e.g. out of memory): the next run says state_lost.
   std::atomic<bool> state_lost_in_save{false};
+  // A hibernation holds (or is taking) its busy lease to save it: a call that finds it busy
+  // waits for the save instead of failing (session_registry.h WaitWhileSaving). Set and cleared
+  // under the registry's lock.
+  std::atomic<bool> saving_to_hibernate{false};
 
   void Touch(std::chrono::system_clock::time_point now) {
     last_used_ms =

@@ -42,6 +42,7 @@ class SessionManager::BusyLease {
     session_->busy = false;
   }
   Session& operator*() const { return *session_; }
+  const std::shared_ptr<Session>& shared() const { return session_; }
   Session* operator->() const { return session_.get(); }
 
  private:

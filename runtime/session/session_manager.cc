@@ -119,14 +119,24 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const st
   return Resume(id);
 }
 
-Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id) {
-  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
-  bool expected = false;
-  if (!session->busy.compare_exchange_strong(expected, true)) {
-    return Fail(ErrorCode::kSessionBusy,
-                "session {} is running another call; wait for it to finish", id);
+Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id,
+                                                          bool for_hibernation) {
+  std::shared_ptr<Session> session;
+  for (;;) {
+    SBX_ASSIGN_OR_RETURN(session, Lookup(id));
+    // Marked before the busy flag is taken, so a call never finds it busy and unmarked.
+    if (for_hibernation) registry_->MarkSaving(*session, true);
+    bool expected = false;
+    if (session->busy.compare_exchange_strong(expected, true)) break;
+    if (for_hibernation) registry_->MarkSaving(*session, false);
+    // Busy being saved by the reaper (idle) or a hibernate call: the call goes on after it.
+    if (for_hibernation || !registry_->WaitWhileSaving(*session)) {
+      return Fail(ErrorCode::kSessionBusy,
+                  "session {} is running another call; wait for it to finish", id);
+    }
   }
   if (session->closed) {
+    if (for_hibernation) registry_->MarkSaving(*session, false);
     session->busy = false;
     return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
   }

@@ -158,7 +158,10 @@ class SessionManager {
   using Session = LiveSession;
   class BusyLease;
   Result<std::shared_ptr<Session>> Lookup(const std::string& id);
-  Result<BusyLease> Acquire(const std::string& id);
+  // The session's busy lease, for a call: one that finds it busy being saved for hibernation
+  // waits for that, then finds it hibernated (and resumes it) or live again; busy with anything
+  // else, session_busy. `for_hibernation`: the lease Hibernate saves under (such waiters wait).
+  Result<BusyLease> Acquire(const std::string& id, bool for_hibernation = false);
   // Starts the sandbox of a new session (fixed_id "": a new id) owned by `owner` (held to
   // that subject's quota), not yet listed.
   Result<std::shared_ptr<Session>> StartSession(const SessionOptions& options,

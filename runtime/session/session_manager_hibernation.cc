@@ -60,8 +60,10 @@ Status SessionManager::Hibernate(const std::string& id) {
   const int64_t last_used = live ? live->last_used_ms.load() : 0;
   auto started = std::chrono::steady_clock::now();
   Status saved;
+  std::shared_ptr<Session> saving;  // the session saved, whose waiting calls are let go after
   {
-    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id, /*for_hibernation=*/true));
+    saving = session.shared();
     saved = SaveSession(*session, id, session->created);
     if (saved) {
       registry_->BeginHibernating(*session);
@@ -76,8 +78,11 @@ Status SessionManager::Hibernate(const std::string& id) {
     // Left as it was, idle since its last call; not retried until it is used again.
     if (live && !live->busy) live->last_used_ms = last_used;
     if (live) live->unsaveable_at_ms = last_used;
+    // Its lease given back: a call that waited for the save takes the session as it is.
+    registry_->MarkSaving(*saving, false);
     return saved;
   }
+  saving.reset();
   // The last reference (a status or list call may hold one for a moment): the sandbox is
   // reaped and removed here, before a call naming the session goes on.
   for (int i = 0; i < 5000 && live.use_count() > 1; ++i) {

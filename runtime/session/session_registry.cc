@@ -131,11 +131,31 @@ size_t SessionRegistry::CountNotLive(const std::vector<std::string>& ids) {
 
 // ---------------------------------------------------------------------------- Hibernation
 
-void SessionRegistry::BeginHibernating(const LiveSession& session) {
+void SessionRegistry::BeginHibernating(LiveSession& session) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = sessions_.find(session.id);
   if (it != sessions_.end() && it->second.get() == &session) sessions_.erase(it);
   hibernating_.push_back(session.id);
+  if (session.saving_to_hibernate) {
+    // From now on a call waiting for the save waits for the hibernation, by its id.
+    session.saving_to_hibernate = false;
+    hibernated_.notify_all();
+  }
+}
+
+void SessionRegistry::MarkSaving(LiveSession& session, bool saving) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    session.saving_to_hibernate = saving;
+  }
+  if (!saving) hibernated_.notify_all();
+}
+
+bool SessionRegistry::WaitWhileSaving(const LiveSession& session) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!session.saving_to_hibernate) return false;
+  hibernated_.wait(lock, [&] { return !session.saving_to_hibernate; });
+  return true;
 }
 
 void SessionRegistry::EndHibernating(const std::string& id) {

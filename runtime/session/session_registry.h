@@ -79,9 +79,16 @@ class SessionRegistry {
 
   // A hibernation: `session` is saved; it is unlisted (if it is the one listed) and its id
   // marked as being hibernated, together, so a lookup of it waits from now on...
-  void BeginHibernating(const LiveSession& session);
+  void BeginHibernating(LiveSession& session);
   // ...until its sandbox is gone.
   void EndHibernating(const std::string& id);
+  // A hibernation is taking `session`'s busy lease to save it (true), or its save failed and
+  // the lease is given back (false; a successful save ends it in BeginHibernating).
+  void MarkSaving(LiveSession& session, bool saving);
+  // Waits while `session` is being saved for hibernation; false if it was not (then whoever
+  // holds it busy is a call, and the caller says session_busy), true once the save is over
+  // (the caller looks the id up again: hibernated now, or live again after a failed save).
+  bool WaitWhileSaving(const LiveSession& session);
 
   // What `id` names for the calling subject: a live session, or (live null, saved true) a saved
   // one to resume; else the error a caller gets (see the rules above).
@@ -105,7 +112,8 @@ class SessionRegistry {
   int creating_ = 0;                                                        // guarded by mutex_
   std::unordered_map<std::string, int> creating_by_owner_;                  // guarded by mutex_
   std::vector<std::string> hibernating_;                                    // guarded by mutex_
-  std::condition_variable hibernated_;  // signalled by EndHibernating
+  // Signalled by EndHibernating, BeginHibernating and MarkSaving(false).
+  std::condition_variable hibernated_;
 };
 
 }  // namespace sandbox

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -375,6 +377,46 @@ TEST_CASE("saved sessions: the TTL and the disk cap evict, oldest first", "[unit
   CHECK_FALSE(saved.Remove("../outside-file"));
   CHECK(Exists(dir.Join("../outside-file")));
   ::unlink(dir.Join("../outside-file").c_str());
+}
+
+}  // namespace
+}  // namespace sandbox
+
+namespace sandbox {
+namespace {
+
+TEST_CASE("hibernation: a call arriving while its session is being saved waits and resumes it",
+          "[unit]") {
+  Fixture f;
+  std::string id = f.Create();
+  const std::string saving = f.backend->started().at(0)->data_dir + "/saving";
+  // A global whose pickling announces the save (a file in the session's data dir, which the
+  // test sees on the host) and then takes a while: the save of a big state on a loaded host.
+  f.Python(id,
+           "import time\nn = 5\n"
+           "class Slow:\n"
+           "    def __reduce__(self):\n"
+           "        open('/mnt/data/saving', 'w').close()\n"
+           "        time.sleep(1.5)\n"
+           "        return (int, ())\n"
+           "slow = Slow()\n");
+  auto hibernated = std::async(std::launch::async, [&] { return f.manager->Hibernate(id); });
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!Exists(saving) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(Exists(saving));
+  // Mid-save: before, session_busy; now the call waits for the save, then resumes the session.
+  RunRequest request;
+  request.code = "print(n)";
+  request.timeout_s = 20;
+  auto run = f.manager->Run(id, request);
+  REQUIRE(hibernated.get());
+  INFO((run ? std::string() : run.error().message));
+  REQUIRE(run);
+  CHECK(run->stdout_text == "5\n");
+  CHECK(run->resumed);
+  CHECK(f.backend->started().size() == 2);
 }
 
 }  // namespace
