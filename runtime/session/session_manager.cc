@@ -1,54 +1,26 @@
+// SessionManager, the facade: construction and shutdown, the calls (run, files) under a busy
+// lease, status and listing. Its parts: session_registry.h (the live sessions and the lookup
+// rules), sandbox_starter.h (a sandbox's start), session_manager_lifecycle.cc (create, pool,
+// expiry, drain, close) and session_manager_hibernation.cc (save, resume, fork).
 #include "runtime/session/session_manager.h"
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <set>
 #include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/agent/agent_env.h"
-#include "runtime/base/quoted.h"
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/call_usage.h"
-#include "runtime/session/cold_preload_priority.h"
 #include "runtime/session/quota_claim.h"
-#include "runtime/session/session_hibernation.h"
+#include "runtime/session/session_lease.h"
+#include "runtime/session/session_limits.h"
 #include "runtime/session/session_metrics.h"
+#include "runtime/session/session_registry.h"
 
 namespace sandbox {
-
-namespace {
-
-// How long a new sandbox may take to say hello (Python start-up on a loaded host included).
-constexpr std::chrono::seconds kReadyTimeout{30};
-// How long an orderly stop may spend saving the live sessions, all together: well inside the
-// packaged unit's TimeoutStopSec (60 s), so the sandboxes are torn down before a SIGKILL.
-constexpr std::chrono::seconds kShutdownSaveBudget{20};
-// How often the reaper looks for idle sessions.
-constexpr std::chrono::seconds kReaperInterval{15};
-// How long a pooled sandbox may take to import the preload (numpy, pandas, matplotlib: about a
-// second; much more on a loaded host).
-constexpr std::chrono::seconds kWarmTimeout{120};
-// Environment every sandbox gets unless the image sets it: a writable HOME (the rootfs is
-// read-only; /tmp is a tmpfs) and a headless matplotlib.
-void AddDefaultEnv(std::vector<std::string>& env) {
-  auto has = [&env](std::string_view key) {
-    return std::any_of(env.begin(), env.end(), [key](const std::string& kv) {
-      return kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=';
-    });
-  };
-  if (!has("PATH"))
-    env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  if (!has("HOME")) env.emplace_back("HOME=/tmp");
-  if (!has("LANG")) env.emplace_back("LANG=C.UTF-8");
-  if (!has("MPLBACKEND")) env.emplace_back("MPLBACKEND=Agg");
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------------------- CancelToken
 
@@ -67,97 +39,13 @@ bool CancelToken::cancelled() const {
   return cancelled_;
 }
 
-// ---------------------------------------------------------------------------- Session
-
-struct SessionManager::Session {
-  std::string id;
-  std::string owner;  // the subject that created it (session_owner.h); "" = the single user
-  std::string name;
-  std::string image;
-  Limits limits;
-  std::unique_ptr<Sandbox> sandbox;
-  std::unique_ptr<AgentClient> agent;
-  std::unique_ptr<SessionEgress> egress;  // null: no network (destroyed first: joins tunnels)
-  std::atomic<bool> busy{false};
-  std::atomic<bool> closed{false};
-  std::chrono::system_clock::time_point created;
-  std::atomic<int64_t> last_used_ms{0};  // system_clock ms; atomic so readers need no lock
-  std::atomic<uint64_t> runs{0};
-  // The bytes on its /mnt/data and /tmp after its last run, as the agent read them; -1 = not
-  // known yet (no run since it started or resumed, or not a tmpfs).
-  std::atomic<int64_t> data_bytes{-1};
-  std::atomic<int64_t> tmp_bytes{-1};
-  // Started cold with the preload, which its worker does not have yet: its CPU priority while
-  // its zygote imports (cold_preload_priority.h). Null otherwise. Set before it is listed.
-  std::shared_ptr<ColdPreloadPriority> preload_priority;
-  // Resumed from its saved state: what could not be restored, for the next run's result.
-  // Read and cleared under the busy flag.
-  std::optional<std::vector<std::string>> resume_note;
-  // The last use at which saving it failed: not retried until it is used again.
-  std::atomic<int64_t> unsaveable_at_ms{-1};
-  // Its worker died in a save (killed, e.g. out of memory): the next run says state_lost.
-  std::atomic<bool> state_lost_in_save{false};
-
-  void Touch(std::chrono::system_clock::time_point now) {
-    last_used_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  }
-  std::chrono::system_clock::time_point LastUsed() const {
-    return std::chrono::system_clock::time_point(std::chrono::milliseconds(last_used_ms.load()));
-  }
-};
-
-// Holds a session's busy flag for one agent exchange; releases it (and stamps last use) on
-// destruction.
-class SessionManager::BusyLease {
- public:
-  BusyLease(std::shared_ptr<Session> session, SessionManager& manager)
-      : session_(std::move(session)), manager_(&manager) {
-    ++manager_->calls_in_flight_;
-  }
-  BusyLease(BusyLease&&) noexcept = default;
-  BusyLease& operator=(BusyLease&&) = delete;
-  BusyLease(const BusyLease&) = delete;
-  ~BusyLease() {
-    if (!session_) return;
-    manager_->MarkActivity();
-    --manager_->calls_in_flight_;
-    session_->Touch(manager_->Now());
-    if (session_->preload_priority && !session_->closed) {
-      session_->preload_priority->CallEnds(session_->agent->preload_pending());
-    }
-    // An agent that stopped answering (stopped, hung) or whose stream broke serves nothing
-    // more: the session is closed, not left listed as idle and failing every call.
-    if (!session_->closed) {
-      if (std::string why = session_->agent->broken_reason(); !why.empty()) {
-        manager_->Retire(session_, why);
-      }
-    }
-    session_->busy = false;
-  }
-  Session& operator*() const { return *session_; }
-  Session* operator->() const { return session_.get(); }
-
- private:
-  std::shared_ptr<Session> session_;
-  SessionManager* manager_;
-};
-
-// The error of a call that left the session's agent unusable says that the session is closed
-// (the lease closes it), so the caller starts a new one instead of retrying this one.
-template <typename T>
-Result<T> NoteRetirement(const std::unique_ptr<AgentClient>& agent, Result<T> result) {
-  if (!result && !agent->broken_reason().empty()) {
-    result.error().message += "; the session is closed: create a new one";
-  }
-  return result;
-}
-
 // ---------------------------------------------------------------------------- SessionManager
 
 SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> backend,
                                ImageResolver resolver)
-    : config_(std::move(config)), backend_(std::move(backend)), resolver_(std::move(resolver)) {
+    : config_(std::move(config)),
+      backend_(std::move(backend)),
+      starter_(config_, *backend_, std::move(resolver)) {
   // Egress reaches a sandbox only through a backend that passes the channel in; elsewhere the
   // policy is dropped here, so status and the tool descriptions never promise a network.
   if (config_.egress.enabled() && !backend_->SupportsEgress()) {
@@ -189,12 +77,13 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
       spdlog::info("{} saved session(s) expired", expired);
     }
   }
+  registry_ = std::make_unique<SessionRegistry>(config_.replica_id, saved_.get());
   reaper_ = std::thread([this] { ReaperLoop(); });
   if (config_.pool_size > 0) {
-    if (auto key_limits = EffectiveLimits(SessionOptions{}); key_limits) {
+    if (auto key_limits = EffectiveLimits(config_.limits, SessionOptions{}); key_limits) {
       PoolKey key{config_.default_image, *key_limits, config_.egress.enabled()};
       pool_ = std::make_unique<SandboxPool>(
-          key, config_.pool_size, [this, key] { return StartPooled(key); },
+          key, config_.pool_size, [this, key] { return starter_.StartPooled(key); },
           [this] { return IdleFor(); });
     }
   }
@@ -212,310 +101,11 @@ SessionManager::~SessionManager() {
   CloseAll();
 }
 
-void SessionManager::ReaperLoop() {
-  std::unique_lock<std::mutex> lock(reaper_mutex_);
-  while (!stopping_) {
-    // While draining, idleness is measured in seconds: look every second.
-    if (teardown_.empty()) {
-      reaper_wake_.wait_for(lock, draining_ ? std::chrono::milliseconds(1000) : ReaperInterval());
-    }
-    if (stopping_) break;
-    std::vector<std::shared_ptr<Session>> closed;
-    closed.swap(teardown_);
-    lock.unlock();
-    for (auto& session : closed) (void)session->sandbox->Kill();
-    closed.clear();  // the sandboxes' destructors reap and remove what they made
-    int expired = ExpireIdle();
-    if (expired > 0) spdlog::info("expired {} idle session(s)", expired);
-    lock.lock();
-  }
-}
-
-std::chrono::milliseconds SessionManager::ReaperInterval() const {
-  if (!saved_) return kReaperInterval;
-  // A short SANDBOX_HIBERNATE_AFTER_S (tests, tight hosts) is honoured within a quarter of it.
-  return std::clamp<std::chrono::milliseconds>(config_.hibernate_after / 4,
-                                               std::chrono::milliseconds(200), kReaperInterval);
-}
-
-Result<Limits> SessionManager::EffectiveLimits(const SessionOptions& options) const {
-  Limits limits = config_.limits;
-  const Limits& max = config_.limits;
-  if (options.memory_bytes) {
-    if (*options.memory_bytes == 0 || *options.memory_bytes > max.memory_bytes) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "memory limit must be between 1 byte and the configured maximum of {} bytes",
-                  max.memory_bytes);
-    }
-    limits.memory_bytes = *options.memory_bytes;
-  }
-  if (options.cpus) {
-    if (!(*options.cpus > 0) || *options.cpus > max.cpus) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "cpu limit must be above 0 and at most the configured maximum of {}", max.cpus);
-    }
-    limits.cpus = *options.cpus;
-  }
-  if (options.pids) {
-    if (*options.pids < 8 || *options.pids > max.pids) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "pids limit must be between 8 and the configured maximum of {}", max.pids);
-    }
-    limits.pids = *options.pids;
-  }
-  // /mnt/data and /tmp are tmpfs charged to the session's memory (runtime/limits.h): sized
-  // from the session's memory limit, so a smaller memory request shrinks them with it.
-  limits.tmp_bytes = std::min(max.tmp_bytes, TmpBytesFor(limits.memory_bytes));
-  const uint64_t max_disk = std::min(max.disk_bytes, MaxDataBytes(limits.memory_bytes));
-  if (options.disk_bytes) {
-    if (*options.disk_bytes == 0 || *options.disk_bytes > max_disk) {
-      return Fail(ErrorCode::kInvalidArgument,
-                  "disk limit must be between 1 byte and {} bytes (the configured maximum, and "
-                  "at most half the session's memory limit: /mnt/data is a tmpfs whose pages "
-                  "count as the session's memory)",
-                  max_disk);
-    }
-    limits.disk_bytes = *options.disk_bytes;
-  } else {
-    limits.disk_bytes = std::min(limits.disk_bytes, max_disk);
-  }
-  return limits;
-}
-
-Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
-  if (draining_) {
-    return Fail(ErrorCode::kServerDraining,
-                "this server{} is shutting down and takes no new sessions; call again to be "
-                "placed on another replica (sessions already open here keep working)",
-                config_.replica_id.empty() ? "" : " (replica " + config_.replica_id + ")");
-  }
-  const std::string owner = ActingSubject::Current() ? *ActingSubject::Current() : "";
-  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, StartSession(options, "", owner));
-  SessionInfo info = Describe(*session);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.emplace(session->id, session);
-  }
-  metrics::SessionStarted(backend_->name());
-  return info;
-}
-
 SubjectQuota SessionManager::QuotaOf(const std::string& owner) const {
   auto claim = owner.empty() ? std::nullopt : RememberedQuotaClaim(owner);
   return claim
              ? ApplyQuotaClaim(config_.subject_quota, *claim, config_.limits, config_.max_sessions)
              : config_.subject_quota;
-}
-
-Result<std::shared_ptr<SessionManager::Session>> SessionManager::StartSession(
-    const SessionOptions& options, const std::string& fixed_id, const std::string& owner) {
-  SessionOptions fitted = options;
-  const SubjectQuota quota = QuotaOf(owner);
-  if (!owner.empty()) {
-    SBX_TRY(FitToQuota(quota, config_.limits, fitted.memory_bytes, fitted.cpus));
-  }
-  SBX_ASSIGN_OR_RETURN(Limits limits, EffectiveLimits(fitted));
-  SBX_ASSIGN_OR_RETURN(bool wants_egress, SessionWantsEgress(config_.egress, options.egress));
-  std::string image_name = options.image.empty() ? config_.default_image : options.image;
-  bool poolable = pool_ && pool_->key() == PoolKey{image_name, limits, wants_egress};
-  std::optional<ResolvedImage> image;
-  // A pooled sandbox has its image already; otherwise an unknown image fails before the cap.
-  if (!poolable) {
-    SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
-  }
-
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (static_cast<int>(sessions_.size()) + creating_ >= config_.max_sessions) {
-      return Fail(ErrorCode::kMaxSessions,
-                  "the server already runs its maximum of {} sessions; close one "
-                  "(sandbox_close_session) and try again",
-                  config_.max_sessions);
-    }
-    if (!owner.empty() && quota.max_sessions > 0) {
-      int owned = creating_by_owner_[owner];
-      for (const auto& [id, open] : sessions_) owned += open->owner == owner ? 1 : 0;
-      if (owned >= quota.max_sessions) {
-        return Fail(ErrorCode::kMaxSessions,
-                    "you already have your maximum of {} live sessions "
-                    "(SANDBOX_SUBJECT_MAX_SESSIONS, or your token's quota claim); close one "
-                    "(sandbox_close_session) and try again",
-                    quota.max_sessions);
-      }
-    }
-    ++creating_;
-    ++creating_by_owner_[owner];
-  }
-  struct CreatingGuard {
-    SessionManager* self;
-    const std::string& owner;
-    ~CreatingGuard() {
-      self->MarkActivity();
-      std::lock_guard<std::mutex> lock(self->mutex_);
-      --self->creating_;
-      if (--self->creating_by_owner_[owner] == 0) self->creating_by_owner_.erase(owner);
-    }
-  } creating_guard{this, owner};
-
-  auto session = std::make_shared<Session>();
-  session->owner = owner;
-  session->name = options.name;
-  session->limits = limits;
-
-  std::optional<WarmSandbox> started;
-  if (poolable) started = pool_->Claim();
-  bool pooled = started.has_value();
-  if (!started) {
-    if (!image) {
-      SBX_ASSIGN_OR_RETURN(image, resolver_(image_name));
-    }
-    // Cold, but of the pool's kind: its workers get the preload too (ready a moment later).
-    auto cold = StartSandbox(fixed_id.empty() ? NewSessionId(config_.replica_id) : fixed_id, *image,
-                             limits, poolable, wants_egress);
-    if (!cold) return Fail(std::move(cold.error()));
-    started = std::move(*cold);
-  }
-  if (pooled) {
-    // It waited at background priority so that refills never slow running calls; from now on
-    // it runs calls itself. Failing that, it still works, only slower under contention.
-    if (auto raised = started->sandbox->SetCpuPriority(CpuPriority::kNormal); !raised) {
-      spdlog::warn("pooled sandbox {}: could not raise its CPU priority: {}", started->session_id,
-                   raised.error().message);
-    }
-  }
-  // A pooled sandbox's id was drawn when it started, but nobody has seen it before now. A
-  // resumed session keeps its own id, whichever sandbox serves it.
-  session->id = fixed_id.empty() ? started->session_id : fixed_id;
-  session->image = started->image;
-  session->sandbox = std::move(started->sandbox);
-  session->agent = std::move(started->agent);
-  session->egress = std::move(started->egress);
-  session->created = Now();
-  session->Touch(session->created);
-  if (started->preload_on_request) QueueColdPreload(session);
-  spdlog::info("session {} {} (image {}, backend {}{})", session->id,
-               fixed_id.empty() ? "created" : "started to resume", session->image,
-               session->sandbox->backend_name(), pooled ? ", from the pool" : "");
-  return session;
-}
-
-Result<WarmSandbox> SessionManager::StartSandbox(const std::string& session_id,
-                                                 const ResolvedImage& image, const Limits& limits,
-                                                 bool preload, bool egress,
-                                                 CpuPriority cpu_priority) {
-  SandboxSpec spec;
-  spec.cpu_priority = cpu_priority;
-  spec.session_id = session_id;
-  spec.image_name = image.name;
-  spec.rootfs = image.rootfs;
-  spec.env = image.env;
-  AddDefaultEnv(spec.env);
-  // A session started cold (the pool was empty: a burst, most likely): its zygote waits for
-  // the server's word (QueueColdPreload), so its imports never run beside the burst's calls.
-  const bool preload_on_request =
-      preload && !config_.preload.empty() && cpu_priority == CpuPriority::kNormal;
-  if (preload && !config_.preload.empty()) {
-    spec.env.push_back(std::string(agent_env::kPreload) + "=" + config_.preload);  // init strips it
-    if (preload_on_request) spec.env.push_back(std::string(agent_env::kPreloadOnRequest) + "=1");
-  }
-  if (!image.workdir.empty()) spec.workdir = image.workdir;
-  spec.limits = limits;
-  spec.agent_dir = config_.agent_dir;
-  spec.wheelhouse = config_.wheelhouse;
-  spec.docker = image.docker;
-  WarmSandbox started;
-  started.preload_on_request = preload_on_request;
-  started.session_id = session_id;
-  started.image = image.name;
-  if (egress) {
-    auto proxy = SessionEgress::Start(config_.egress, session_id, backend_->egress_transport(),
-                                      EgressSocketDir(config_.state_dir),
-                                      EgressBytesDir(config_.state_dir), spec);
-    if (!proxy) metrics::SandboxStartFailed(backend_->name(), "egress");
-    SBX_ASSIGN_OR_RETURN(started.egress, std::move(proxy));
-  }
-  auto sandbox = backend_->Start(spec);
-  if (!sandbox) {
-    metrics::SandboxStartFailed(backend_->name(), "backend");
-    Error error = std::move(sandbox.error()).Context("start sandbox");
-    if (error.code == ErrorCode::kInternal || error.code == ErrorCode::kNotFound) {
-      error.code = ErrorCode::kSandboxUnavailable;
-    }
-    return Fail(std::move(error));
-  }
-  started.sandbox = std::move(*sandbox);
-  started.agent = std::make_unique<AgentClient>(started.sandbox->stream());
-  if (auto ready = started.agent->WaitReady(
-          std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
-      !ready) {
-    metrics::SandboxStartFailed(backend_->name(), "agent");
-    Error error = std::move(ready.error()).Context("sandbox agent did not start");
-    error.code = ErrorCode::kSandboxUnavailable;
-    return Fail(std::move(error));  // ~Sandbox kills and cleans the sandbox
-  }
-  if (started.egress) {
-    if (auto ready = started.egress->SandboxReady(); !ready) {
-      metrics::SandboxStartFailed(backend_->name(), "egress");
-      Error error = std::move(ready.error()).Context("egress channel");
-      error.code = ErrorCode::kSandboxUnavailable;
-      return Fail(std::move(error));
-    }
-  }
-  return started;
-}
-
-void SessionManager::QueueColdPreload(const std::shared_ptr<Session>& session) {
-  // Its CPU priority while the zygote imports: background from its turn on, raised for its own
-  // calls (Acquire), normal for good once the preload is in place (cold_preload_priority.h).
-  Sandbox* sandbox = session->sandbox.get();  // owned by the session, which the turn holds
-  session->preload_priority = std::make_shared<ColdPreloadPriority>(
-      session->id, [sandbox](CpuPriority priority) { return sandbox->SetCpuPriority(priority); });
-  cold_preloads_.Add([weak = std::weak_ptr<Session>(session)] {
-    auto queued = weak.lock();
-    if (!queued || queued->closed) return ColdPreloadQueue::Outcome::kGone;
-    // Lowered before init hears of it, so not one import runs at the priority of calls.
-    queued->preload_priority->ZygoteDue();
-    switch (queued->agent->RequestPreload()) {
-      case AgentClient::PreloadRequest::kSent:
-        return ColdPreloadQueue::Outcome::kStarted;
-      case AgentClient::PreloadRequest::kBusy:
-        return ColdPreloadQueue::Outcome::kRetry;  // its own call runs: it stays due
-      case AgentClient::PreloadRequest::kUnusable:
-        break;
-    }
-    return ColdPreloadQueue::Outcome::kGone;
-  });
-}
-
-Result<WarmSandbox> SessionManager::StartPooled(const PoolKey& key) {
-  SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(key.image));
-  SBX_ASSIGN_OR_RETURN(WarmSandbox warm,
-                       StartSandbox(NewSessionId(config_.replica_id), image, key.limits, true,
-                                    key.egress, CpuPriority::kBackground));
-  if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
-    return Fail(std::move(warmed.error()).Context("preload"));
-  }
-  static std::atomic<bool> failures_logged{false};
-  if (!warm.agent->preload().failed.empty() && !failures_logged.exchange(true)) {
-    for (const auto& failure : warm.agent->preload().failed) {
-      spdlog::warn("preload: {} (left out)", failure);
-    }
-  }
-  return warm;
-}
-
-void SessionManager::MarkActivity() {
-  last_activity_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-std::chrono::steady_clock::duration SessionManager::IdleFor() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (calls_in_flight_ > 0 || creating_ > 0) return std::chrono::steady_clock::duration::zero();
-  }
-  std::chrono::steady_clock::time_point last{
-      std::chrono::steady_clock::duration(last_activity_ns_.load())};
-  return std::chrono::steady_clock::now() - last;
 }
 
 std::optional<PoolStats> SessionManager::PoolStatus() {
@@ -524,54 +114,29 @@ std::optional<PoolStats> SessionManager::PoolStatus() {
 }
 
 Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const std::string& id) {
-  auto parsed = ParseSessionId(id);
-  if (!parsed) {
-    return Fail(ErrorCode::kInvalidSessionId, "{} is not a session id (expected {})", Quoted(id),
-                kSessionIdShape);
-  }
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    WaitWhileHibernating(lock, id);
-    auto it = sessions_.find(id);
-    // Another subject's session is answered as an unknown one, word for word.
-    if (it != sessions_.end() && ActingSubject::MaySee(it->second->owner)) return it->second;
-  }
-  if (SavedAndVisible(id)) return Resume(id);
-  if (!parsed->replica.empty() && parsed->replica != config_.replica_id) {
-    // The proxy sends a call to the replica its handle names unless that one is down (then it
-    // places the call anywhere): say so, worded for a model to recover by starting afresh.
-    Error error = MakeError(
-        ErrorCode::kSessionNotFound,
-        "session {} lived on replica {}, which is not reachable (stopped, restarted or cut off); "
-        "its state is not available here. Create a new session (sandbox_create_session, or omit "
-        "session_id) and redo its setup",
-        id, parsed->replica);
-    error.details = {{"reason", "replica_unavailable"}, {"replica", std::string(parsed->replica)}};
-    return Fail(std::move(error));
-  }
-  return Fail(ErrorCode::kSessionNotFound,
-              "session {} does not exist: it was closed, expired, or lost when this {} restarted; "
-              "create a new one",
-              id, config_.replica_id.empty() ? "server" : "replica");
+  SBX_ASSIGN_OR_RETURN(SessionRegistry::Found found, registry_->Lookup(id));
+  if (found.live) return found.live;
+  return Resume(id);
 }
 
-Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id) {
+Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id,
+                                                          bool for_hibernation) {
   std::shared_ptr<Session> session;
   for (;;) {
     SBX_ASSIGN_OR_RETURN(session, Lookup(id));
+    // Marked before the busy flag is taken, so a call never finds it busy and unmarked.
+    if (for_hibernation) registry_->MarkSaving(*session, true);
     bool expected = false;
     if (session->busy.compare_exchange_strong(expected, true)) break;
-    session.reset();  // Hibernate waits for the last reference before it goes on
-    // Busy with its own hibernation (idle, or a drain's), not with a call: wait for the save,
-    // then look it up again (resumed), as a call arriving a moment later would be.
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (std::find(hibernating_.begin(), hibernating_.end(), id) == hibernating_.end()) {
+    if (for_hibernation) registry_->MarkSaving(*session, false);
+    // Busy being saved by the reaper (idle) or a hibernate call: the call goes on after it.
+    if (for_hibernation || !registry_->WaitWhileSaving(*session)) {
       return Fail(ErrorCode::kSessionBusy,
                   "session {} is running another call; wait for it to finish", id);
     }
-    WaitWhileHibernating(lock, id);
   }
   if (session->closed) {
+    if (for_hibernation) registry_->MarkSaving(*session, false);
     session->busy = false;
     return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
   }
@@ -602,14 +167,9 @@ SessionInfo SessionManager::Describe(const Session& session) const {
 
 Result<SessionInfo> SessionManager::Get(const std::string& id) {
   if (saved_ && ParseSessionId(id)) {
-    bool live = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      WaitWhileHibernating(lock, id);
-      live = sessions_.count(id) > 0;
-    }
+    const bool live = registry_->IsLive(id);
     // Status does not wake a hibernated session.
-    if (!live && SavedAndVisible(id)) {
+    if (!live && registry_->SavedAndVisible(id)) {
       SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
       return DescribeSaved(meta);
     }
@@ -619,13 +179,7 @@ Result<SessionInfo> SessionManager::Get(const std::string& id) {
 }
 
 std::vector<SessionInfo> SessionManager::List() {
-  std::vector<std::shared_ptr<Session>> sessions;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [id, session] : sessions_) {
-      if (ActingSubject::MaySee(session->owner)) sessions.push_back(session);
-    }
-  }
+  std::vector<std::shared_ptr<Session>> sessions = registry_->Visible();
   std::vector<SessionInfo> infos;
   infos.reserve(sessions.size());
   for (auto& session : sessions) infos.push_back(Describe(*session));
@@ -636,7 +190,7 @@ std::vector<SessionInfo> SessionManager::List() {
       bool live = std::any_of(infos.begin(), infos.end(),
                               [&meta](const SessionInfo& info) { return info.id == meta.id; });
       // A sibling replica's saves (a shared state dir) are its own to show (SavedAndVisible).
-      if (!live && !NamesAnotherReplica(meta.id) && ActingSubject::MaySee(meta.owner)) {
+      if (!live && !registry_->NamesAnotherReplica(meta.id) && ActingSubject::MaySee(meta.owner)) {
         infos.push_back(DescribeSaved(meta));
       }
     }
@@ -646,200 +200,12 @@ std::vector<SessionInfo> SessionManager::List() {
   return infos;
 }
 
-Status SessionManager::Close(const std::string& id, bool force, Teardown teardown) {
-  if (saved_ && ParseSessionId(id)) {
-    bool live = false;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      WaitWhileHibernating(lock, id);
-      live = sessions_.count(id) > 0;
-    }
-    // Closing a hibernated session deletes what was saved; nothing to wake for that.
-    if (!live && SavedAndVisible(id) && saved_->Remove(id)) {
-      spdlog::info("session {} closed (its saved state deleted)", id);
-      return {};
-    }
-  }
-  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
-  bool expected = false;
-  bool acquired = session->busy.compare_exchange_strong(expected, true);
-  if (!acquired && !force) {
-    return Fail(ErrorCode::kSessionBusy,
-                "session {} is running a call; wait for it, or close with force", id);
-  }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.erase(id);
-  }
-  if (saved_) saved_->Remove(id);  // a resumed session's last save
-  session->closed = true;
-  if (session->egress) session->egress->Shutdown();  // its tunnels close with it
-  if (acquired) session->busy = false;
-  metrics::SessionClosed(backend_->name());
-  spdlog::info("session {} closed", id);
-  if (teardown == Teardown::kBackground) {
-    {
-      std::lock_guard<std::mutex> lock(reaper_mutex_);
-      teardown_.push_back(std::move(session));
-    }
-    reaper_wake_.notify_all();
-    return {};
-  }
-  // Kill now, so a run in flight (force) ends at once; the run's thread drops the last
-  // reference and the destructor reaps and removes everything.
-  if (auto killed = session->sandbox->Kill(); !killed) {
-    spdlog::warn("session {}: kill: {}", id, killed.error().message);
-  }
-  return {};
-}
-
-void SessionManager::Retire(const std::shared_ptr<Session>& session, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = sessions_.find(session->id);
-    if (it != sessions_.end() && it->second == session) sessions_.erase(it);
-  }
-  session->closed = true;
-  if (auto killed = session->sandbox->Kill(); !killed) {
-    spdlog::warn("session {}: kill: {}", session->id, killed.error().message);
-  }
-  if (session->egress) session->egress->Shutdown();
-  metrics::SessionClosed(backend_->name());
-  spdlog::warn("session {} closed: its agent is unusable ({})", session->id, why);
-}
-
-void SessionManager::CloseAll() {
-  if (saved_) {
-    // An orderly stop (stdin closed, SIGTERM, SIGINT): every session that is not in a call is
-    // saved, together, so the next server on this state dir resumes them.
-    std::vector<std::string> ids;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& [id, session] : sessions_) ids.push_back(id);
-    }
-    // The saves get kShutdownSaveBudget together: a service manager kills what is left after
-    // its own stop timeout (the unit's TimeoutStopSec), and a stop cut short by SIGKILL leaves
-    // sandboxes and cgroups for the next start's sweep. A session still saving then is stopped
-    // unsaved (its save fails at once), and says so in the log.
-    struct Progress {
-      std::mutex mutex;
-      std::condition_variable done_cv;
-      std::set<std::string> finished;
-    };
-    auto progress = std::make_shared<Progress>();
-    std::vector<std::thread> savers;
-    savers.reserve(ids.size());
-    for (const auto& id : ids) {
-      savers.emplace_back([this, id, progress] {
-        if (auto saved = Hibernate(id); !saved) {
-          spdlog::warn("session {} could not be saved at shutdown: {}", id, saved.error().message);
-        }
-        std::lock_guard<std::mutex> lock(progress->mutex);
-        progress->finished.insert(id);
-        progress->done_cv.notify_all();
-      });
-    }
-    {
-      std::unique_lock<std::mutex> lock(progress->mutex);
-      if (!progress->done_cv.wait_for(lock, kShutdownSaveBudget,
-                                      [&] { return progress->finished.size() == ids.size(); })) {
-        for (const auto& id : ids) {
-          if (progress->finished.count(id) != 0) continue;
-          std::shared_ptr<Session> session;
-          {
-            std::lock_guard<std::mutex> sessions_lock(mutex_);
-            if (auto it = sessions_.find(id); it != sessions_.end()) session = it->second;
-          }
-          if (!session) continue;
-          spdlog::warn("session {}: its save at shutdown took longer than {} s; stopped unsaved",
-                       id, kShutdownSaveBudget.count());
-          (void)session->sandbox->Kill();
-        }
-      }
-    }
-    for (auto& saver : savers) saver.join();
-  }
-  std::unordered_map<std::string, std::shared_ptr<Session>> sessions;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions.swap(sessions_);
-  }
-  for (auto& [id, session] : sessions) {
-    session->closed = true;
-    (void)session->sandbox->Kill();
-    metrics::SessionClosed(backend_->name());
-  }
-  sessions.clear();  // destructors reap and clean (unless a run still holds one)
-}
-
-std::chrono::system_clock::time_point SessionManager::Now() const {
-  return config_.clock ? config_.clock() : std::chrono::system_clock::now();
-}
-
-int SessionManager::ExpireIdle() {
-  auto now = Now();
-  std::chrono::system_clock::duration ttl = config_.ttl;
-  if (draining_) {
-    ttl = std::min(
-        ttl, std::chrono::system_clock::duration(std::chrono::milliseconds(drain_idle_ms_.load())));
-  }
-  if (saved_) {
-    // Hibernation instead of closing, in a drain too (after its idle time: the next server on
-    // this state dir resumes them); one that cannot be saved is closed at the idle time-out.
-    std::chrono::system_clock::duration hibernate_after = config_.hibernate_after;
-    if (draining_) hibernate_after = std::min(hibernate_after, ttl);
-    std::vector<std::string> idle;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (auto& [id, session] : sessions_) {
-        if (!session->busy && now - session->LastUsed() > hibernate_after &&
-            session->unsaveable_at_ms != session->last_used_ms) {
-          idle.push_back(id);
-        }
-      }
-    }
-    for (const auto& id : idle) {
-      if (auto saved = Hibernate(id); !saved) {
-        spdlog::warn("session {} could not be hibernated: {}", id, saved.error().message);
-      }
-    }
-    saved_->ExpireOld();
-  }
-  std::vector<std::string> expired;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [id, session] : sessions_) {
-      if (!session->busy && now - session->LastUsed() > ttl) expired.push_back(id);
-    }
-  }
-  int closed = 0;
-  for (const auto& id : expired) {
-    if (Close(id, /*force=*/false)) {
-      ++closed;
-      metrics::SessionExpired(backend_->name());
-    }
-  }
-  return closed;
-}
-
-void SessionManager::StartDrain(std::chrono::milliseconds idle_ttl) {
-  drain_idle_ms_ = idle_ttl.count();
-  draining_ = true;
-  std::lock_guard<std::mutex> lock(reaper_mutex_);
-  reaper_wake_.notify_all();
-}
-
-size_t SessionManager::SessionCount() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return sessions_.size();
-}
+size_t SessionManager::SessionCount() { return registry_->Count(); }
 
 size_t SessionManager::HibernatedCount() {
   if (!saved_) return 0;
   auto ids = SavedSessionIds(saved_->config().dir);
-  std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<size_t>(std::count_if(
-      ids.begin(), ids.end(), [this](const std::string& id) { return sessions_.count(id) == 0; }));
+  return registry_->CountNotLive(ids);
 }
 
 Status SessionManager::CheckRunRequest(const RunRequest& request) const {
@@ -951,228 +317,6 @@ Result<std::vector<FileInfo>> SessionManager::ListFiles(const std::string& id,
                                                         const std::string& path, bool recursive) {
   SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
   return NoteRetirement(session->agent, session->agent->ListFiles(path, recursive));
-}
-
-// ---------------------------------------------------------------------------- Hibernation
-
-Status SessionManager::SaveSession(Session& session, const std::string& as_id,
-                                   std::chrono::system_clock::time_point created) {
-  // The saved state must fit where it came from and will go back to: the session's memory.
-  uint64_t cap = std::min(session.limits.memory_bytes, config_.saved_max_bytes);
-  auto archive = SaveSessionState(*session.agent, cap, config_.exec_timeout_s);
-  if (!archive) {
-    if (StateLostInSave(archive.error())) session.state_lost_in_save = true;
-    return Fail(std::move(archive.error()));
-  }
-  SavedSessionMeta meta{
-      .id = as_id,
-      .name = session.name,
-      .image = session.image,
-      .backend = std::string(session.sandbox->backend_name()),
-      .limits = session.limits,
-      .egress = session.egress != nullptr,
-      .created = created,
-      .saved_at = {},
-      .size = 0,
-      .sha256 = "",
-      .mechanism = archive->save.mechanism,
-      .not_saved = std::move(archive->save.not_restored),
-      .owner = session.owner,
-  };
-  // As itself it may evict its owner's oldest saves; as a fork nothing (saved_budget.h).
-  return saved_->Save(std::move(meta), archive->bytes,
-                      as_id == session.id ? SaveKind::kSelf : SaveKind::kCopy,
-                      QuotaOf(session.owner).saved);
-}
-
-Status SessionManager::Hibernate(const std::string& id) {
-  if (!saved_) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "hibernation is off on this server (SANDBOX_HIBERNATE_AFTER_S=0)");
-  }
-  std::shared_ptr<Session> live;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (std::find(hibernating_.begin(), hibernating_.end(), id) != hibernating_.end()) {
-      return {};  // being hibernated
-    }
-    if (auto it = sessions_.find(id); it != sessions_.end()) {
-      live = it->second;
-    } else if (saved_->Contains(id)) {
-      return {};  // hibernated already
-    }
-  }
-  const int64_t last_used = live ? live->last_used_ms.load() : 0;
-  auto started = std::chrono::steady_clock::now();
-  Status saved;
-  {
-    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-    // Hibernating from here on: a call arriving during the save waits for it (Lookup, Acquire)
-    // and resumes the session, instead of being told it is busy with another call.
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      hibernating_.push_back(id);
-    }
-    saved = SaveSession(*session, id, session->created);
-    if (saved) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto it = sessions_.find(id);
-        if (it != sessions_.end() && it->second.get() == &*session) sessions_.erase(it);
-      }
-      session->closed = true;
-      if (session->egress) session->egress->Shutdown();
-      if (auto killed = session->sandbox->Kill(); !killed) {
-        spdlog::warn("session {}: kill: {}", id, killed.error().message);
-      }
-    }
-  }
-  if (!saved) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      hibernating_.erase(std::find(hibernating_.begin(), hibernating_.end(), id));
-    }
-    hibernated_.notify_all();
-    // Left as it was, idle since its last call; not retried until it is used again.
-    if (live && !live->busy) live->last_used_ms = last_used;
-    if (live) live->unsaveable_at_ms = last_used;
-    return saved;
-  }
-  // The last reference (a status or list call may hold one for a moment): the sandbox is
-  // reaped and removed here, before a call naming the session goes on.
-  for (int i = 0; i < 5000 && live.use_count() > 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  live.reset();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    hibernating_.erase(std::find(hibernating_.begin(), hibernating_.end(), id));
-  }
-  hibernated_.notify_all();
-  spdlog::info("session {} hibernated in {} ms (sandbox stopped)", id,
-               std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now() - started)
-                   .count());
-  return {};
-}
-
-Result<SessionInfo> SessionManager::Fork(const std::string& id) {
-  if (!saved_) {
-    return Fail(ErrorCode::kInvalidArgument,
-                "forking needs hibernation, which is off on this server "
-                "(SANDBOX_HIBERNATE_AFTER_S=0)");
-  }
-  bool live = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    live = sessions_.count(id) > 0;
-  }
-  std::string fork_id = NewSessionId(config_.replica_id);
-  if (live) {
-    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-    SBX_TRY(SaveSession(*session, fork_id, Now()));
-  } else if (SavedAndVisible(id)) {
-    SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
-    SBX_TRY(saved_->Copy(id, fork_id, meta.name, QuotaOf(meta.owner).saved));
-  } else {
-    SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> none, Lookup(id));  // its error
-    (void)none;
-  }
-  spdlog::info("session {} forked as {}", id, fork_id);
-  return Get(fork_id);
-}
-
-Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const std::string& id) {
-  std::lock_guard<std::mutex> resume_lock(resume_mutex_);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = sessions_.find(id);
-    if (it != sessions_.end()) return it->second;  // a concurrent call resumed it
-  }
-  auto started = std::chrono::steady_clock::now();
-  SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
-  if (meta.size > std::min(meta.limits.memory_bytes, config_.saved_max_bytes)) {
-    return Fail(ErrorCode::kSandboxUnavailable,
-                "the saved state of session {} is {} bytes, above its cap of {} bytes (its "
-                "memory limit); it cannot be resumed. Close it and create a new one",
-                id, meta.size, std::min(meta.limits.memory_bytes, config_.saved_max_bytes));
-  }
-  SBX_ASSIGN_OR_RETURN(std::string archive, saved_->LoadArchive(meta));
-  SessionOptions options;
-  options.name = meta.name;
-  options.image = meta.image;
-  options.memory_bytes = meta.limits.memory_bytes;
-  options.cpus = meta.limits.cpus;
-  options.pids = meta.limits.pids;
-  options.disk_bytes = meta.limits.disk_bytes;
-  if (!meta.egress) options.egress = false;
-  // It stays its owner's: a subject that may not see it never got this far (SavedAndVisible).
-  auto session = StartSession(options, id, meta.owner);
-  if (!session) {
-    return Fail(std::move(session.error()).Context(fmt::format("resume session {}", id)));
-  }
-  auto report = RestoreSessionState(*(*session)->agent, archive, config_.exec_timeout_s);
-  if (!report) {
-    (*session)->closed = true;
-    (void)(*session)->sandbox->Kill();
-    return Fail(std::move(report.error()).Context(fmt::format("resume session {}", id)));
-  }
-  std::vector<std::string> note;
-  for (const auto& item : report->not_restored) {
-    note.push_back(fmt::format("{} ({}): {}", item.name, item.type, item.reason));
-  }
-  (*session)->created = meta.created;
-  (*session)->resume_note = std::move(note);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    sessions_.emplace(id, *session);
-  }
-  spdlog::info("session {} resumed in {} ms ({} bytes saved; {} item(s) not restored)", id,
-               std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::steady_clock::now() - started)
-                   .count(),
-               meta.size, report->not_restored.size());
-  return session;
-}
-
-bool SessionManager::SavedAndVisible(const std::string& id) {
-  // Only the replica an id names resumes, shows, forks or deletes its save: replicas may share
-  // a state dir, and a sibling that resumed a stopped replica's session would leave it live
-  // twice once that replica is back under its id (Lookup then says replica_unavailable).
-  if (NamesAnotherReplica(id)) return false;
-  if (!saved_ || !saved_->Contains(id)) return false;
-  auto meta = saved_->Meta(id);
-  // Damaged metadata names no owner: only a caller who may see the single user's sessions
-  // (stdio, the CLI, a server without named callers) learns of it, from the error it gets.
-  return ActingSubject::MaySee(meta ? meta->owner : std::string());
-}
-
-bool SessionManager::NamesAnotherReplica(const std::string& id) const {
-  auto parsed = ParseSessionId(id);
-  return parsed && !parsed->replica.empty() && parsed->replica != config_.replica_id;
-}
-
-void SessionManager::WaitWhileHibernating(std::unique_lock<std::mutex>& lock,
-                                          const std::string& id) {
-  hibernated_.wait(lock, [&] {
-    return std::find(hibernating_.begin(), hibernating_.end(), id) == hibernating_.end();
-  });
-}
-
-SessionInfo SessionManager::DescribeSaved(const SavedSessionMeta& meta) const {
-  SessionInfo info;
-  info.id = meta.id;
-  info.name = meta.name;
-  info.state = "hibernated";
-  info.image = meta.image;
-  info.backend = meta.backend;
-  info.replica = config_.replica_id;
-  info.created = meta.created;
-  info.last_used = meta.saved_at;
-  info.limits = meta.limits;
-  info.egress = DescribeEgress(config_.egress, nullptr);
-  info.saved_bytes = meta.size;
-  return info;
 }
 
 }  // namespace sandbox

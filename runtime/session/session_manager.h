@@ -3,6 +3,18 @@
 // and per-session limit overrides bounded by the configured maxima. Crash-safe records under
 // state_dir/sessions let a restarted server (or `mcp-sandbox sessions gc`) sweep leftovers.
 // Thread-safe: calls on different sessions run concurrently.
+//
+// A facade over its parts, each with its own header and tests: SessionRegistry (the live
+// sessions, the caps, the lookup rules), SandboxStarter (a sandbox's start), EffectiveLimits
+// (session_limits.h), SandboxPool, SavedSessions and the hibernation exchanges
+// (session_hibernation.h). Its own code is split by concern: session_manager.cc (the calls,
+// status), session_manager_lifecycle.cc (create, pool, expiry, drain, close) and
+// session_manager_hibernation.cc (save, resume, fork).
+//
+// Locks, never two at once except where said: the registry's (its map, creation counts and
+// hibernating ids; never held across a sandbox or agent call), reaper_mutex_ (stopping_,
+// teardown_), resume_mutex_ (one resume at a time; the registry's lock is taken inside it), a
+// session's busy flag (an atomic, one agent exchange at a time) and a CancelToken's own.
 #pragma once
 
 #include <atomic>
@@ -23,61 +35,16 @@
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
 #include "runtime/session/cold_preload_queue.h"
+#include "runtime/session/live_session.h"
 #include "runtime/session/sandbox_pool.h"
+#include "runtime/session/sandbox_starter.h"
 #include "runtime/session/saved_sessions.h"
+#include "runtime/session/session_config.h"
 #include "runtime/session/session_egress.h"
 #include "runtime/session/session_id.h"
 #include "runtime/session/session_owner.h"
 
 namespace sandbox {
-
-struct SessionConfig {
-  std::string state_dir;                    // SANDBOX_STATE_DIR
-  std::string default_image;                // SANDBOX_IMAGE (a store name or digest)
-  std::string agent_dir;                    // host dir with sandbox-init and worker.py
-  std::string wheelhouse;                   // SANDBOX_WHEELHOUSE ("" = none)
-  Limits limits;                            // defaults, and the maxima for per-session overrides
-  double exec_timeout_s = 60;               // SANDBOX_EXEC_TIMEOUT_S: default and maximum per call
-  std::chrono::minutes ttl{30};             // SANDBOX_SESSION_TTL_M
-  int max_sessions = 10;                    // SANDBOX_MAX_SESSIONS
-  bool measure_calls = true;                // SANDBOX_USAGE: CallUsage around every run
-  uint64_t max_output_bytes = 100 << 10;    // SANDBOX_MAX_OUTPUT_BYTES
-  uint64_t max_code_bytes = 100 << 10;      // SANDBOX_MAX_CODE_BYTES
-  uint64_t max_upload_bytes = 50ull << 20;  // SANDBOX_MAX_UPLOAD_BYTES
-  // SANDBOX_POOL_SIZE: sandboxes of the default image and limits kept started for new sessions
-  // (0 = no pool). SANDBOX_POOL_PRELOAD: the modules their worker has imported (comma-separated;
-  // "" = none); sessions of that kind started cold get the same, ready a moment later.
-  int pool_size = 0;
-  std::string preload;
-  egress::EgressConfig egress;  // SANDBOX_EGRESS_*, SANDBOX_INDEX_URL (off: no network)
-  // SANDBOX_REPLICA_ID: named in the ids this server makes ("" = a single host); a handle
-  // naming another replica is answered as such (runtime/session/session_id.h).
-  std::string replica_id;
-  // Sessions belong to the subject that created them (runtime/session/session_owner.h); what
-  // one named subject may hold.
-  SubjectQuota subject_quota;
-  // Hibernation (docs/sessions.md "Hibernate, resume, fork"): a session idle this long is saved
-  // under state_dir/hibernated and its sandbox stopped, and so is every live session at an orderly
-  // stop (CloseAll); the next call naming it resumes it. 0: off, idle sessions are closed after
-  // `ttl`. SANDBOX_HIBERNATE_AFTER_S (the server's default: the idle time-out).
-  std::chrono::milliseconds hibernate_after{0};
-  uint64_t saved_max_bytes = 10ull << 30;                      // SANDBOX_SAVED_MAX_BYTES
-  std::chrono::seconds saved_ttl{std::chrono::hours(24 * 7)};  // SANDBOX_SAVED_TTL
-  // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
-  // Empty: the system clock.
-  std::function<std::chrono::system_clock::time_point()> clock;
-};
-
-// Per-session overrides; each must be <= the configured value (else invalid_argument).
-struct SessionOptions {
-  std::string name;
-  std::string image;  // "" = default image
-  std::optional<uint64_t> memory_bytes;
-  std::optional<double> cpus;
-  std::optional<uint32_t> pids;
-  std::optional<uint64_t> disk_bytes;
-  std::optional<bool> egress;  // false seals the session; true needs the server's allowlist
-};
 
 struct SessionInfo {
   std::string id;  // runtime/session/session_id.h
@@ -100,17 +67,6 @@ struct SessionInfo {
   uint64_t saved_bytes = 0;  // hibernated: the size of its saved files and state
 };
 
-// Resolves an image name to what a backend needs (rootfs path, env). Provided by the caller so
-// runtime/ does not depend on rootfs/ (the CLI wires ImageStore in).
-struct ResolvedImage {
-  std::string name;
-  std::string rootfs;
-  std::vector<std::string> env;
-  std::string workdir;
-  DockerImage docker;  // Docker backend only
-};
-using ImageResolver = std::function<Result<ResolvedImage>(const std::string& name)>;
-
 // Cancels a run from another thread (MCP notifications/cancelled).
 class CancelToken {
  public:
@@ -123,6 +79,8 @@ class CancelToken {
   bool cancelled_ = false;
   std::function<void()> on_cancel_;
 };
+
+class SessionRegistry;
 
 class SessionManager {
  public:
@@ -197,21 +155,18 @@ class SessionManager {
   Backend& backend() { return *backend_; }
 
  private:
-  struct Session;
+  using Session = LiveSession;
   class BusyLease;
   Result<std::shared_ptr<Session>> Lookup(const std::string& id);
-  Result<BusyLease> Acquire(const std::string& id);
+  // The session's busy lease, for a call: one that finds it busy being saved for hibernation
+  // waits for that, then finds it hibernated (and resumes it) or live again; busy with anything
+  // else, session_busy. `for_hibernation`: the lease Hibernate saves under (such waiters wait).
+  Result<BusyLease> Acquire(const std::string& id, bool for_hibernation = false);
   // Starts the sandbox of a new session (fixed_id "": a new id) owned by `owner` (held to
   // that subject's quota), not yet listed.
   Result<std::shared_ptr<Session>> StartSession(const SessionOptions& options,
                                                 const std::string& fixed_id,
                                                 const std::string& owner);
-  // Whether `id` is hibernated and the calling subject may see it: another subject's saved
-  // session reads as none, as a live one does.
-  bool SavedAndVisible(const std::string& id);
-  // Whether `id` names a replica other than this one: its save, in a state dir replicas share,
-  // is that replica's to resume, show, fork or delete.
-  bool NamesAnotherReplica(const std::string& id) const;
   // Hibernation (runtime/session/session_hibernation.h): resumes a saved session into a new
   // sandbox and lists it; saves a live one (under `as_id`: itself, or its fork).
   Result<std::shared_ptr<Session>> Resume(const std::string& id);
@@ -221,16 +176,7 @@ class SessionManager {
   std::chrono::milliseconds ReaperInterval() const;
   // Closes a session whose agent can serve nothing more (`why`), as Close does.
   void Retire(const std::shared_ptr<Session>& session, const std::string& why);
-  Result<Limits> EffectiveLimits(const SessionOptions& options) const;
   SessionInfo Describe(const Session& session) const;
-  // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote,
-  // `egress` for a channel to a proxy of the server's egress policy; `cpu_priority` is
-  // kBackground for the pool's.
-  Result<WarmSandbox> StartSandbox(const std::string& session_id, const ResolvedImage& image,
-                                   const Limits& limits, bool preload, bool egress,
-                                   CpuPriority cpu_priority = CpuPriority::kNormal);
-  // A sandbox for the pool: the default image and limits, the preload imported.
-  Result<WarmSandbox> StartPooled(const PoolKey& key);
   // A session started cold, of the pool's kind: its zygote starts at a quiet moment.
   void QueueColdPreload(const std::shared_ptr<Session>& session);
   // Stamps the end of a call or a creation; IdleFor is how long ago the last one ended (zero
@@ -242,11 +188,7 @@ class SessionManager {
 
   SessionConfig config_;
   std::shared_ptr<Backend> backend_;
-  ImageResolver resolver_;
-  std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
-  int creating_ = 0;  // sessions being created (count against max_sessions)
-  std::unordered_map<std::string, int> creating_by_owner_;  // the same, per subject
+  SandboxStarter starter_;                    // reads config_ and backend_, declared before it
   std::atomic<int> calls_in_flight_{0};       // busy leases held (the pool refills when none is)
   std::atomic<int64_t> last_activity_ns_{0};  // steady clock, when the last call or creation ended
   std::atomic<bool> draining_{false};
@@ -261,11 +203,9 @@ class SessionManager {
 
   std::unique_ptr<SavedSessions> saved_;  // null: hibernation off
   std::mutex resume_mutex_;               // one resume at a time (two calls, one sandbox)
-  // Saved, their sandbox being torn down (guarded by mutex_): a call naming one waits until
-  // the sandbox is gone, then resumes it, so "hibernated" always means no process, no cgroup.
-  std::vector<std::string> hibernating_;
-  std::condition_variable hibernated_;
-  void WaitWhileHibernating(std::unique_lock<std::mutex>& lock, const std::string& id);
+  // The live sessions, those being created and hibernated, and the lookup rules
+  // (session_registry.h; its own lock). Made after saved_, which it reads; destroyed before it.
+  std::unique_ptr<SessionRegistry> registry_;
 
   // Starts cold sessions' zygotes in quiet moments (cold_preload_queue.h). Its turns hold the
   // sessions weakly; destroyed (its thread joined) before what IdleFor reads.

@@ -1,0 +1,51 @@
+// SandboxStarter: the start of one sandbox for a session, from the session manager's settings:
+// the image resolved, the default environment added, the preload asked for, an egress channel
+// when the session has a network, then the backend's start and the agent's hello. It makes the
+// sandboxes of new sessions (started cold), of the warm pool (StartPooled) and of resumed ones;
+// which sandbox becomes which session is the manager's business, not this one's.
+//
+// Thread-safe, and holds no lock: it reads settings fixed before it is made (the manager's
+// SessionConfig, which outlives it) and calls the backend, which is itself thread-safe.
+#pragma once
+
+#include <string>
+
+#include "runtime/backend.h"
+#include "runtime/base/result.h"
+#include "runtime/limits.h"
+#include "runtime/session/sandbox_pool.h"
+#include "runtime/session/session_config.h"
+
+namespace sandbox {
+
+class SandboxStarter {
+ public:
+  // `config` and `backend` must outlive the starter.
+  SandboxStarter(const SessionConfig& config, Backend& backend, ImageResolver resolver);
+
+  // What the backend needs to start `name` (a store name or digest); its errors as they are.
+  Result<ResolvedImage> Resolve(const std::string& name) const;
+
+  // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote
+  // (waiting for the manager's word when cpu_priority is kNormal: a session started cold),
+  // `egress` for a channel to a proxy of the server's egress policy. A start that fails is
+  // kSandboxUnavailable, and leaves nothing behind.
+  Result<WarmSandbox> Start(const std::string& session_id, const ResolvedImage& image,
+                            const Limits& limits, bool preload, bool egress,
+                            CpuPriority cpu_priority = CpuPriority::kNormal) const;
+
+  // A sandbox for the warm pool: `key`'s image and limits, at background priority, returned
+  // once its worker has the preload imported.
+  Result<WarmSandbox> StartPooled(const PoolKey& key) const;
+
+ private:
+  const SessionConfig& config_;
+  Backend& backend_;
+  ImageResolver resolver_;
+};
+
+// Environment every sandbox gets unless the image sets it: a PATH, a writable HOME (the rootfs is
+// read-only; /tmp is a tmpfs), a UTF-8 locale and a headless matplotlib.
+void AddDefaultEnv(std::vector<std::string>& env);
+
+}  // namespace sandbox

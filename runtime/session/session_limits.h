@@ -1,0 +1,16 @@
+// The limits a new session runs with: the configured ones, with the session's own requests
+// (SessionOptions) applied where they stay within them. /mnt/data and /tmp are tmpfs charged
+// to the session's memory, so they are sized from its memory limit (runtime/limits.h).
+#pragma once
+
+#include "runtime/base/result.h"
+#include "runtime/limits.h"
+#include "runtime/session/session_config.h"
+
+namespace sandbox {
+
+// `configured`: the server's limits, which are both the defaults and the maxima. A request
+// outside them is kInvalidArgument, with the bound in the message.
+Result<Limits> EffectiveLimits(const Limits& configured, const SessionOptions& options);
+
+}  // namespace sandbox

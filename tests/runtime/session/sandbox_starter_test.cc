@@ -1,0 +1,92 @@
+// SandboxStarter over HostBackend: what a started sandbox is given (the default environment,
+// the preload asked for or not), its agent ready for a call, and a failed start named as one.
+#include "runtime/session/sandbox_starter.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tests/support/host_backend.h"
+#include "tests/support/session_support.h"
+
+namespace sandbox {
+namespace {
+
+bool Has(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+
+TEST_CASE("sandbox starter: a cold start gets the default env and an agent that runs calls",
+          "[unit]") {
+  SessionConfig config;
+  config.preload = "json";
+  testing::HostBackend backend;
+  SandboxStarter starter(config, backend, testing::HostImageResolver());
+  auto image = starter.Resolve("host");
+  REQUIRE(image);
+  image->env = {"HOME=/home/user"};  // the image's own value wins
+
+  auto started = starter.Start("sess-test", *image, config.limits, /*preload=*/false,
+                               /*egress=*/false);
+  REQUIRE(started);
+  CHECK(started->session_id == "sess-test");
+  CHECK(started->image == "host");
+  CHECK_FALSE(started->preload_on_request);
+  CHECK(started->egress == nullptr);
+  const auto& env = backend.started().at(0)->spec.env;
+  CHECK(Has(env, "HOME=/home/user"));
+  CHECK_FALSE(Has(env, "HOME=/tmp"));
+  CHECK(Has(env, "MPLBACKEND=Agg"));
+  CHECK(Has(env, "LANG=C.UTF-8"));
+  CHECK(std::none_of(env.begin(), env.end(),
+                     [](const std::string& kv) { return kv.rfind("SANDBOX_PRELOAD", 0) == 0; }));
+
+  RunRequest request;
+  request.code = "print(6 * 7)";
+  request.timeout_s = 20;
+  auto result = started->agent->Run(request, {});
+  REQUIRE(result);
+  CHECK(result->stdout_text == "42\n");
+}
+
+TEST_CASE("sandbox starter: a cold start of the pool's kind waits for the word to preload",
+          "[unit]") {
+  SessionConfig config;
+  config.preload = "json";
+  testing::HostBackend backend;
+  SandboxStarter starter(config, backend, testing::HostImageResolver());
+  auto started = starter.Start("sess-cold", *starter.Resolve("host"), config.limits,
+                               /*preload=*/true, /*egress=*/false);
+  REQUIRE(started);
+  CHECK(started->preload_on_request);
+  CHECK(backend.started().at(0)->cpu_priority == CpuPriority::kNormal);
+}
+
+TEST_CASE("sandbox starter: a pooled start waits at background priority until warm", "[unit]") {
+  SessionConfig config;
+  config.preload = "json";
+  testing::HostBackend backend;
+  SandboxStarter starter(config, backend, testing::HostImageResolver());
+  auto warm = starter.StartPooled(PoolKey{"host", config.limits, false});
+  REQUIRE(warm);
+  CHECK_FALSE(warm->preload_on_request);  // imported already, not on request
+  CHECK(backend.started().at(0)->cpu_priority == CpuPriority::kBackground);
+  CHECK(warm->agent->preload().failed.empty());
+}
+
+TEST_CASE("sandbox starter: a backend that fails to start is sandbox_unavailable", "[unit]") {
+  SessionConfig config;
+  testing::HostBackend backend;
+  SandboxStarter starter(config, backend, testing::HostImageResolver());
+  backend.FailNextStart(MakeError(ErrorCode::kInternal, "clone: EPERM"));
+  auto failed = starter.Start("sess-fail", *starter.Resolve("host"), config.limits, false, false);
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error().code == ErrorCode::kSandboxUnavailable);
+  CHECK(failed.error().message.find("clone: EPERM") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace sandbox
