@@ -157,7 +157,11 @@ def load(path):  # the timings differ from run to run; nothing else may
             r.pop(key, None)
         out.append(r)
     return out
-print(load(sys.argv[1]) == load(sys.argv[2]))
+a, b = load(sys.argv[1]), load(sys.argv[2])
+for x, y in zip(a, b):  # what differs, for the log
+    if x != y:
+        print("     first %s\n     second %s" % (json.dumps(x)[:300], json.dumps(y)[:300]), file=sys.stderr)
+print(a == b)
 PY
 )
 check "the same batch twice gives the same results" True "$same"
@@ -190,7 +194,11 @@ def load(path):
         out[str(r["id"])] = r
     return out
 a, b = load(sys.argv[1]), load(sys.argv[2])
-print(sorted(k for k in a if a[k] != b.get(k)) or "same")
+differ = sorted(k for k in a if a[k] != b.get(k))
+for k in differ:  # what differs, for the log
+    print("     %s: as root %s, as the user %s" % (k, json.dumps(a[k])[:300], json.dumps(b.get(k))[:300]),
+          file=sys.stderr)
+print(differ or "same")
 PY
 )
   check "and the same results" same "$same"
