@@ -155,6 +155,9 @@ def load(path):  # the timings differ from run to run; nothing else may
         r = json.loads(line)
         for key in ("duration_s", "wall_s", "cpu_s", "memory_peak_bytes"):
             r.pop(key, None)
+        if r.get("timed_out"):  # how far it got before the cut is timing (docs/ci.md)
+            for key in ("stdout", "stderr", "stdout_truncated", "stderr_truncated"):
+                r.pop(key, None)
         out.append(r)
     return out
 a, b = load(sys.argv[1]), load(sys.argv[2])
@@ -189,6 +192,9 @@ def load(path):
         r = json.loads(line)
         for key in ("duration_s", "wall_s", "cpu_s", "memory_peak_bytes"):
             r.pop(key, None)
+        if r.get("timed_out"):  # as above
+            for key in ("stdout", "stderr", "stdout_truncated", "stderr_truncated"):
+                r.pop(key, None)
         if r["id"] == "oom":  # killed by the cgroup, or MemoryError under rlimits only
             r = {"id": "oom", "ran": r["ran"], "failed": r["exit_code"] in (1, 137)}
         out[str(r["id"])] = r
