@@ -84,6 +84,28 @@ def _pickler():
         return pickle, "pickle"
 
 
+def _size_one(pickler, mechanism, value, sink):
+    """Pickles one global into `sink` to size it. Without dill, a class or function defined in
+    the session is pickled by name, which the new worker does not have: its load would fail,
+    and with it the one pickle of every global. Such a value is refused here instead, so only
+    it is reported as not saved."""
+    if mechanism == "dill":
+        pickler.dump(value, sink, protocol=PROTOCOL)
+        return
+
+    class SessionRefusingPickler(pickler.Pickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, type) or callable(obj) and hasattr(obj, "__code__"):
+                if getattr(obj, "__module__", None) == "__main__":
+                    raise pickler.PicklingError(
+                        "%s is defined in the session, and without dill (not in this image) "
+                        "it can only be saved by name, which a new sandbox does not have" % obj.__qualname__
+                    )
+            return NotImplemented
+
+    SessionRefusingPickler(sink, protocol=PROTOCOL).dump(value)
+
+
 def _data_dir():
     return os.environ.get("SANDBOX_AGENT_DATA_DIR", "/mnt/data")
 
@@ -139,7 +161,7 @@ def save(max_bytes):
             continue
         sink = _CountingSink(budget)
         try:
-            pickler.dump(value, sink, protocol=PROTOCOL)
+            _size_one(pickler, mechanism, value, sink)
         except _TooLarge:
             raise ValueError(
                 "the session's state is larger than its cap of %d bytes (at %r, %s): "
