@@ -134,6 +134,9 @@ Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id,
       return Fail(ErrorCode::kSessionBusy,
                   "session {} is running another call; wait for it to finish", id);
     }
+    // Let go of the saved session before looking it up again: the hibernation waits for the
+    // last reference to reap its sandbox, and the lookup waits for the hibernation to end.
+    session.reset();
   }
   if (session->closed) {
     if (for_hibernation) registry_->MarkSaving(*session, false);

@@ -58,6 +58,16 @@ Result<std::unique_ptr<Sandbox>> HostBackend::Start(const SandboxSpec& spec) {
       fail_next_.reset();
       return Fail(std::move(error));
     }
+    // As the real backends: one sandbox per session id at a time (the namespace backend refuses
+    // a second, Docker's container name is taken), so a manager that starts a session's next
+    // sandbox before its last one is gone fails here as it would there.
+    for (const auto& earlier : started_) {
+      if (!spec.session_id.empty() && earlier->spec.session_id == spec.session_id &&
+          !earlier->destroyed) {
+        return Fail(ErrorCode::kInvalidSessionId, "session {} already has a sandbox",
+                    spec.session_id);
+      }
+    }
   }
   auto dir = std::make_unique<TempDir>();
   auto control = std::make_shared<HostSandboxControl>();
