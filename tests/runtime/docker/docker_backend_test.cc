@@ -343,6 +343,54 @@ TEST_CASE("docker: the orphan sweep removes containers of gone servers of this h
   for (const auto& name : foreign) REQUIRE(engine.RemoveContainer(name));
 }
 
+TEST_CASE("docker: a session's name held by a gone server's or its own last container is freed",
+          "[docker]") {
+  // A start-up sweep that raced a removal, or a resume right after a hibernation whose
+  // container is still being removed: the next sandbox of the session must start all the same,
+  // while a live other server's container of that name is never removed.
+  auto backend = ConnectDockerOrSkip();
+  std::string image = DockerTestImageOrSkip(*backend);
+  FakeAgentDir agent;
+  const auto& engine = backend->engine();
+  const docker::LocalIdentity local = docker::CurrentIdentity();
+  SandboxSpec spec = DockerSpec(image, agent.path());
+  auto hold = [&](const docker::ContainerOwner& owner) {
+    auto container = docker::ContainerSpecFor(spec, image, owner, "");
+    REQUIRE(container);
+    auto created = engine.CreateContainer(container->name, docker::CreateContainerBody(*container));
+    REQUIRE(created);
+    REQUIRE(engine.StartContainer(created->id));
+    return created->id;
+  };
+  const std::string gone = local.boot_id + "/" + local.pid_ns + "/2147483646/1";
+  std::string stale = hold({local.host, gone, ""});
+  {
+    auto started = backend->Start(spec);
+    INFO((started ? std::string() : started.error().message));
+    REQUIRE(started);
+    CHECK(ShellRun((*started)->stream(), "echo up") == "up\n");
+  }
+  CHECK_FALSE(ContainerExists(*backend, stale));
+  // Its own earlier container of the session, not yet removed.
+  std::string own = hold({backend->host(), backend->owner(), ""});
+  {
+    auto started = backend->Start(spec);
+    REQUIRE(started);
+  }
+  CHECK_FALSE(ContainerExists(*backend, own));
+  // A live other server of this host holds it (this test process stands in for that server,
+  // seen from a backend with an owner of its own): refused, and its container kept.
+  std::string foreign = hold({local.host, docker::CurrentOwner(), ""});
+  docker::DockerBackendOptions options;
+  options.owner = local.boot_id + "/" + local.pid_ns + "/2147483645/1";
+  auto other = ConnectDockerOrSkip(options);
+  auto refused = other->Start(spec);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message.find("not ours to remove") != std::string::npos);
+  CHECK(ContainerExists(*backend, foreign));
+  REQUIRE(engine.RemoveContainer(foreign));
+}
+
 TEST_CASE("docker: usage is read from the container and an OOM-killed child is counted",
           "[docker]") {
   for (bool engine_api : {false, true}) {
