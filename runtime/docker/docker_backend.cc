@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -169,6 +171,12 @@ class ContainerGuard {
 
 std::string DefaultSeccompProfile() { return seccomp::DockerProfileJson(); }
 
+// The daemon's 409 for a create whose name another container holds.
+bool NameTaken(const Error& error) {
+  return error.message.find("answered 409") != std::string::npos &&
+         error.message.find("is already in use") != std::string::npos;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DockerBackend>> DockerBackend::Connect(DockerBackendOptions options) {
@@ -255,10 +263,19 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
   SBX_ASSIGN_OR_RETURN(ContainerSpec container,
                        ContainerSpecFor(spec, image, owner_, seccomp_profile_json_));
   auto t1 = Clock::now();
-  SBX_ASSIGN_OR_RETURN(
-      CreatedContainer created,
-      engine_->CreateContainer(container.name, CreateContainerBody(container))
-          .map_error([](Error e) { return std::move(e).Context("create container"); }));
+  auto create = [&] {
+    return engine_->CreateContainer(container.name, CreateContainerBody(container));
+  };
+  auto made = create();
+  if (!made && NameTaken(made.error())) {
+    SBX_TRY(ClearName(container.name).map_error([](Error e) {
+      return std::move(e).Context("create container");
+    }));
+    made = create();
+  }
+  SBX_ASSIGN_OR_RETURN(CreatedContainer created, std::move(made).map_error([](Error e) {
+    return std::move(e).Context("create container");
+  }));
   ContainerGuard guard(*engine_, *backlog_, created.id);
   for (const std::string& warning : created.warnings) {
     spdlog::warn("session {}: Docker: {}", spec.session_id, warning);
@@ -307,6 +324,50 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
 
 EnforcedLimits DockerBackend::PlanLimits(const Limits& limits) const {
   return PlanDockerLimits(limits, engine_->info());
+}
+
+Status DockerBackend::ClearName(const std::string& name) {
+  auto inspected = engine_->InspectContainer(name);
+  if (!inspected) {
+    if (inspected.error().code == ErrorCode::kNotFound) return {};  // gone meanwhile
+    return Fail(std::move(inspected.error()));
+  }
+  const nlohmann::json* labels = nullptr;
+  if (auto config = inspected->find("Config"); config != inspected->end() && config->is_object()) {
+    if (auto found = config->find("Labels"); found != config->end() && found->is_object()) {
+      labels = &*found;
+    }
+  }
+  auto label = [&](const char* key) {
+    if (labels == nullptr) return std::string();
+    auto it = labels->find(key);
+    return it != labels->end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  const std::string owner = label(kOwnerLabel);
+  if (owner != owner_.process || label(kHostLabel) != owner_.host) {
+    OwnerJudgement judged =
+        JudgeOwner(local_, label(kHostLabel), owner, ProcessRuns, label(kReplicaLabel));
+    if (judged.verdict != OwnerVerdict::kGone) {
+      return Fail(ErrorCode::kSandboxUnavailable,
+                  "container {} holds this session's name and is not ours to remove: {}", name,
+                  judged.why);
+    }
+  }
+  spdlog::info("container {} of an earlier sandbox of this session still held its name: removed",
+               name);
+  SBX_TRY(engine_->RemoveContainer(name));
+  // A removal another remover started is answered at once; the name is free only once it ends.
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto still = engine_->InspectContainer(name);
+    if (!still && still.error().code == ErrorCode::kNotFound) return {};
+    if (Clock::now() >= deadline) {
+      return Fail(ErrorCode::kSandboxUnavailable,
+                  "container {} of an earlier sandbox of this session is still being removed",
+                  name);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 Result<int> DockerBackend::SweepOrphans() {

@@ -72,6 +72,11 @@ class DockerBackend : public Backend {
 
  private:
   DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackendOptions options);
+  // Frees a session container's name that a container still holds: one of this server's
+  // (its last sandbox of the session, still being removed) or of a server that is gone (an
+  // earlier run whose start-up sweep raced the removal); one of a live other server is refused,
+  // so a session is never live twice. Waits until the name is free.
+  Status ClearName(const std::string& name);
 
   std::shared_ptr<EngineClient> engine_;
   // Shared with the sandboxes, whose removal may fail after the backend's last start.

@@ -461,22 +461,23 @@ TEST_CASE("hibernation without dill: a class of the session is reported, its nei
   // global. `sys.modules['dill'] = None` makes `import dill` fail as in such an image.
   testing::TempDir dir;
   const std::string script = dir.Join("state.py");
-  REQUIRE(WriteFile(script,
-                    "import os, sys\n"
-                    "sys.modules['dill'] = None\n"
-                    "sys.path.insert(0, sys.argv[2])\n"
-                    "import session_state\n"
-                    "if sys.argv[1] == 'save':\n"
-                    "    n = 5\n"
-                    "    class Point:\n"
-                    "        pass\n"
-                    "    p = Point()\n"
-                    "    square = lambda x: x * x\n"
-                    "    session_state.save(1 << 20)\n"
-                    "else:\n"
-                    "    session_state.restore(os.environ['SANDBOX_AGENT_TMP_DIR'] + "
-                    "'/.sandbox-session-state.tar')\n"
-                    "    print(n, 'Point' in globals(), 'p' in globals(), 'square' in globals())\n"));
+  REQUIRE(
+      WriteFile(script,
+                "import os, sys\n"
+                "sys.modules['dill'] = None\n"
+                "sys.path.insert(0, sys.argv[2])\n"
+                "import session_state\n"
+                "if sys.argv[1] == 'save':\n"
+                "    n = 5\n"
+                "    class Point:\n"
+                "        pass\n"
+                "    p = Point()\n"
+                "    square = lambda x: x * x\n"
+                "    session_state.save(1 << 20)\n"
+                "else:\n"
+                "    session_state.restore(os.environ['SANDBOX_AGENT_TMP_DIR'] + "
+                "'/.sandbox-session-state.tar')\n"
+                "    print(n, 'Point' in globals(), 'p' in globals(), 'square' in globals())\n"));
   REQUIRE(::mkdir(dir.Join("data").c_str(), 0700) == 0);
   REQUIRE(::mkdir(dir.Join("tmp").c_str(), 0700) == 0);
   const std::string run = "SANDBOX_AGENT_DATA_DIR=" + dir.Join("data") +
