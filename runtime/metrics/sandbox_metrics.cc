@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "runtime/metrics/exposition.h"
 #include "runtime/metrics/process_metrics.h"
@@ -101,11 +103,44 @@ Families& F() {
 std::string S(std::string_view text) { return std::string(text); }
 
 // An outcome is a short snake_case word of the server's own; anything else is "error".
-std::string BoundedOutcome(std::string_view outcome) {
+std::string_view BoundedOutcome(std::string_view outcome) {
   bool word = !outcome.empty() && outcome.size() <= 40 &&
               std::all_of(outcome.begin(), outcome.end(),
                           [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; });
-  return word ? std::string(outcome) : std::string("error");
+  return word ? outcome : std::string_view("error");
+}
+
+// The two series one tools/call counts in, found once per thread for each (tool, outcome):
+// looking them up builds the label vectors and searches each family's map under its lock,
+// which was most of what counting a call cost (a few µs per call, docs/benchmarks.md). A
+// series is never removed and a label set always finds the same one (the fold-over included),
+// so a kept pointer stays right. Tools and outcomes are the server's own words, a few dozen
+// pairs; past kMaxCachedCallSeries a thread looks the rest up each time.
+struct CallSeries {
+  std::string tool;
+  std::string outcome;
+  Counter* calls;
+  Histogram* seconds;
+};
+constexpr size_t kMaxCachedCallSeries = 64;
+
+CallSeries LookUpCallSeries(std::string_view tool, std::string_view outcome) {
+  auto& f = F();
+  return {S(tool), S(outcome), &f.tool_calls.Labels({S(tool), S(outcome)}),
+          &f.tool_call_seconds.Labels({S(tool)})};
+}
+
+CallSeries& CallSeriesFor(std::string_view tool, std::string_view outcome) {
+  thread_local std::vector<CallSeries> cached;
+  thread_local CallSeries uncached;
+  for (auto& series : cached) {
+    if (series.tool == tool && series.outcome == outcome) return series;
+  }
+  if (cached.size() < kMaxCachedCallSeries) {
+    return cached.emplace_back(LookUpCallSeries(tool, outcome));
+  }
+  uncached = LookUpCallSeries(tool, outcome);
+  return uncached;
 }
 
 // SANDBOX_USAGE=off: the event hooks below count nothing (the gauges are still read at scrape).
@@ -186,9 +221,9 @@ void RunCancelled(std::string_view backend) {
 
 void ToolCallFinished(std::string_view tool, std::string_view outcome, double seconds) {
   if (Off()) return;
-  auto& f = F();
-  f.tool_calls.Labels({S(tool), BoundedOutcome(outcome)}).Inc();
-  f.tool_call_seconds.Labels({S(tool)}).Observe(seconds);
+  CallSeries& series = CallSeriesFor(tool, BoundedOutcome(outcome));
+  series.calls->Inc();
+  series.seconds->Observe(seconds);
 }
 
 void EgressConnection(bool allowed) {

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Usage and metrics (issue #26; a benchmark, not a test): a warm sandbox_run_python p50 with
-# per-call usage and metric counting on (SANDBOX_USAGE=on, the default) and off, side by side in
-# alternating rounds (target: within 3 %), and a scrape of /metrics from a server holding 500
-# live sessions (target <= 10 ms), beside the same server with none
-# (tests/e2e/bench/usage_overhead.mjs). Prints markdown and the load average (the host may be
-# shared: say so with the figures). Needs the sandbox runtime and npm.
-# BENCH_SCRAPE_SESSIONS (500) sandboxes of BENCH_SCRAPE_MEMORY (64m) each are started.
+# per-call usage and metric counting on (SANDBOX_USAGE=on, the default) and off, two servers of
+# each side by side in rounds (target: within 3 %; the two servers of one mode give the noise
+# floor), and a scrape of /metrics from a server holding 500 live sessions (target <= 10 ms),
+# beside the same server with none (tests/e2e/bench/usage_overhead.mjs). Prints markdown and the
+# load average (the host may be shared: say so with the figures). Needs the sandbox runtime and
+# npm. BENCH_SCRAPE_SESSIONS (500; 0: the first part only) sandboxes of BENCH_SCRAPE_MEMORY (64m)
+# each are started; BENCH_USAGE_CALLS (1000) calls per server.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/tools/lib/mcp_bench_setup.sh"

@@ -1,7 +1,10 @@
 // What one run used, as the session manager measures it around the run (call_usage.h): checked
 // against known work on both backends. The memory peak is the call's own where the kernel resets
 // it (cgroup v1, cgroup v2 on Linux >= 6.12), else the session's, and the result says which.
+#include <cmath>
+
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 
@@ -49,6 +52,18 @@ BEHAVIOUR_TEST("a run reports its own CPU seconds and memory peak", "") {
   CHECK(busy.duration_s >= 1.9);
   auto idle = fixture.Python(session, "import time\ntime.sleep(0.5)");
   CHECK(idle.cpu_seconds < 0.4);
+}
+
+// The CPU counters count whole nanoseconds or coarser; a run's figure is their difference and
+// says as much (not 0.00021489800000000503, the binary noise of subtracting two doubles).
+BEHAVIOUR_TEST("a run's CPU seconds are whole nanoseconds", "") {
+  std::string session = fixture.NewSession();
+  for (int i = 0; i < 5; ++i) {
+    auto run = fixture.Python(session, "print(sum(range(100000)))");
+    REQUIRE(run.exit_code == 0);
+    INFO(fmt::format("cpu_seconds {:.20g}", run.cpu_seconds));
+    CHECK(run.cpu_seconds == std::round(run.cpu_seconds * 1e9) / 1e9);
+  }
 }
 
 }  // namespace

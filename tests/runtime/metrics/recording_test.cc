@@ -3,6 +3,7 @@
 // shared by every case of this executable, so the case uses a tool name of its own and compares
 // before with after rather than assuming a fresh registry.
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -41,6 +42,36 @@ TEST_CASE("recording off: hooks count nothing, and count again once it is on [un
   }
   ToolCallFinished("recording_test_tool", "ok", 0.01);
   CHECK(SeriesValue(Scrape(), calls) == before + 1);
+}
+
+// ToolCallFinished keeps the series it counts in per thread (a few dozen pairs, then a lookup
+// each time): every call still lands in its own (tool, outcome) series, from any thread, past
+// that bound too.
+TEST_CASE("tool calls count in their own series from every thread, past the kept ones [unit]",
+          "[unit]") {
+  constexpr int kOutcomes = 70;  // above the 64 pairs a thread keeps
+  auto outcome = [](int i) {
+    std::string word = "cached_series_test_";
+    for (int n = i + 1; n > 0; n /= 26) word += static_cast<char>('a' + n % 26);
+    return word;
+  };
+  auto count_all = [&] {
+    for (int round = 0; round < 2; ++round) {
+      for (int i = 0; i < kOutcomes; ++i) ToolCallFinished("cached_series_tool", outcome(i), 0.02);
+    }
+  };
+  count_all();
+  std::thread other(count_all);
+  other.join();
+  std::string text = Scrape();
+  for (int i = 0; i < kOutcomes; ++i) {
+    INFO(outcome(i));
+    CHECK(SeriesValue(text, "mcp_sandbox_tool_calls_total{tool=\"cached_series_tool\",outcome=\"" +
+                                outcome(i) + "\"}") == 4);
+  }
+  CHECK(SeriesValue(text,
+                    "mcp_sandbox_tool_call_duration_seconds_count{tool=\"cached_series_tool\"}") ==
+        4 * kOutcomes);
 }
 
 }  // namespace
