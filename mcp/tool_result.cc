@@ -7,6 +7,7 @@
 #include "mcp/jsonrpc.h"
 #include "runtime/base/base64.h"
 #include "runtime/base/units.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::mcp {
 
@@ -62,11 +63,11 @@ std::optional<std::string> PercentDecode(std::string_view text) {
 std::string SandboxUri(std::string_view session_id, std::string_view path) {
   // {+path} of the template is the path as sandbox_read_artifact takes it: relative to
   // /mnt/data for the files there (the usual case), else absolute (a second '/').
-  constexpr std::string_view kDataPrefix = "/mnt/data/";
+  const std::string data_prefix = std::string(layout::kDataDir) + "/";
   std::string uri = "sandbox://sessions/";
   uri += session_id;
   uri += "/files/";
-  if (path.substr(0, kDataPrefix.size()) == kDataPrefix) path.remove_prefix(kDataPrefix.size());
+  if (path.substr(0, data_prefix.size()) == data_prefix) path.remove_prefix(data_prefix.size());
   uri += PercentEncodePath(path);
   return uri;
 }
@@ -99,10 +100,11 @@ std::optional<std::pair<std::string, std::string>> ParseSandboxUri(std::string_v
     start = end + 1;
   }
   // The absolute spelling of a /mnt/data file is not its URI: the relative one is.
-  if (absolute && (*decoded == "/mnt/data" || decoded->rfind("/mnt/data/", 0) == 0)) {
+  const std::string data_prefix = std::string(layout::kDataDir) + "/";
+  if (absolute && (*decoded == layout::kDataDir || decoded->rfind(data_prefix, 0) == 0)) {
     return std::nullopt;
   }
-  std::string path = absolute ? std::move(*decoded) : "/mnt/data/" + *decoded;
+  std::string path = absolute ? std::move(*decoded) : data_prefix + *decoded;
   return std::make_pair(std::move(session), std::move(path));
 }
 

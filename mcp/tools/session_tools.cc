@@ -11,6 +11,7 @@
 #include "runtime/base/units.h"
 #include "runtime/egress/egress_report.h"
 #include "runtime/limits_json.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::mcp::tools {
 
@@ -62,8 +63,8 @@ std::string DiskText(const SessionInfo& info) {
   auto bytes = [](const std::optional<uint64_t>& value) {
     return value ? FormatBytes(*value) : std::string("?");
   };
-  return fmt::format("/mnt/data {}, /tmp {} (after the last run)", bytes(info.data_bytes),
-                     bytes(info.tmp_bytes));
+  return fmt::format("{} {}, {} {} (after the last run)", layout::kDataDir, bytes(info.data_bytes),
+                     layout::kTmpDir, bytes(info.tmp_bytes));
 }
 
 Json SessionJson(const SessionInfo& info) {

@@ -116,7 +116,7 @@ Result<std::string> UploadPath(std::string_view filename) {
   if (relative.front() == '/') {
     std::string prefix = std::string(kDataDir) + "/";
     if (relative.substr(0, prefix.size()) != prefix) {
-      return invalid("files go to /mnt/data; give a name relative to it");
+      return invalid(fmt::format("files go to {}; give a name relative to it", kDataDir));
     }
     relative.remove_prefix(prefix.size());
   }

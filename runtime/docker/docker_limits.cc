@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "runtime/base/units.h"
+#include "runtime/sandbox_layout.h"
 
 namespace sandbox::docker {
 namespace {
@@ -52,8 +53,8 @@ EnforcedLimits PlanDockerLimits(const Limits& limits, const DaemonInfo& daemon) 
   out.push_back(daemon.pids_limit
                     ? Enforced("pids", std::to_string(limits.pids))
                     : NotEnforced("pids", "the Docker daemon reports no pids cgroup"));
-  out.push_back(Enforced("disk", FormatBytes(limits.disk_bytes) + " tmpfs at /mnt/data"));
-  out.push_back(Enforced("tmp", FormatBytes(limits.tmp_bytes) + " tmpfs at /tmp"));
+  out.push_back(Enforced("disk", FormatBytes(limits.disk_bytes) + " tmpfs at " + layout::kDataDir));
+  out.push_back(Enforced("tmp", FormatBytes(limits.tmp_bytes) + " tmpfs at " + layout::kTmpDir));
   out.push_back(Enforced("open_files", std::to_string(limits.open_files)));
   out.push_back(Enforced("file_size", FormatBytes(limits.file_size_bytes)));
   return plan;

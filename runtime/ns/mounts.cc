@@ -9,11 +9,20 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
 
 #include "runtime/ns/devices.h"
 #include "runtime/ns/proc_masks.h"
 
 namespace sandbox::ns {
+
+namespace {
+
+// A sandbox path (sandbox_layout.h) as the plan's targets name it: relative to the rootfs, the
+// child's working directory by then (see the order below).
+std::string UnderRoot(std::string_view inside) { return std::string(inside.substr(1)); }
+
+}  // namespace
 
 // Order of the plan, and why:
 //  1. "/" becomes MS_REC|MS_PRIVATE so nothing below propagates back to the host.
@@ -36,25 +45,28 @@ MountPlan BuildMountPlan(const MountInputs& in) {
   ops.push_back(ChdirOp(in.rootfs, "chdir to the rootfs"));
   ops.push_back(SetAttrsOp(".", kReadOnly, /*recursive=*/true, "make / read-only"));
 
-  ops.push_back(BindOp(in.agent_dir, ".sandbox", /*recursive=*/true, "bind /.sandbox"));
-  ops.push_back(SetAttrsOp(".sandbox", kReadOnly, /*recursive=*/true, "make /.sandbox read-only"));
+  ops.push_back(BindOp(in.agent_dir, UnderRoot(layout::kAgentDir), /*recursive=*/true,
+                       std::string("bind ") + layout::kAgentDir));
+  ops.push_back(SetAttrsOp(UnderRoot(layout::kAgentDir), kReadOnly, /*recursive=*/true,
+                           std::string("make ") + layout::kAgentDir + " read-only"));
   if (!in.wheelhouse.empty()) {
-    ops.push_back(
-        BindOp(in.wheelhouse, "mnt/wheelhouse", /*recursive=*/true, "bind /mnt/wheelhouse"));
-    ops.push_back(SetAttrsOp("mnt/wheelhouse", kReadOnly | MS_NOEXEC, /*recursive=*/true,
-                             "make /mnt/wheelhouse read-only"));
+    ops.push_back(BindOp(in.wheelhouse, UnderRoot(layout::kWheelhouseDir), /*recursive=*/true,
+                         std::string("bind ") + layout::kWheelhouseDir));
+    ops.push_back(SetAttrsOp(UnderRoot(layout::kWheelhouseDir), kReadOnly | MS_NOEXEC,
+                             /*recursive=*/true,
+                             std::string("make ") + layout::kWheelhouseDir + " read-only"));
   }
 
   AppendProcMounts(plan, in.sysctls);
 
   // The ids in tmpfs options are read in the mounter's user namespace: the sandbox user.
   std::string owner = "uid=" + std::to_string(in.uid) + ",gid=" + std::to_string(in.gid);
-  ops.push_back(MountFsOp("tmpfs", "tmp", MS_NOSUID | MS_NODEV,
+  ops.push_back(MountFsOp("tmpfs", UnderRoot(layout::kTmpDir), MS_NOSUID | MS_NODEV,
                           "size=" + std::to_string(in.tmp_bytes) + ",mode=1777," + owner,
-                          "mount /tmp"));
-  ops.push_back(MountFsOp("tmpfs", "mnt/data", MS_NOSUID | MS_NODEV,
+                          std::string("mount ") + layout::kTmpDir));
+  ops.push_back(MountFsOp("tmpfs", UnderRoot(layout::kDataDir), MS_NOSUID | MS_NODEV,
                           "size=" + std::to_string(in.data_bytes) + ",mode=0755," + owner,
-                          "mount /mnt/data"));
+                          std::string("mount ") + layout::kDataDir));
 
   AppendDevMounts(plan, in.uid, in.gid, in.shm_bytes);
 

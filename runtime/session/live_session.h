@@ -1,7 +1,7 @@
 // LiveSession: one session with a running sandbox, as the session manager holds it (the
 // registry's map, a busy lease, the reaper's teardown list). Shared by the manager's parts:
-// session_registry.h lists them, sandbox_starter.h starts their sandboxes, the manager's
-// hibernation saves and resumes them.
+// session_registry.h lists them, sandbox_starter.h starts their sandboxes, session_lifecycle.h
+// creates, leases and closes them, session_hibernator.h saves and resumes them.
 //
 // Locking: none of its own. The fixed fields (id, owner, name, image, limits, created, the
 // sandbox, agent and egress pointers, preload_priority) are set before it is listed and not

@@ -10,6 +10,7 @@
 
 #include "runtime/agent/agent_env.h"
 #include "runtime/metrics/sandbox_metrics.h"
+#include "runtime/sandbox_layout.h"
 #include "runtime/session/egress_bytes_file.h"
 #include "runtime/session/egress_socket.h"
 #include "runtime/session/session_id.h"
@@ -34,7 +35,7 @@ void AddDefaultEnv(std::vector<std::string>& env) {
   };
   if (!has("PATH"))
     env.emplace_back("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-  if (!has("HOME")) env.emplace_back("HOME=/tmp");
+  if (!has("HOME")) env.emplace_back(std::string("HOME=") + layout::kTmpDir);
   if (!has("LANG")) env.emplace_back("LANG=C.UTF-8");
   if (!has("MPLBACKEND")) env.emplace_back("MPLBACKEND=Agg");
 }

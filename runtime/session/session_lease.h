@@ -1,6 +1,7 @@
-// The session manager's busy lease (SessionManager::BusyLease): one agent exchange at a time per
-// session. Shared by the manager's .cc files (session_manager.cc, session_manager_hibernation.cc),
-// not by its callers.
+// BusyLease: a session's busy flag held for one agent exchange (one at a time per session).
+// Taken by SessionLifecycle::Acquire, for the manager's calls and the hibernator's saves; given
+// back to the lifecycle (SessionLifecycle::EndCall), which stamps the last use and retires a
+// session whose agent broke.
 #pragma once
 
 #include <memory>
@@ -9,45 +10,27 @@
 
 #include "runtime/agent/host/agent_client.h"
 #include "runtime/base/result.h"
-#include "runtime/session/session_manager.h"
+#include "runtime/session/live_session.h"
 
 namespace sandbox {
 
-// Holds a session's busy flag for one agent exchange; releases it (and stamps last use) on
-// destruction.
-class SessionManager::BusyLease {
+class SessionLifecycle;
+
+class BusyLease {
  public:
-  BusyLease(std::shared_ptr<Session> session, SessionManager& manager)
-      : session_(std::move(session)), manager_(&manager) {
-    ++manager_->calls_in_flight_;
-  }
+  // Counts as a call in flight from now until it ends (the pool refills only when none is).
+  BusyLease(std::shared_ptr<LiveSession> session, SessionLifecycle& lifecycle);
   BusyLease(BusyLease&&) noexcept = default;
   BusyLease& operator=(BusyLease&&) = delete;
   BusyLease(const BusyLease&) = delete;
-  ~BusyLease() {
-    if (!session_) return;
-    manager_->MarkActivity();
-    --manager_->calls_in_flight_;
-    session_->Touch(manager_->Now());
-    if (session_->preload_priority && !session_->closed) {
-      session_->preload_priority->CallEnds(session_->agent->preload_pending());
-    }
-    // An agent that stopped answering (stopped, hung) or whose stream broke serves nothing
-    // more: the session is closed, not left listed as idle and failing every call.
-    if (!session_->closed) {
-      if (std::string why = session_->agent->broken_reason(); !why.empty()) {
-        manager_->Retire(session_, why);
-      }
-    }
-    session_->busy = false;
-  }
-  Session& operator*() const { return *session_; }
-  const std::shared_ptr<Session>& shared() const { return session_; }
-  Session* operator->() const { return session_.get(); }
+  ~BusyLease();
+  LiveSession& operator*() const { return *session_; }
+  const std::shared_ptr<LiveSession>& shared() const { return session_; }
+  LiveSession* operator->() const { return session_.get(); }
 
  private:
-  std::shared_ptr<Session> session_;
-  SessionManager* manager_;
+  std::shared_ptr<LiveSession> session_;
+  SessionLifecycle* lifecycle_;
 };
 
 // The error of a call that left the session's agent unusable says that the session is closed

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/session/quota_claim.h"
+
 namespace sandbox {
 
 Result<Limits> EffectiveLimits(const Limits& configured, const SessionOptions& options) {
@@ -46,6 +48,12 @@ Result<Limits> EffectiveLimits(const Limits& configured, const SessionOptions& o
     limits.disk_bytes = std::min(limits.disk_bytes, max_disk);
   }
   return limits;
+}
+
+SubjectQuota SubjectQuotaOf(const SessionConfig& config, const std::string& owner) {
+  auto claim = owner.empty() ? std::nullopt : RememberedQuotaClaim(owner);
+  return claim ? ApplyQuotaClaim(config.subject_quota, *claim, config.limits, config.max_sessions)
+               : config.subject_quota;
 }
 
 }  // namespace sandbox

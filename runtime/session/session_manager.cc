@@ -1,7 +1,7 @@
 // SessionManager, the facade: construction and shutdown, the calls (run, files) under a busy
 // lease, status and listing. Its parts: session_registry.h (the live sessions and the lookup
-// rules), sandbox_starter.h (a sandbox's start), session_manager_lifecycle.cc (create, pool,
-// expiry, drain, close) and session_manager_hibernation.cc (save, resume, fork).
+// rules), session_lifecycle.h (create, pool, lookup and lease, expiry, drain, close),
+// session_hibernator.h (save, resume, fork) and sandbox_starter.h (a sandbox's start).
 #include "runtime/session/session_manager.h"
 
 #include <algorithm>
@@ -14,11 +14,9 @@
 #include "runtime/base/units.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/call_usage.h"
-#include "runtime/session/quota_claim.h"
 #include "runtime/session/session_lease.h"
 #include "runtime/session/session_limits.h"
 #include "runtime/session/session_metrics.h"
-#include "runtime/session/session_registry.h"
 
 namespace sandbox {
 
@@ -78,77 +76,47 @@ SessionManager::SessionManager(SessionConfig config, std::shared_ptr<Backend> ba
     }
   }
   registry_ = std::make_unique<SessionRegistry>(config_.replica_id, saved_.get());
-  reaper_ = std::thread([this] { ReaperLoop(); });
-  if (config_.pool_size > 0) {
-    if (auto key_limits = EffectiveLimits(config_.limits, SessionOptions{}); key_limits) {
-      PoolKey key{config_.default_image, *key_limits, config_.egress.enabled()};
-      pool_ = std::make_unique<SandboxPool>(
-          key, config_.pool_size, [this, key] { return starter_.StartPooled(key); },
-          [this] { return IdleFor(); });
-    }
-  }
+  lifecycle_ = std::make_unique<SessionLifecycle>(config_, *backend_, starter_, *registry_);
+  hibernator_ = std::make_unique<SessionHibernator>(config_, *registry_, *lifecycle_, saved_.get());
+  lifecycle_->Start(saved_ ? hibernator_.get() : nullptr);
 }
 
 SessionManager::~SessionManager() {
-  {
-    std::lock_guard<std::mutex> lock(reaper_mutex_);
-    stopping_ = true;
-  }
-  reaper_wake_.notify_all();
-  if (reaper_.joinable()) reaper_.join();
-  teardown_.clear();  // what the reaper had not got to yet
-  pool_.reset();      // its sandboxes go first, so shutdown leaves none behind
+  lifecycle_->Stop();  // the reaper and the pool first, so shutdown leaves no sandbox behind
   CloseAll();
 }
 
 SubjectQuota SessionManager::QuotaOf(const std::string& owner) const {
-  auto claim = owner.empty() ? std::nullopt : RememberedQuotaClaim(owner);
-  return claim
-             ? ApplyQuotaClaim(config_.subject_quota, *claim, config_.limits, config_.max_sessions)
-             : config_.subject_quota;
+  return SubjectQuotaOf(config_, owner);
 }
 
-std::optional<PoolStats> SessionManager::PoolStatus() {
-  if (!pool_) return std::nullopt;
-  return pool_->Stats();
+std::optional<PoolStats> SessionManager::PoolStatus() { return lifecycle_->PoolStatus(); }
+
+Result<SessionInfo> SessionManager::Create(const SessionOptions& options) {
+  SBX_ASSIGN_OR_RETURN(std::shared_ptr<LiveSession> session, lifecycle_->Create(options));
+  return Describe(*session);
 }
 
-Result<std::shared_ptr<SessionManager::Session>> SessionManager::Lookup(const std::string& id) {
-  SBX_ASSIGN_OR_RETURN(SessionRegistry::Found found, registry_->Lookup(id));
-  if (found.live) return found.live;
-  return Resume(id);
+Status SessionManager::Close(const std::string& id, bool force, Teardown teardown) {
+  return lifecycle_->Close(id, force, teardown);
 }
 
-Result<SessionManager::BusyLease> SessionManager::Acquire(const std::string& id,
-                                                          bool for_hibernation) {
-  std::shared_ptr<Session> session;
-  for (;;) {
-    SBX_ASSIGN_OR_RETURN(session, Lookup(id));
-    // Marked before the busy flag is taken, so a call never finds it busy and unmarked.
-    if (for_hibernation) registry_->MarkSaving(*session, true);
-    bool expected = false;
-    if (session->busy.compare_exchange_strong(expected, true)) break;
-    if (for_hibernation) registry_->MarkSaving(*session, false);
-    // Busy being saved by the reaper (idle) or a hibernate call: the call goes on after it.
-    if (for_hibernation || !registry_->WaitWhileSaving(*session)) {
-      return Fail(ErrorCode::kSessionBusy,
-                  "session {} is running another call; wait for it to finish", id);
-    }
-    // Let go of the saved session before looking it up again: the hibernation waits for the
-    // last reference to reap its sandbox, and the lookup waits for the hibernation to end.
-    session.reset();
-  }
-  if (session->closed) {
-    if (for_hibernation) registry_->MarkSaving(*session, false);
-    session->busy = false;
-    return Fail(ErrorCode::kSessionNotFound, "session {} was just closed", id);
-  }
-  // A call: work someone waits for, at normal priority until the lease ends.
-  if (session->preload_priority) session->preload_priority->CallBegins();
-  return BusyLease(std::move(session), *this);
+void SessionManager::CloseAll() { lifecycle_->CloseAll(); }
+
+int SessionManager::ExpireIdle() { return lifecycle_->ExpireIdle(); }
+
+void SessionManager::StartDrain(std::chrono::milliseconds idle_ttl) {
+  lifecycle_->StartDrain(idle_ttl);
 }
 
-SessionInfo SessionManager::Describe(const Session& session) const {
+Status SessionManager::Hibernate(const std::string& id) { return hibernator_->Hibernate(id); }
+
+Result<SessionInfo> SessionManager::Fork(const std::string& id) {
+  SBX_ASSIGN_OR_RETURN(std::string fork_id, hibernator_->Fork(id));
+  return Get(fork_id);
+}
+
+SessionInfo SessionManager::Describe(const LiveSession& session) const {
   SessionInfo info;
   info.id = session.id;
   info.name = session.name;
@@ -177,12 +145,12 @@ Result<SessionInfo> SessionManager::Get(const std::string& id) {
       return DescribeSaved(meta);
     }
   }
-  SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> session, Lookup(id));
+  SBX_ASSIGN_OR_RETURN(std::shared_ptr<LiveSession> session, lifecycle_->Lookup(id));
   return Describe(*session);
 }
 
 std::vector<SessionInfo> SessionManager::List() {
-  std::vector<std::shared_ptr<Session>> sessions = registry_->Visible();
+  std::vector<std::shared_ptr<LiveSession>> sessions = registry_->Visible();
   std::vector<SessionInfo> infos;
   infos.reserve(sessions.size());
   for (auto& session : sessions) infos.push_back(Describe(*session));
@@ -233,7 +201,7 @@ Result<RunResult> SessionManager::Run(const std::string& id, RunRequest request,
   request.max_output_bytes = std::min(request.max_output_bytes, config_.max_output_bytes);
   if (request.max_output_bytes == 0) request.max_output_bytes = config_.max_output_bytes;
 
-  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_->Acquire(id));
   uint64_t oom_before = session->sandbox->OomKills();
 
   AgentClient* agent = session->agent.get();
@@ -281,7 +249,7 @@ Status SessionManager::WriteFile(const std::string& id, const std::string& path,
     return Fail(ErrorCode::kUploadTooLarge, "the file is {} bytes; the limit is {} bytes",
                 content.size(), config_.max_upload_bytes);
   }
-  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_->Acquire(id));
   return NoteRetirement(session->agent, session->agent->WriteFile(path, content, overwrite));
 }
 
@@ -291,7 +259,7 @@ Status SessionManager::WriteFile(const std::string& id, const std::string& path,
     return Fail(ErrorCode::kUploadTooLarge, "the file is {} bytes; the limit is {} bytes", size,
                 config_.max_upload_bytes);
   }
-  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_->Acquire(id));
   uint64_t left = size;
   return NoteRetirement(session->agent,
                         session->agent->WriteFile(
@@ -307,19 +275,35 @@ Status SessionManager::WriteFile(const std::string& id, const std::string& path,
 
 Result<std::string> SessionManager::ReadFile(const std::string& id, const std::string& path,
                                              uint64_t max_bytes) {
-  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_->Acquire(id));
   return NoteRetirement(session->agent, session->agent->ReadFile(path, max_bytes));
 }
 
 Result<FileInfo> SessionManager::Stat(const std::string& id, const std::string& path) {
-  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_->Acquire(id));
   return NoteRetirement(session->agent, session->agent->Stat(path));
 }
 
 Result<std::vector<FileInfo>> SessionManager::ListFiles(const std::string& id,
                                                         const std::string& path, bool recursive) {
-  SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
+  SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_->Acquire(id));
   return NoteRetirement(session->agent, session->agent->ListFiles(path, recursive));
+}
+
+SessionInfo SessionManager::DescribeSaved(const SavedSessionMeta& meta) const {
+  SessionInfo info;
+  info.id = meta.id;
+  info.name = meta.name;
+  info.state = "hibernated";
+  info.image = meta.image;
+  info.backend = meta.backend;
+  info.replica = config_.replica_id;
+  info.created = meta.created;
+  info.last_used = meta.saved_at;
+  info.limits = meta.limits;
+  info.egress = DescribeEgress(config_.egress, nullptr);
+  info.saved_bytes = meta.size;
+  return info;
 }
 
 }  // namespace sandbox

@@ -3,7 +3,7 @@
 // id gets (session_not_found): nothing to learn, nothing to change. The subject travels with
 // the thread that serves the request (an ActingSubject scope, set by the MCP connection), so
 // every SessionManager call of every tool, resource read and completion is judged at one
-// place (SessionManager::Lookup) without each caller passing it on.
+// place (SessionRegistry::Lookup) without each caller passing it on.
 //
 // Outside any scope (stdio, the CLI, the reaper, a download whose signed link is its
 // authority) nothing is filtered: a single-user server behaves as it always did.

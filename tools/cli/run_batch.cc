@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "runtime/base/units.h"
+#include "runtime/sandbox_layout.h"
 #include "tools/cli/run_batch_lines.h"
 #include "tools/cli/run_result.h"
 #include "tools/cli/run_warm_sessions.h"
@@ -28,23 +29,25 @@ double SecondsSince(Clock::time_point start) {
 
 // Where a snippet's "stdin" is put before its run: in its own /tmp, opened as the standard
 // input and unlinked before the snippet's code starts.
-constexpr const char* kStdinPath = "/tmp/.mcp-sandbox-stdin";
+std::string StdinPath() { return std::string(layout::kTmpDir) + "/.mcp-sandbox-stdin"; }
 
 // The Python worker keeps fd 0 on /dev/null; this cell (run before the snippet, in the same
 // worker) puts the stdin file there. It binds no name the snippet could see, and ends in a
 // statement, so the worker prints nothing for it.
-constexpr const char* kPythonStdinCell =
-    "import os as _sbx_os\n"
-    "_sbx_fd = _sbx_os.open('/tmp/.mcp-sandbox-stdin', _sbx_os.O_RDONLY)\n"
-    "_sbx_os.dup2(_sbx_fd, 0)\n"
-    "_sbx_os.close(_sbx_fd)\n"
-    "_sbx_os.unlink('/tmp/.mcp-sandbox-stdin')\n"
-    "del _sbx_os, _sbx_fd\n";
+std::string PythonStdinCell() {
+  return fmt::format(
+      "import os as _sbx_os\n"
+      "_sbx_fd = _sbx_os.open('{0}', _sbx_os.O_RDONLY)\n"
+      "_sbx_os.dup2(_sbx_fd, 0)\n"
+      "_sbx_os.close(_sbx_fd)\n"
+      "_sbx_os.unlink('{0}')\n"
+      "del _sbx_os, _sbx_fd\n",
+      StdinPath());
+}
 
 // A shell command gets the file the same way, on its first line (so the line numbers its
 // errors name stay the snippet's).
-constexpr const char* kShellStdinPrefix =
-    "exec 0</tmp/.mcp-sandbox-stdin && rm -f /tmp/.mcp-sandbox-stdin; ";
+std::string ShellStdinPrefix() { return fmt::format("exec 0<{0} && rm -f {0}; ", StdinPath()); }
 
 // Results held back behind an earlier snippet still running, at most (each up to twice
 // SANDBOX_MAX_OUTPUT_BYTES of output).
@@ -174,7 +177,7 @@ SnippetOutcome RunSnippet(SessionManager& manager, WarmSessions& warm, const Bat
   request.timeout_s = snippet.timeout_s.value_or(manager.config().exec_timeout_s);
   request.max_output_bytes = manager.config().max_output_bytes;
   if (snippet.stdin_text && snippet.kind == RunRequest::Kind::kShell) {
-    request.code = kShellStdinPrefix + request.code;
+    request.code = ShellStdinPrefix() + request.code;
   }
   // Refused before a sandbox is started for it: the batch's flags are the maxima.
   const SessionConfig& config = manager.config();
@@ -215,13 +218,13 @@ SnippetOutcome RunSnippet(SessionManager& manager, WarmSessions& warm, const Bat
     }
   }
   if (snippet.stdin_text) {
-    if (auto written = manager.WriteFile(*session_id, kStdinPath, *snippet.stdin_text, true);
+    if (auto written = manager.WriteFile(*session_id, StdinPath(), *snippet.stdin_text, true);
         !written) {
       return not_run("stdin: " + written.error().message);
     }
     if (snippet.kind == RunRequest::Kind::kPython) {
       RunRequest setup;
-      setup.code = kPythonStdinCell;
+      setup.code = PythonStdinCell();
       setup.timeout_s = request.timeout_s;
       auto set = manager.Run(*session_id, setup, {}, cancel);
       if (!set || set->exit_code != 0) {

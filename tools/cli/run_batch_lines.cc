@@ -4,6 +4,7 @@
 
 #include "runtime/base/base64.h"
 #include "runtime/base/units.h"
+#include "runtime/sandbox_layout.h"
 #include "tools/cli/run_result.h"
 
 namespace sandbox::cli {
@@ -15,8 +16,8 @@ using nlohmann::json;
 // writes beneath the data dir anyway; this gives the line a clear error first.
 Status CheckRelativePath(const std::string& path) {
   if (path.empty() || path.front() == '/') {
-    return Fail(ErrorCode::kInvalidArgument, "files: '{}' must be a path relative to /mnt/data",
-                path);
+    return Fail(ErrorCode::kInvalidArgument, "files: '{}' must be a path relative to {}", path,
+                layout::kDataDir);
   }
   size_t start = 0;
   while (start <= path.size()) {
@@ -25,7 +26,8 @@ Status CheckRelativePath(const std::string& path) {
     std::string_view part(path.data() + start, end - start);
     if (part.empty() || part == "." || part == "..") {
       return Fail(ErrorCode::kInvalidArgument,
-                  "files: '{}' has an empty, '.' or '..' part; name a file under /mnt/data", path);
+                  "files: '{}' has an empty, '.' or '..' part; name a file under {}", path,
+                  layout::kDataDir);
     }
     start = end + 1;
   }

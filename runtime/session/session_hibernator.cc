@@ -1,7 +1,8 @@
-// SessionManager, hibernation (docs/sessions.md "Hibernate, resume, fork"): a live session saved
-// and its sandbox stopped, a saved one resumed into a new sandbox, a fork saved under a new id,
-// each within its owner's saved-session budget (saved_budget.h). The exchanges with the agent are
-// session_hibernation.h's; the files on disk saved_sessions.h's.
+// SessionHibernator (session_hibernator.h): a live session saved and its sandbox stopped, a saved
+// one resumed into a new sandbox, a fork saved under a new id, each within its owner's
+// saved-session budget (saved_budget.h).
+#include "runtime/session/session_hibernator.h"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -15,13 +16,16 @@
 #include "runtime/session/session_hibernation.h"
 #include "runtime/session/session_id.h"
 #include "runtime/session/session_lease.h"
-#include "runtime/session/session_manager.h"
-#include "runtime/session/session_registry.h"
+#include "runtime/session/session_limits.h"
 
 namespace sandbox {
 
-Status SessionManager::SaveSession(Session& session, const std::string& as_id,
-                                   std::chrono::system_clock::time_point created) {
+SessionHibernator::SessionHibernator(const SessionConfig& config, SessionRegistry& registry,
+                                     SessionLifecycle& lifecycle, SavedSessions* saved)
+    : config_(config), registry_(registry), lifecycle_(lifecycle), saved_(saved) {}
+
+Status SessionHibernator::SaveSession(LiveSession& session, const std::string& as_id,
+                                      std::chrono::system_clock::time_point created) {
   // The saved state must fit where it came from and will go back to: the session's memory.
   uint64_t cap = std::min(session.limits.memory_bytes, config_.saved_max_bytes);
   auto archive = SaveSessionState(*session.agent, cap, config_.exec_timeout_s);
@@ -47,26 +51,26 @@ Status SessionManager::SaveSession(Session& session, const std::string& as_id,
   // As itself it may evict its owner's oldest saves; as a fork nothing (saved_budget.h).
   return saved_->Save(std::move(meta), archive->bytes,
                       as_id == session.id ? SaveKind::kSelf : SaveKind::kCopy,
-                      QuotaOf(session.owner).saved);
+                      SubjectQuotaOf(config_, session.owner).saved);
 }
 
-Status SessionManager::Hibernate(const std::string& id) {
+Status SessionHibernator::Hibernate(const std::string& id) {
   if (!saved_) {
     return Fail(ErrorCode::kInvalidArgument,
                 "hibernation is off on this server (SANDBOX_HIBERNATE_AFTER_S=0)");
   }
-  std::shared_ptr<Session> live = registry_->Find(id);
+  std::shared_ptr<LiveSession> live = registry_.Find(id);
   if (!live && saved_->Contains(id)) return {};  // hibernated already
   const int64_t last_used = live ? live->last_used_ms.load() : 0;
   auto started = std::chrono::steady_clock::now();
   Status saved;
-  std::shared_ptr<Session> saving;  // the session saved, whose waiting calls are let go after
+  std::shared_ptr<LiveSession> saving;  // the session saved, whose waiting calls are let go after
   {
-    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id, /*for_hibernation=*/true));
+    SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_.Acquire(id, /*for_hibernation=*/true));
     saving = session.shared();
     saved = SaveSession(*session, id, session->created);
     if (saved) {
-      registry_->BeginHibernating(*session);
+      registry_.BeginHibernating(*session);
       session->closed = true;
       if (session->egress) session->egress->Shutdown();
       if (auto killed = session->sandbox->Kill(); !killed) {
@@ -79,7 +83,7 @@ Status SessionManager::Hibernate(const std::string& id) {
     if (live && !live->busy) live->last_used_ms = last_used;
     if (live) live->unsaveable_at_ms = last_used;
     // Its lease given back: a call that waited for the save takes the session as it is.
-    registry_->MarkSaving(*saving, false);
+    registry_.MarkSaving(*saving, false);
     return saved;
   }
   saving.reset();
@@ -89,7 +93,7 @@ Status SessionManager::Hibernate(const std::string& id) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   live.reset();
-  registry_->EndHibernating(id);
+  registry_.EndHibernating(id);
   spdlog::info("session {} hibernated in {} ms (sandbox stopped)", id,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
@@ -97,31 +101,31 @@ Status SessionManager::Hibernate(const std::string& id) {
   return {};
 }
 
-Result<SessionInfo> SessionManager::Fork(const std::string& id) {
+Result<std::string> SessionHibernator::Fork(const std::string& id) {
   if (!saved_) {
     return Fail(ErrorCode::kInvalidArgument,
                 "forking needs hibernation, which is off on this server "
                 "(SANDBOX_HIBERNATE_AFTER_S=0)");
   }
-  const bool live = registry_->Find(id) != nullptr;
+  const bool live = registry_.Find(id) != nullptr;
   std::string fork_id = NewSessionId(config_.replica_id);
   if (live) {
-    SBX_ASSIGN_OR_RETURN(BusyLease session, Acquire(id));
-    SBX_TRY(SaveSession(*session, fork_id, Now()));
-  } else if (registry_->SavedAndVisible(id)) {
+    SBX_ASSIGN_OR_RETURN(BusyLease session, lifecycle_.Acquire(id));
+    SBX_TRY(SaveSession(*session, fork_id, lifecycle_.Now()));
+  } else if (registry_.SavedAndVisible(id)) {
     SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
-    SBX_TRY(saved_->Copy(id, fork_id, meta.name, QuotaOf(meta.owner).saved));
+    SBX_TRY(saved_->Copy(id, fork_id, meta.name, SubjectQuotaOf(config_, meta.owner).saved));
   } else {
-    SBX_ASSIGN_OR_RETURN(std::shared_ptr<Session> none, Lookup(id));  // its error
+    SBX_ASSIGN_OR_RETURN(std::shared_ptr<LiveSession> none, lifecycle_.Lookup(id));  // its error
     (void)none;
   }
   spdlog::info("session {} forked as {}", id, fork_id);
-  return Get(fork_id);
+  return fork_id;
 }
 
-Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const std::string& id) {
+Result<std::shared_ptr<LiveSession>> SessionHibernator::Resume(const std::string& id) {
   std::lock_guard<std::mutex> resume_lock(resume_mutex_);
-  if (auto resumed = registry_->Find(id)) return resumed;  // a concurrent call resumed it
+  if (auto resumed = registry_.Find(id)) return resumed;  // a concurrent call resumed it
   auto started = std::chrono::steady_clock::now();
   SBX_ASSIGN_OR_RETURN(SavedSessionMeta meta, saved_->Meta(id));
   if (meta.size > std::min(meta.limits.memory_bytes, config_.saved_max_bytes)) {
@@ -140,7 +144,7 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const st
   options.disk_bytes = meta.limits.disk_bytes;
   if (!meta.egress) options.egress = false;
   // It stays its owner's: a subject that may not see it never got this far (SavedAndVisible).
-  auto session = StartSession(options, id, meta.owner);
+  auto session = lifecycle_.StartSession(options, id, meta.owner);
   if (!session) {
     return Fail(std::move(session.error()).Context(fmt::format("resume session {}", id)));
   }
@@ -156,29 +160,13 @@ Result<std::shared_ptr<SessionManager::Session>> SessionManager::Resume(const st
   }
   (*session)->created = meta.created;
   (*session)->resume_note = std::move(note);
-  registry_->Add(*session);
+  registry_.Add(*session);
   spdlog::info("session {} resumed in {} ms ({} bytes saved; {} item(s) not restored)", id,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - started)
                    .count(),
                meta.size, report->not_restored.size());
   return session;
-}
-
-SessionInfo SessionManager::DescribeSaved(const SavedSessionMeta& meta) const {
-  SessionInfo info;
-  info.id = meta.id;
-  info.name = meta.name;
-  info.state = "hibernated";
-  info.image = meta.image;
-  info.backend = meta.backend;
-  info.replica = config_.replica_id;
-  info.created = meta.created;
-  info.last_used = meta.saved_at;
-  info.limits = meta.limits;
-  info.egress = DescribeEgress(config_.egress, nullptr);
-  info.saved_bytes = meta.size;
-  return info;
 }
 
 }  // namespace sandbox
