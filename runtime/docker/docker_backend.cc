@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <string>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -24,6 +27,25 @@ using Millis = std::chrono::duration<double, std::milli>;
 // How long a priority the kernel already holds must stay unchanged before the daemon is told
 // (cpu_priority_updater.h): longer than the gap between a client's calls.
 constexpr std::chrono::milliseconds kDaemonSettle{1000};
+
+// Docker's answer to a create whose name a container holds (409 "Conflict. The container name
+// ... is already in use by container ...").
+bool IsNameConflict(const Error& error) {
+  return error.message.find("is already in use by container") != std::string::npos;
+}
+
+// Removes the container named `name` and waits (10 s at most) until the daemon no longer knows
+// it: a removal another caller started ("already in progress") ends first.
+Status RemoveLeftover(const EngineClient& engine, const std::string& name) {
+  SBX_TRY(engine.RemoveContainer(name));
+  for (int i = 0; i < 100; ++i) {
+    auto inspected = engine.InspectContainer(name);
+    if (!inspected && inspected.error().code == ErrorCode::kNotFound) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Fail(ErrorCode::kSandboxUnavailable,
+              "the container {} is still there 10 s after its removal", name);
+}
 
 uint64_t UintAt(const nlohmann::json& object, const nlohmann::json::json_pointer& pointer) {
   if (!object.contains(pointer)) return 0;
@@ -255,10 +277,19 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
   SBX_ASSIGN_OR_RETURN(ContainerSpec container,
                        ContainerSpecFor(spec, image, owner_, seccomp_profile_json_));
   auto t1 = Clock::now();
-  SBX_ASSIGN_OR_RETURN(
-      CreatedContainer created,
-      engine_->CreateContainer(container.name, CreateContainerBody(container))
-          .map_error([](Error e) { return std::move(e).Context("create container"); }));
+  auto attempt = engine_->CreateContainer(container.name, CreateContainerBody(container));
+  if (!attempt && IsNameConflict(attempt.error())) {
+    // A resumed session's name is its previous sandbox's, killed when it was saved; on a loaded
+    // host that container's removal can still be under way (or have failed) when the next call
+    // resumes the session. It is this session's own: removed, then made again.
+    spdlog::info("session {}: its previous container {} is still there: removing it",
+                 spec.session_id, container.name);
+    SBX_TRY(RemoveLeftover(*engine_, container.name));
+    attempt = engine_->CreateContainer(container.name, CreateContainerBody(container));
+  }
+  SBX_ASSIGN_OR_RETURN(CreatedContainer created, std::move(attempt).map_error([](Error e) {
+    return std::move(e).Context("create container");
+  }));
   ContainerGuard guard(*engine_, *backlog_, created.id);
   for (const std::string& warning : created.warnings) {
     spdlog::warn("session {}: Docker: {}", spec.session_id, warning);
