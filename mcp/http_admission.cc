@@ -216,7 +216,8 @@ HttpVerdict HttpAdmission::Judge(const HttpRequestHead& head) const {
     if (auto repeated = RepeatedRoutingHeader(head)) {
       return refuse(JsonErrorResponse(
           400, kHeaderMismatch,
-          fmt::format("Bad Request: the {} header is sent more than once; send it once",
+          fmt::format("Bad Request: the {} header is sent more than once (or as a "
+                      "comma-separated list); send it once, with one value",
                       Quoted(*repeated))));
     }
     if (method == "POST") {

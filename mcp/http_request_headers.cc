@@ -101,6 +101,10 @@ std::optional<std::string> RepeatedRoutingHeader(const HttpRequestHead& head) {
     std::string name = AsciiLower(field.name);
     if (!IsRoutingHeader(name)) continue;
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) return field.name;
+    // "a, b" is the same message as the field twice (RFC 9110 §5.3: a proxy may fold them), and
+    // HAProxy's req.hdr() reads its last value. Mcp-Name is the exception: a resource URI may
+    // hold a comma, and the router reads that header whole (req.fhdr()).
+    if (name != "mcp-name" && field.value.find(',') != std::string::npos) return field.name;
     seen.push_back(std::move(name));
   }
   return std::nullopt;

@@ -21,11 +21,14 @@ namespace sandbox::mcp {
 // characters a header may not, or the sentinel wraps invalid Base64.
 std::optional<std::string> DecodeMcpHeaderValue(std::string_view value);
 
-// The name (as sent) of a routing header that appears more than once in `head`, or nullopt.
-// Routing headers: MCP-Protocol-Version, Mcp-Method, Mcp-Name, every Mcp-Param-{Name}, and
-// Mcp-Session-Id. The server reads the first of a repeated field and HAProxy's req.hdr() the
-// last, so two of them could have the router send a call to one host while the server checks
-// and runs another's: any repetition is refused (400), equal values too, since nothing needs it.
+// The name (as sent) of a routing header that appears more than once in `head`, or whose value
+// is a comma-separated list (two fields folded into one, as a proxy may), or nullopt. Routing
+// headers: MCP-Protocol-Version, Mcp-Method, Mcp-Name, every Mcp-Param-{Name}, and
+// Mcp-Session-Id; none of their values holds a comma (ids, versions, methods), but Mcp-Name's
+// (a resource URI may), which is refused only when repeated. The server reads the first of a
+// repeated field and HAProxy's req.hdr() the last value, so two of them could have the router
+// send a call to one host while the server checks and runs another's: any repetition is refused
+// (400), equal values too, since nothing needs it. The router template refuses the same.
 std::optional<std::string> RepeatedRoutingHeader(const HttpRequestHead& head);
 
 // Checks the headers of a modern POST against its body `message` (a JSON-RPC request). For

@@ -11,6 +11,8 @@
 #include <cjose/util.h>
 #include <openssl/evp.h>
 
+#include "mcp/auth/jwt_header.h"
+
 namespace sandbox::mcp::auth {
 
 namespace {
@@ -35,8 +37,10 @@ std::string Member(const Json& object, const char* name) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// base64url without padding (RFC 7515 §2), decoded by cjose.
+// base64url without padding (RFC 7515 §2), decoded by cjose (checked first: its decoder aborts
+// the process on some malformed input, mcp/auth/jwt_header.h).
 std::optional<std::vector<uint8_t>> Base64UrlDecode(std::string_view text) {
+  if (!IsBase64UrlPart(text)) return std::nullopt;
   uint8_t* out = nullptr;
   size_t out_len = 0;
   cjose_err err;
@@ -44,6 +48,21 @@ std::optional<std::vector<uint8_t>> Base64UrlDecode(std::string_view text) {
   std::vector<uint8_t> bytes(out, out + out_len);
   cjose_get_dealloc()(out);
   return bytes;
+}
+
+// The members a JWK import decodes as base64url (RFC 7518 §6: RSA n, e and the private ones; EC
+// x, y, d; oct k; RFC 8037 OKP x), checked before libcjose decodes them: its decoder aborts the
+// process (an assert) on a value such as "a=", so one bad key in an issuer's key set would stop
+// the server (mcp/auth/jwt_header.h).
+Status CheckEncodedMembers(const Json& jwk) {
+  for (const char* name : {"n", "e", "x", "y", "k", "d", "p", "q", "dp", "dq", "qi"}) {
+    auto member = jwk.find(name);
+    if (member == jwk.end()) continue;
+    if (!member->is_string() || !IsBase64UrlPart(member->get_ref<const std::string&>())) {
+      return Fail(ErrorCode::kInvalidArgument, "the JWK's {} is not unpadded base64url", name);
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -65,6 +84,7 @@ bool IsAllowedJwsAlgorithm(std::string_view alg) {
 
 Result<std::shared_ptr<const JwkKey>> JwkKey::Import(const Json& jwk) {
   if (!jwk.is_object()) return Fail(ErrorCode::kInvalidArgument, "a JWK must be a JSON object");
+  SBX_TRY(CheckEncodedMembers(jwk));
   std::shared_ptr<JwkKey> key(new JwkKey());
   key->kty_ = Member(jwk, "kty");
   key->crv_ = Member(jwk, "crv");

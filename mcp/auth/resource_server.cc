@@ -198,29 +198,33 @@ bool IsLoopbackUrl(std::string_view url) {
   return ::inet_pton(AF_INET, host.c_str(), &address) == 1 && (ntohl(address.s_addr) >> 24) == 127;
 }
 
-Status CheckIssuerUrl(const OAuthSettings& oauth) {
+Result<std::string> JudgeIssuerUrl(const OAuthSettings& oauth) {
   const std::string& issuer = oauth.issuer;
-  if (issuer.empty() || issuer.rfind("https://", 0) == 0) return {};
+  if (issuer.empty() || issuer.rfind("https://", 0) == 0) return std::string();
   if (issuer.rfind("http://", 0) != 0) {
     return Fail(ErrorCode::kInvalidArgument, "SANDBOX_OAUTH_ISSUER {}: not an https:// URL",
                 issuer);
   }
   if (IsLoopbackUrl(issuer)) {
-    spdlog::warn("OAuth: the issuer {} is plain HTTP (accepted: it is on this host)", issuer);
-    return {};
+    return fmt::format("OAuth: the issuer {} is plain HTTP (accepted: it is on this host)", issuer);
   }
   if (oauth.allow_http_issuer) {
-    spdlog::warn(
+    return fmt::format(
         "OAuth: the issuer {} is plain HTTP (accepted: SANDBOX_OAUTH_ALLOW_HTTP_ISSUER=on): its "
         "signing keys travel unencrypted, and whoever can change them on the way can sign tokens",
         issuer);
-    return {};
   }
   return Fail(ErrorCode::kInvalidArgument,
               "SANDBOX_OAUTH_ISSUER {} is plain HTTP on another host: its signing keys would "
               "travel unencrypted, and whoever can change them on the way could sign tokens; use "
               "https://, or set SANDBOX_OAUTH_ALLOW_HTTP_ISSUER=on to accept it anyway",
               issuer);
+}
+
+Status CheckIssuerUrl(const OAuthSettings& oauth) {
+  SBX_ASSIGN_OR_RETURN(std::string warning, JudgeIssuerUrl(oauth));
+  if (!warning.empty()) spdlog::warn("{}", warning);
+  return {};
 }
 
 std::shared_ptr<const ResourceServer> MakeResourceServer(const std::vector<std::string>& secrets,

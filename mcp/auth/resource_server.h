@@ -92,6 +92,9 @@ struct OAuthSettings {
 // unencrypted, so anyone on the path could hand us keys of their own and sign any token. One
 // that is accepted is logged as a warning. kInvalidArgument naming the setting otherwise.
 Status CheckIssuerUrl(const OAuthSettings& oauth);
+// The same judgment without logging (for doctor): the error serve would refuse to start with,
+// else the warning it would log ("" for an https:// issuer or none).
+Result<std::string> JudgeIssuerUrl(const OAuthSettings& oauth);
 // Whether `url`'s host is a loopback one: localhost, 127.0.0.0/8 or [::1] (after any userinfo).
 bool IsLoopbackUrl(std::string_view url);
 

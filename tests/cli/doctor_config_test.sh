@@ -37,6 +37,22 @@ for setting in SANDBOX_MEMORY_LIMIT=lots SANDBOX_PIDS_LIMIT=4 SANDBOX_BACKEND=vm
     "$(grep -q '^limits serve would use' <<<"$report" && grep -qF "$doctor_message" <<<"$report" && echo yes || echo no)"
 done
 
+# The http:// issuer rule serve applies as it starts over HTTP (issue #36): an issuer on another
+# host is an error naming SANDBOX_OAUTH_ALLOW_HTTP_ISSUER (exit 2); with that setting, or on
+# loopback, a warning. (0.0.0.0 is not loopback by the rule, and refuses a connection at once.)
+report=$(SANDBOX_OAUTH_ISSUER=http://0.0.0.0:1 "$bin" doctor 2>"$work/doctor-err")
+check "http:// issuer on another host: doctor exits 2" 2 $?
+check "http:// issuer on another host: the error names the setting" yes \
+  "$(grep -q 'plain HTTP on another host.*SANDBOX_OAUTH_ALLOW_HTTP_ISSUER=on' "$work/doctor-err" && grep -q 'SANDBOX_OAUTH_ALLOW_HTTP_ISSUER' <<<"$report" && echo yes || echo no)"
+report=$(SANDBOX_OAUTH_ISSUER=http://0.0.0.0:1 SANDBOX_OAUTH_ALLOW_HTTP_ISSUER=on "$bin" doctor 2>"$work/doctor-err")
+status=$?
+check "http:// issuer allowed: no configuration error" yes "$([ $status -le 1 ] && echo yes || echo "no ($status)")"
+check "http:// issuer allowed: a warning line" yes \
+  "$(grep -q '^oauth: warning: .*plain HTTP (accepted: SANDBOX_OAUTH_ALLOW_HTTP_ISSUER=on)' <<<"$report" && echo yes || echo no)"
+json=$(SANDBOX_OAUTH_ISSUER=http://127.0.0.1:1 "$bin" doctor --json 2>/dev/null)
+check "http:// issuer on loopback: a warning, no error" "on this host|[]" \
+  "$(python3 -c 'import json,sys; r=json.load(sys.stdin); print("on this host" if "on this host" in r["oauth"]["warning"] else r["oauth"], json.dumps(r["config_errors"]), sep="|")' <<<"$json")"
+
 json=$(SANDBOX_CPU_LIMIT=fast "$bin" doctor --json 2>/dev/null)
 check "doctor --json lists the bad value" "1|SANDBOX_CPU_LIMIT='fast'" \
   "$(python3 -c 'import json,sys; e=json.load(sys.stdin)["config_errors"]; print(len(e), e[0].split(":")[0], sep="|")' <<<"$json")"

@@ -8,7 +8,6 @@
 // refused with the right status before anything runs; a key rotation is followed.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import {
@@ -20,7 +19,8 @@ import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.j
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import { runtimeStatus, spawnHttpServer, text } from './lib/harness.mjs';
-import { OidcIssuer, signingKey } from './lib/oidc_issuer.mjs';
+import { OidcIssuer, signJwt, signingKey } from './lib/oidc_issuer.mjs';
+import { rawPost as rawHttpPost } from './lib/raw_http.mjs';
 
 const runtime = runtimeStatus();
 const rtest = (name, fn) => test(name, { skip: runtime.ok ? false : runtime.reason }, fn);
@@ -29,10 +29,6 @@ const K1 = signingKey('k1');
 const K2 = signingKey('k2');  // published only after the rotation
 
 const b64u = (value) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
-function signJwt(header, payload, key) {
-  const input = `${b64u(header)}.${b64u(payload)}`;
-  return `${input}.${crypto.sign('sha256', Buffer.from(input), key).toString('base64url')}`;
-}
 const now = () => Math.floor(Date.now() / 1000);
 
 // The provider's clients: alice and bob, and carol, whose tokens carry a quota of their own
@@ -172,20 +168,10 @@ describe('OAuth 2.1 resource server against oidc-provider', () => {
     assert.match(await ok.text(), /ran/);
   });
 
-  // What came off the wire, byte for byte: fetch() would reject or hide a header line the server
-  // did not mean to write, so this reads the socket itself.
-  const rawPost = (token) => new Promise((resolve, reject) => {
-    const body = '{}';
-    const socket = net.connect(server.port, '127.0.0.1');
-    let answer = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (chunk) => { answer += chunk; });
-    socket.on('end', () => resolve(answer));
-    socket.on('error', reject);
-    socket.setTimeout(10000, () => socket.destroy(new Error(`no answer: ${JSON.stringify(answer)}`)));
-    socket.write(`POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\nConnection: close\r\n`
-      + 'Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n'
-      + `Authorization: Bearer ${token}\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+  // What came off the wire, byte for byte (lib/raw_http.mjs).
+  const rawPost = (token) => rawHttpPost('127.0.0.1', server.port, {
+    headers: [['Accept', 'application/json, text/event-stream'], ['Content-Type', 'application/json'],
+      ['Authorization', `Bearer ${token}`]],
   });
 
   test('a kid, alg or typ with CR LF in it adds no header line to the 401, a malformed part crashes nothing (issue #36)', async () => {

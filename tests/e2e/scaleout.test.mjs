@@ -14,7 +14,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
 import {
-  Cluster, clusterSupport, connectClient, httpRequest, percentile, replicaOf, sleep, storeImage, waitFor,
+  assertReplicaUnavailable, Cluster, clusterSupport, connectClient, connectLegacyOn, httpRequest, logged, percentile,
+  replicaOf, sleep, storeImage, waitFor,
 } from './lib/cluster.mjs';
 import { runtimeStatus, text } from './lib/harness.mjs';
 
@@ -44,20 +45,6 @@ async function step(client, session) {
   assert.ok(!result.isError, `${session.id}: ${text(result)}`);
   session.n += 1;
   assert.equal(result.structuredContent.stdout.trim(), `${session.id} ${session.n}`);
-}
-
-// A handle as the router's log may show it: every run of more than 6 hex digits cut to 6
-// (tools/deploy/haproxy/mcp-router.cfg.in, log-format).
-function logged(handle) {
-  return handle.replace(/([0-9a-f]{6})[0-9a-f]+/g, '$1...');
-}
-
-function assertReplicaUnavailable(result, replica, sessionId) {
-  assert.ok(result.isError, `expected session_not_found, got: ${text(result)}`);
-  assert.equal(result.structuredContent?.error, 'session_not_found', text(result));
-  assert.equal(result.structuredContent?.reason, 'replica_unavailable', text(result));
-  assert.equal(result.structuredContent?.replica, replica, text(result));
-  if (sessionId) assert.match(text(result), new RegExp(sessionId));
 }
 
 // Waits (2 s at most) for router log lines from `mark` on that satisfy `predicate`: HAProxy
@@ -352,13 +339,7 @@ describe('scale-out: 3 replicas in network namespaces behind HAProxy', { skip: r
     const survivors = sessions.filter((s) => s.replica !== 'r2');
     assert.ok(victims.length > 0);
     // A 2025 client whose transport session r2 issued, to check adoption by a live replica.
-    let orphan;
-    for (let i = 0; i < 10 && !orphan; i++) {
-      const candidate = await connectClient('legacy', cluster.url, cluster.authHeaders());
-      if (replicaOf(candidate.transportId) === 'r2') orphan = candidate;
-      else await candidate.close();
-    }
-    assert.ok(orphan, 'no 2025 transport session on r2 after ten initializes');
+    const orphan = await connectLegacyOn('r2', cluster.url, cluster.authHeaders());
     try {
       const killed = Date.now();
       await cluster.stopReplica('r2', 'SIGKILL');
@@ -506,13 +487,7 @@ describe('scale-out: 3 replicas in network namespaces behind HAProxy', { skip: r
     // A 2025 client whose transport session r1 issued: once r1 drains, what it asks that names
     // no session (tools/list, a create) must be placed on a ready replica, not sent to r1 to be
     // told server_draining.
-    let stuck;
-    for (let i = 0; i < 10 && !stuck; i++) {
-      const candidate = await connectClient('legacy', cluster.url, cluster.authHeaders());
-      if (replicaOf(candidate.transportId) === 'r1') stuck = candidate;
-      else await candidate.close();
-    }
-    assert.ok(stuck, 'no 2025 transport session on r1 after ten initializes');
+    const stuck = await connectLegacyOn('r1', cluster.url, cluster.authHeaders());
     // Load on the other replicas for the whole drain: every call must succeed. And one r1
     // session in use all along: it must go on working while r1 drains.
     let loading = true;

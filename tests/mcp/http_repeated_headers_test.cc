@@ -1,7 +1,8 @@
 // Issue #36 defect 8: two copies of a routing header give two answers (the server reads the
 // first, HAProxy's req.hdr() the last), so a call could be routed by one session and run against
 // another. Any repetition of MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-* or
-// Mcp-Session-Id is refused with 400 from the head alone, equal values too, before a tool runs.
+// Mcp-Session-Id (also as one comma-separated value, but in Mcp-Name) is refused with 400 from
+// the head alone, equal values too, before a tool runs.
 #include <atomic>
 #include <thread>
 
@@ -86,6 +87,31 @@ TEST_CASE("routing headers: a repeated one is named, equal values or not", "[uni
   CHECK(unauthenticated.response.status == 401);
 }
 
+// Two values folded into one field ("a, b", RFC 9110 §5.3) are the same message as the field
+// twice, and HAProxy's req.hdr() reads the last of them: refused alike. Not in Mcp-Name, whose
+// resource URI may hold a comma (the router reads that header whole).
+TEST_CASE("routing headers: a comma-separated value is a repetition, except in Mcp-Name",
+          "[unit]") {
+  for (const HttpField& field :
+       std::vector<HttpField>{{"Mcp-Param-Session-Id", "sess_a, sess_b"},
+                              {"Mcp-Param-Session-Id", "sess_a,sess_b"},
+                              {"Mcp-Param-Session-Id", "sess_a,"},
+                              {"Mcp-Session-Id", "mcps_a_1, mcps_b_1"},
+                              {"MCP-Protocol-Version", "2025-11-25, 2026-07-28"},
+                              {"Mcp-Method", "tools/call,tools/list"}}) {
+    INFO(field.name << ": " << field.value);
+    auto repeated = RepeatedRoutingHeader(Head({field}));
+    REQUIRE(repeated);
+    CHECK(*repeated == field.name);
+    HttpVerdict verdict = HttpAdmission(HttpAdmissionPolicy{}).Judge(Head({field}));
+    CHECK(verdict.response.status == 400);
+    CHECK_THAT(verdict.response.body, Catch::Contains("comma-separated"));
+  }
+  CHECK_FALSE(
+      RepeatedRoutingHeader(Head({{"Mcp-Name", "sandbox://sessions/sess_a/files/a,b.csv"}})));
+  CHECK_FALSE(RepeatedRoutingHeader(Head({{"Accept", "application/json, text/event-stream"}})));
+}
+
 TEST_CASE("routing headers: two Mcp-Param-Session-Id are refused before the tool runs", "[unit]") {
   Server server(ServerOptions{}, CountingTool());
   HttpOptions options;
@@ -122,7 +148,9 @@ TEST_CASE("routing headers: two Mcp-Param-Session-Id are refused before the tool
   for (const char* twice :
        {"Mcp-Param-Session-Id: sess_a\r\nMcp-Param-Session-Id: sess_b\r\n",  // first = body
         "Mcp-Param-Session-Id: sess_b\r\nMcp-Param-Session-Id: sess_a\r\n",  // last = body
-        "Mcp-Param-Session-Id: sess_a\r\nMcp-Param-Session-Id: sess_a\r\n"}) {
+        "Mcp-Param-Session-Id: sess_a\r\nMcp-Param-Session-Id: sess_a\r\n",
+        "Mcp-Param-Session-Id: sess_a, sess_b\r\n",  // folded by a proxy
+        "Mcp-Param-Session-Id: sess_b,sess_a\r\n"}) {
     INFO(twice);
     std::string answer = post(common + twice);
     CHECK(answer.rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mcp/auth/jwks_cache.h"
+#include "mcp/auth/resource_server.h"
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
 #include "runtime/base/units.h"
@@ -199,6 +200,14 @@ int DoctorCommand(const Argv& argv) {
   // serve's parser, so that doctor reports what serve would do (or refuse), word for word.
   CheckedServeConfig checked = CheckServeConfig(ProcessEnv, {});
   const ServeConfig& config = checked.config;
+  // The http:// issuer rule serve applies as it starts over HTTP: an error it would refuse to
+  // start with joins the configuration errors; an issuer it would accept with a warning is
+  // reported with that warning.
+  mcp::auth::OAuthSettings issuer_settings;
+  issuer_settings.issuer = config.oauth_issuer;
+  issuer_settings.allow_http_issuer = config.oauth_allow_http_issuer;
+  auto issuer_rule = mcp::auth::JudgeIssuerUrl(issuer_settings);
+  if (!issuer_rule) checked.errors.push_back(issuer_rule.error().message);
   std::string state_dir =
       config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
 
@@ -216,7 +225,10 @@ int DoctorCommand(const Argv& argv) {
   // OAuth: whether the issuer's keys can be fetched from here, as serve would at start.
   nlohmann::json oauth = {{"issuer", config.oauth_issuer}};
   std::string oauth_line = "off";
-  if (!config.oauth_issuer.empty()) {
+  if (!issuer_rule) {
+    oauth["error"] = issuer_rule.error().message;
+    oauth_line = fmt::format("issuer {}: refused, see below", config.oauth_issuer);
+  } else if (!config.oauth_issuer.empty()) {
     mcp::auth::JwksOptions jwks;
     jwks.issuer = config.oauth_issuer;
     mcp::auth::JwksCache keys(jwks);
@@ -227,6 +239,7 @@ int DoctorCommand(const Argv& argv) {
                      ? fmt::format("issuer {}: {} signing keys", config.oauth_issuer, keys.size())
                      : fmt::format("issuer {}: {}", config.oauth_issuer, fetched.error().message);
   }
+  if (issuer_rule && !issuer_rule->empty()) oauth["warning"] = *issuer_rule;
   if (args.Has("--json")) {
     nlohmann::json out = ReportJson(report, state_dir, config, checked.errors);
     out["egress"] = egress::EgressJson(policy, /*with_usage=*/false);
@@ -236,6 +249,8 @@ int DoctorCommand(const Argv& argv) {
     PrintHuman(std::cout, report, state_dir, config, checked.errors);
     std::cout << "egress: " << egress::EgressLine(policy, /*with_usage=*/false) << "\n";
     std::cout << "oauth: " << oauth_line << "\n";
+    if (issuer_rule && !issuer_rule->empty())
+      std::cout << "oauth: warning: " << *issuer_rule << "\n";
   }
   std::cout.flush();
   if (!checked.errors.empty()) {

@@ -5,6 +5,7 @@
 // makes is removed by teardown(). Root only (see clusterSupport()). Also: Router (HAProxy from
 // the template, for replicas anywhere, e.g. Swarm tasks) and connectClient (the official SDK
 // clients of both eras, recording what they send).
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -458,6 +459,33 @@ export async function connectClient(era, url, headers = {}) {
       await client.close().catch(() => {});
     },
   };
+}
+
+// A 2025 client (through `url`) whose transport session `replica` issued: initializes until the
+// router's placement puts one there (ten tries), closing the others; throws when none did.
+export async function connectLegacyOn(replica, url, headers = {}, tries = 10) {
+  for (let i = 0; i < tries; i++) {
+    const candidate = await connectClient('legacy', url, headers);
+    if (replicaOf(candidate.transportId) === replica) return candidate;
+    await candidate.close();
+  }
+  throw new Error(`no 2025 transport session on ${replica} after ${tries} initializes`);
+}
+
+// Asserts that a tool result is the answer for a session whose replica is not serving it:
+// session_not_found, reason replica_unavailable, naming the replica (and the id, when given).
+export function assertReplicaUnavailable(result, replica, sessionId) {
+  assert.ok(result.isError, `expected session_not_found, got: ${text(result)}`);
+  assert.equal(result.structuredContent?.error, 'session_not_found', text(result));
+  assert.equal(result.structuredContent?.reason, 'replica_unavailable', text(result));
+  assert.equal(result.structuredContent?.replica, replica, text(result));
+  if (sessionId) assert.match(text(result), new RegExp(sessionId));
+}
+
+// A handle as the router's log may show it: every run of more than 6 hex digits cut to 6
+// (tools/deploy/haproxy/mcp-router.cfg.in, log-format).
+export function logged(handle) {
+  return handle.replace(/([0-9a-f]{6})[0-9a-f]+/g, '$1...');
 }
 
 // The replica a handle names: sess_<replica>_<hex> or mcps_<replica>_<hex>.

@@ -1,7 +1,7 @@
 // A real OpenID provider (oidc-provider, OpenID-certified) on loopback that issues
 // client-credentials JWT access tokens (RS256) for a resource indicator (RFC 8707): the
 // authorization server of the OAuth e2e test (oauth.test.mjs) and of the OAuth latency bench
-// (bench/oauth_latency.mjs).
+// (bench/oauth_latency.mjs), and of the fleet (fleet.test.mjs).
 import crypto from 'node:crypto';
 
 import Provider from 'oidc-provider';
@@ -12,6 +12,14 @@ import { freePort } from './free_port.mjs';
 export function signingKey(kid) {
   const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   return { kid, privateKey, publicKey, jwk: { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' } };
+}
+
+// A compact JWS of `header` and `payload` signed RS256 with `key` (a private KeyObject): a token
+// as a client could forge or mangle it, whatever its header says.
+export function signJwt(header, payload, key) {
+  const part = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const input = `${part(header)}.${part(payload)}`;
+  return `${input}.${crypto.sign('sha256', Buffer.from(input), key).toString('base64url')}`;
 }
 
 // The provider, (re)started on one port with the keys it publishes (the first one signs), so a

@@ -199,6 +199,34 @@ TEST_CASE("jwk: symmetric and private keys are never imported", "[unit]") {
   CHECK_FALSE((*key)->Fits("none"));
 }
 
+// libcjose's base64url decoder aborts the process (an assert) on "a=" and the like; an issuer's
+// key set holding such a value must be refused, key by key, before cjose decodes it.
+TEST_CASE("jwk: a key member that is not unpadded base64url is refused before libcjose sees it",
+          "[unit]") {
+  for (const char* bad : {"a=", "a===", "ab=c", "AQAB=", "abcde", "a+b/"}) {
+    INFO(bad);
+    Json rsa = Rsa().PublicJwk();
+    for (const char* member : {"n", "e"}) {
+      Json jwk = rsa;
+      jwk[member] = bad;
+      auto refused = JwkKey::Import(jwk);
+      REQUIRE_FALSE(refused);
+      CHECK_THAT(refused.error().message, Catch::Contains("not unpadded base64url"));
+    }
+    Json ec = Ec().PublicJwk();
+    for (const char* member : {"x", "y"}) {
+      Json jwk = ec;
+      jwk[member] = bad;
+      CHECK_FALSE(JwkKey::Import(jwk));
+    }
+    CHECK_FALSE(JwkKey::Import({{"kty", "OKP"}, {"crv", "Ed25519"}, {"x", bad}}));
+  }
+  Json numeric = Rsa().PublicJwk();
+  numeric["e"] = 65537;
+  CHECK_FALSE(JwkKey::Import(numeric));
+  CHECK(JwkKey::Import(Rsa().PublicJwk()));
+}
+
 TEST_CASE("resource server: 401, 403 insufficient_scope, named static tokens", "[unit]") {
   ResourceServerPolicy policy;
   policy.static_tokens = {{"alice", "secret-a"}, {"", "legacy"}, {"bob", "secret-b"}};
