@@ -1,0 +1,17 @@
+// The tools that produce MCP Apps views (mcp/apps/ui_extension.h), listed and callable only for
+// clients that declare the extension (ServerOptions::ui_tools).
+#pragma once
+
+#include <vector>
+
+#include "mcp/tool.h"
+#include "mcp/tools/sandbox_tools.h"
+
+namespace sandbox::mcp::apps {
+
+std::vector<Tool> ViewTools(SessionManager& sessions, const ToolSettings& settings);
+
+// sandbox_view_table (table_tool.cc).
+Tool MakeViewTableTool(SessionManager& sessions, const ToolSettings& settings);
+
+}  // namespace sandbox::mcp::apps
