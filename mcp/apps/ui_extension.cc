@@ -19,6 +19,9 @@ constexpr ViewResource kViews[] = {
     {kTableViewUri, "table.html", "table-view",
      "A pandas DataFrame or a CSV/Parquet file of a session as a sortable, filterable, paged "
      "table (the view of sandbox_view_table)."},
+    {kFilesViewUri, "files.html", "files-view",
+     "A session's /mnt/data as a file browser with previews and downloads (the view of "
+     "sandbox_view_files)."},
 };
 
 std::string_view EmbeddedHtml(std::string_view file) {

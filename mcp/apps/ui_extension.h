@@ -33,5 +33,6 @@ Json ToolUiMeta(std::string_view resource_uri);
 
 // The ui:// URIs of the views.
 inline constexpr char kTableViewUri[] = "ui://mcp-sandbox/table.html";
+inline constexpr char kFilesViewUri[] = "ui://mcp-sandbox/files.html";
 
 }  // namespace sandbox::mcp::apps

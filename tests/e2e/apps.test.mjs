@@ -22,6 +22,7 @@ const UI = 'io.modelcontextprotocol/ui';
 const UI_MIME = 'text/html;profile=mcp-app';
 const UI_CAPABILITIES = { extensions: { [UI]: { mimeTypes: [UI_MIME] } } };
 const TABLE_URI = 'ui://mcp-sandbox/table.html';
+const FILES_URI = 'ui://mcp-sandbox/files.html';
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = path.join(process.env.E2E_RESULTS_DIR ?? path.join(ROOT, 'build', 'e2e-results'), 'apps');
 
@@ -70,6 +71,8 @@ describe('MCP Apps: the extension only for clients that declare it', () => {
         assert.ok(table, 'the table tool is listed to a client with the extension');
         assert.equal(table._meta.ui.resourceUri, TABLE_URI);
         assert.equal(table._meta['ui/resourceUri'], TABLE_URI);
+        const files = uiTools.tools.find((tool) => tool.name === 'sandbox_view_files');
+        assert.equal(files?._meta.ui.resourceUri, FILES_URI);
         // Everything else is the same JSON, byte for byte.
         const others = { ...uiTools, tools: uiTools.tools.filter((tool) => !tool.name.startsWith('sandbox_view_')) };
         assert.equal(JSON.stringify(others.tools), JSON.stringify(plainTools.tools));
@@ -150,6 +153,15 @@ hostile = pd.DataFrame({
 None
 `;
 
+const BUILD_FILES = `
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+open("/mnt/data/notes.txt", "w").write("first line\\n<script>parent.postMessage('preview', '*')</script>\\n")
+figure = plt.figure(figsize=(2, 2)); plt.plot([0, 1], [1, 0]); figure.savefig("/mnt/data/line.png"); plt.close(figure)
+open("/mnt/data/<img src=x onerror=parent.postMessage('name','*')>.txt", "w").write("x")
+`;
+
 describe('MCP Apps: the table view in headless Chromium', { skip: browserSkip() }, () => {
   let server;
   let client;
@@ -194,11 +206,11 @@ describe('MCP Apps: the table view in headless Chromium', { skip: browserSkip() 
 
   // Opens the view as a host would: the host calls the tool, then hands the view its input and
   // result. Returns the view's frame once it shows the table.
-  async function open(args) {
-    const result = await callTool(client, 'sandbox_view_table', args);
+  async function open(args, tool = 'sandbox_view_table', view = html) {
+    const result = await callTool(client, tool, args);
     assert.ok(!result.isError, text(result));
     const started = Date.now();
-    await page.evaluate(([view, input, output]) => window.openView(view, input, output), [html, args, result]);
+    await page.evaluate(([document, input, output]) => window.openView(document, input, output), [view, args, result]);
     const frame = page.frameLocator('#view');
     await frame.locator('body[data-state="ready"]').waitFor({ timeout: 30000 });
     return { frame, result, renderMs: Date.now() - started };
@@ -295,6 +307,75 @@ describe('MCP Apps: the table view in headless Chromium', { skip: browserSkip() 
     assert.equal((await column(frame, 2))[0], "<script>parent.postMessage('cell', '*')</script>");
     assert.equal(await frame.locator('table img, table script, table b').count(), 0);
     await new Promise((resolve) => setTimeout(resolve, 500));
+    const strays = (await page.evaluate(() => window.hostEvents)).filter((event) => event.startsWith('stray'));
+    assert.deepEqual(strays, []);
+    assert.deepEqual(dialogs, []);
+  });
+});
+
+describe('MCP Apps: the files view in headless Chromium', { skip: browserSkip() }, () => {
+  let server;
+  let client;
+  let session;
+  let browser;
+  let page;
+  const dialogs = [];
+
+  before(async () => {
+    server = await spawnHttpServer();
+    client = await connectV1(server.url, true);
+    const built = await callTool(client, 'sandbox_run_python', { code: BUILD_FILES, timeout_s: 120 });
+    assert.ok(!built.isError, text(built));
+    session = built.structuredContent.session_id;
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+    page.on('dialog', async (dialog) => { dialogs.push(dialog.message()); await dialog.dismiss(); });
+    await page.exposeFunction('hostCallTool', (params) => client.callTool(params, undefined, { timeout: 120000 }));
+    await page.setContent('<!doctype html><html><head><title>host</title></head><body></body></html>');
+    await page.addScriptTag({ content: await hostBundle() });
+    fs.mkdirSync(SHOTS, { recursive: true });
+  });
+  after(async () => {
+    await browser?.close();
+    if (session) await callTool(client, 'sandbox_close_session', { session_id: session }).catch(() => {});
+    await client?.close();
+    await server?.stop();
+  });
+
+  test('lists /mnt/data, previews text and an image, downloads through the link, runs no markup', async () => {
+    const filesHtml = (await client.readResource({ uri: FILES_URI })).contents[0].text;
+    const args = { session_id: session };
+    const result = await callTool(client, 'sandbox_view_files', args);
+    assert.ok(!result.isError, text(result));
+    await page.evaluate(([view, input, output]) => window.openView(view, input, output), [filesHtml, args, result]);
+    const frame = page.frameLocator('#view');
+    await frame.locator('body[data-state="ready"]').waitFor({ timeout: 30000 });
+    const names = await frame.locator('tbody td.name').allTextContents();
+    const hostileName = "<img src=x onerror=parent.postMessage('name','*')>.txt";
+    assert.ok(names.includes('notes.txt') && names.includes('line.png') && names.includes(hostileName), names.join());
+    assert.equal(await frame.locator('tbody img').count(), 0);
+
+    await frame.locator('tbody tr[data-path="/mnt/data/notes.txt"]').click();
+    await frame.locator('#preview[data-state="ready"] pre').waitFor();
+    assert.equal(await frame.locator('#preview pre').textContent(),
+      "first line\n<script>parent.postMessage('preview', '*')</script>\n");
+    assert.equal(await frame.locator('#preview script').count(), 0);
+
+    await frame.locator('tbody tr[data-path="/mnt/data/line.png"]').click();
+    await frame.locator('#preview[data-state="ready"] img').waitFor();
+    const width = await frame.locator('#preview img').evaluate((image) => image.complete && image.naturalWidth);
+    assert.ok(width > 0, 'the PNG preview decoded');
+    await page.screenshot({ path: path.join(SHOTS, 'files.png') });
+
+    await frame.locator('tbody tr[data-path="/mnt/data/notes.txt"] button.download').click();
+    const opened = await page.waitForFunction(
+      () => window.hostEvents.find((event) => event.startsWith('open-link ')), undefined, { timeout: 10000 });
+    const url = (await opened.jsonValue()).slice('open-link '.length);
+    const body = await (await fetch(url)).text();
+    assert.equal(body, "first line\n<script>parent.postMessage('preview', '*')</script>\n");
+
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const strays = (await page.evaluate(() => window.hostEvents)).filter((event) => event.startsWith('stray'));
     assert.deepEqual(strays, []);
     assert.deepEqual(dialogs, []);

@@ -15,10 +15,14 @@ window.openView = async (html, toolArguments, toolResult) => {
   const bridge = new AppBridge(
     null,
     { name: 'mcp-sandbox-e2e-host', version: '1.0.0' },
-    { serverTools: {}, logging: {} },
+    { serverTools: {}, logging: {}, openLinks: {} },
     { hostContext: { theme: 'light', displayMode: 'inline', locale: 'en-US' } },
   );
   bridge.oncalltool = (params) => window.hostCallTool(params);
+  bridge.onopenlink = async ({ url }) => {
+    window.hostEvents.push(`open-link ${url}`);
+    return {};
+  };
   bridge.onsizechange = ({ height }) => {
     if (height) iframe.style.height = `${Math.min(height, 2000)}px`;
   };
