@@ -180,7 +180,8 @@ Tool MakeViewTableTool(SessionManager& sessions, const ToolSettings& settings) {
 }
 
 std::vector<Tool> ViewTools(SessionManager& sessions, const ToolSettings& settings) {
-  return {MakeViewTableTool(sessions, settings), MakeViewFilesTool(sessions, settings)};
+  return {MakeViewTableTool(sessions, settings), MakeViewFilesTool(sessions, settings),
+          MakeViewChartTool(sessions, settings)};
 }
 
 }  // namespace sandbox::mcp::apps

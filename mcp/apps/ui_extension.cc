@@ -22,6 +22,8 @@ constexpr ViewResource kViews[] = {
     {kFilesViewUri, "files.html", "files-view",
      "A session's /mnt/data as a file browser with previews and downloads (the view of "
      "sandbox_view_files)."},
+    {kChartViewUri, "chart.html", "chart-view",
+     "A matplotlib figure of a session as a zoomable SVG (the view of sandbox_view_chart)."},
 };
 
 std::string_view EmbeddedHtml(std::string_view file) {

@@ -34,5 +34,6 @@ Json ToolUiMeta(std::string_view resource_uri);
 // The ui:// URIs of the views.
 inline constexpr char kTableViewUri[] = "ui://mcp-sandbox/table.html";
 inline constexpr char kFilesViewUri[] = "ui://mcp-sandbox/files.html";
+inline constexpr char kChartViewUri[] = "ui://mcp-sandbox/chart.html";
 
 }  // namespace sandbox::mcp::apps

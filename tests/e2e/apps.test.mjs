@@ -23,6 +23,7 @@ const UI_MIME = 'text/html;profile=mcp-app';
 const UI_CAPABILITIES = { extensions: { [UI]: { mimeTypes: [UI_MIME] } } };
 const TABLE_URI = 'ui://mcp-sandbox/table.html';
 const FILES_URI = 'ui://mcp-sandbox/files.html';
+const CHART_URI = 'ui://mcp-sandbox/chart.html';
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = path.join(process.env.E2E_RESULTS_DIR ?? path.join(ROOT, 'build', 'e2e-results'), 'apps');
 
@@ -73,6 +74,8 @@ describe('MCP Apps: the extension only for clients that declare it', () => {
         assert.equal(table._meta['ui/resourceUri'], TABLE_URI);
         const files = uiTools.tools.find((tool) => tool.name === 'sandbox_view_files');
         assert.equal(files?._meta.ui.resourceUri, FILES_URI);
+        const chart = uiTools.tools.find((tool) => tool.name === 'sandbox_view_chart');
+        assert.equal(chart?._meta.ui.resourceUri, CHART_URI);
         // Everything else is the same JSON, byte for byte.
         const others = { ...uiTools, tools: uiTools.tools.filter((tool) => !tool.name.startsWith('sandbox_view_')) };
         assert.equal(JSON.stringify(others.tools), JSON.stringify(plainTools.tools));
@@ -160,6 +163,12 @@ import matplotlib.pyplot as plt
 open("/mnt/data/notes.txt", "w").write("first line\\n<script>parent.postMessage('preview', '*')</script>\\n")
 figure = plt.figure(figsize=(2, 2)); plt.plot([0, 1], [1, 0]); figure.savefig("/mnt/data/line.png"); plt.close(figure)
 open("/mnt/data/<img src=x onerror=parent.postMessage('name','*')>.txt", "w").write("x")
+import numpy as np
+fig, ax = plt.subplots(figsize=(6, 4))
+ax.plot(np.arange(10_000), np.sin(np.arange(10_000) / 500), label="sine")
+ax.set_title("<script>parent.postMessage('title', '*')</script>")
+plt.close(fig)
+None
 `;
 
 describe('MCP Apps: the table view in headless Chromium', { skip: browserSkip() }, () => {
@@ -313,7 +322,7 @@ describe('MCP Apps: the table view in headless Chromium', { skip: browserSkip() 
   });
 });
 
-describe('MCP Apps: the files view in headless Chromium', { skip: browserSkip() }, () => {
+describe('MCP Apps: the files and chart views in headless Chromium', { skip: browserSkip() }, () => {
   let server;
   let client;
   let session;
@@ -375,6 +384,33 @@ describe('MCP Apps: the files view in headless Chromium', { skip: browserSkip() 
     const body = await (await fetch(url)).text();
     assert.equal(body, "first line\n<script>parent.postMessage('preview', '*')</script>\n");
 
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const strays = (await page.evaluate(() => window.hostEvents)).filter((event) => event.startsWith('stray'));
+    assert.deepEqual(strays, []);
+    assert.deepEqual(dialogs, []);
+  });
+
+  test('shows a matplotlib figure of 10,000 points as a zoomable SVG', async () => {
+    const chartHtml = (await client.readResource({ uri: CHART_URI })).contents[0].text;
+    const args = { session_id: session, source: 'fig' };
+    const result = await callTool(client, 'sandbox_view_chart', args);
+    assert.ok(!result.isError, text(result));
+    assert.match(result.structuredContent.svg, /<svg[\s\S]*<path/);
+    const started = Date.now();
+    await page.evaluate(([view, input, output]) => window.openView(view, input, output), [chartHtml, args, result]);
+    const frame = page.frameLocator('#view');
+    await frame.locator('body[data-state="ready"]').waitFor({ timeout: 30000 });
+    console.log(`# chart view of 10,000 points rendered ${Date.now() - started} ms after the tool result`);
+    const width = await frame.locator('#chart').evaluate((image) => image.naturalWidth);
+    assert.ok(width > 100, `the SVG drew (${width} px wide)`);
+    const fitted = await frame.locator('#zoom').textContent();
+    await frame.locator('#zoom-in').click();
+    const zoomed = await frame.locator('#zoom').textContent();
+    assert.ok(parseInt(zoomed, 10) > parseInt(fitted, 10), `${fitted} -> ${zoomed}`);
+    await frame.locator('#reset').click();
+    await page.screenshot({ path: path.join(SHOTS, 'chart.png') });
+    const notFigure = await callTool(client, 'sandbox_view_chart', { session_id: session, source: 'np' });
+    assert.equal(notFigure.structuredContent?.error, 'invalid_argument');
     await new Promise((resolve) => setTimeout(resolve, 300));
     const strays = (await page.evaluate(() => window.hostEvents)).filter((event) => event.startsWith('stray'));
     assert.deepEqual(strays, []);
