@@ -117,6 +117,17 @@ describe('MCP Apps: the extension only for clients that declare it', () => {
         .replace(/"(duration_s|wall_seconds|cpu_seconds|memory_peak_bytes)":[0-9.e+-]+/g, '"$1":0')
         .replace(/ · [0-9.]+ s · /g, ' · 0 s · ');
       assert.equal(strip(withUi), strip(withoutUi));
+      // A 2026-07-28 client with the extension calls the view tool; its result passes the SDK's
+      // check against the tool's outputSchema.
+      const modern = await connectV2(server.url, true);
+      try {
+        const page = await callTool(modern, 'sandbox_view_table', { session_id: session, source: 'df' });
+        assert.ok(!page.isError, text(page));
+        assert.deepEqual(page.structuredContent.rows, [[1], [2]]);
+        assert.deepEqual(page.structuredContent.columns, [{ name: 'a', dtype: 'int64' }]);
+      } finally {
+        await modern.close();
+      }
       await callTool(plain, 'sandbox_close_session', { session_id: session });
     } finally {
       await plain.close();
