@@ -4,6 +4,7 @@
 // ResourceProvider. Those that may wait on a sandbox run on the worker pool, like tool calls.
 #include <spdlog/spdlog.h>
 
+#include "mcp/apps/ui_extension.h"
 #include "mcp/server.h"
 #include "runtime/base/quoted.h"
 
@@ -45,11 +46,17 @@ void Connection::OnResourcesList(Message& message, const std::shared_ptr<Reply>&
   }
   auto provider = server_.options().resources;
   Json id = message.id;
-  RunAsync(message, reply, [provider, cursor, id](const std::shared_ptr<InFlight>&) {
+  bool ui = DeclaresUi(*reply);
+  RunAsync(message, reply, [provider, cursor, id, ui](const std::shared_ptr<InFlight>&) {
     auto page = provider->List(cursor);
     if (!page) {
       return MakeErrorResponse(id, kInvalidParams,
                                "Invalid params: " + ValidUtf8(page.error().message));
+    }
+    // The MCP Apps views lead the first page, for a client that declared the extension.
+    if (ui && cursor.empty()) {
+      Json views = apps::UiResourceList();
+      page->resources.insert(page->resources.begin(), views.begin(), views.end());
     }
     Json result = {{"resources", std::move(page->resources)}};
     if (!page->next_cursor.empty()) result["nextCursor"] = page->next_cursor;
@@ -73,6 +80,11 @@ void Connection::OnResourcesRead(Message& message, const std::shared_ptr<Reply>&
   if (uri == nullptr) {
     return Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
                                            "Invalid params: uri (a string) is required"));
+  }
+  if (DeclaresUi(*reply)) {
+    if (auto view = apps::ReadUiResource(*uri)) {
+      return Answer(reply, MakeResponse(message.id, {{"contents", std::move(*view)}}));
+    }
   }
   auto provider = server_.options().resources;
   std::string version = VersionOf(*reply, protocol_version());

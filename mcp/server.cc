@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "mcp/apps/ui_extension.h"
 #include "mcp/progress.h"
 #include "mcp/schema_check.h"
 #include "mcp/tool_result.h"
@@ -183,16 +184,20 @@ bool IsSupportedProtocolVersion(std::string_view version) {
 
 Server::Server(ServerOptions options, std::vector<Tool> tools)
     : options_(std::move(options)), tools_(std::move(tools)), pool_(options_.worker_threads) {
-  Json list = Json::array();
-  for (const auto& tool : tools_) {
+  auto entry_of = [](const Tool& tool) {
     Json entry = {{"name", tool.name}, {"description", tool.description}};
     if (!tool.title.empty()) entry["title"] = tool.title;
     entry["inputSchema"] = tool.input_schema;
     if (!tool.output_schema.is_null()) entry["outputSchema"] = tool.output_schema;
     if (!tool.annotations.is_null()) entry["annotations"] = tool.annotations;
-    list.push_back(std::move(entry));
-  }
-  tools_list_ = {{"tools", std::move(list)}};
+    if (!tool.meta.is_null()) entry["_meta"] = tool.meta;
+    return entry;
+  };
+  Json list = Json::array();
+  for (const auto& tool : tools_) list.push_back(entry_of(tool));
+  tools_list_ = {{"tools", list}};
+  for (const auto& tool : options_.ui_tools) list.push_back(entry_of(tool));
+  tools_list_ui_ = {{"tools", std::move(list)}};
 }
 
 Server::~Server() { Shutdown(); }
@@ -201,8 +206,12 @@ std::shared_ptr<Connection> Server::NewConnection() { return std::make_shared<Co
 
 void Server::Shutdown() { pool_.Shutdown(); }
 
-const Tool* Server::FindTool(std::string_view name) const {
+const Tool* Server::FindTool(std::string_view name, bool ui) const {
   for (const auto& tool : tools_) {
+    if (tool.name == name) return &tool;
+  }
+  if (!ui) return nullptr;
+  for (const auto& tool : options_.ui_tools) {
     if (tool.name == name) return &tool;
   }
   return nullptr;
@@ -409,7 +418,7 @@ void Connection::HandleNotification(const Message& message) {
   // notifications/initialized and anything else need no action.
 }
 
-Json Connection::Capabilities(bool modern) const {
+Json Connection::Capabilities(bool modern, bool ui) const {
   const ServerOptions& options = server_.options();
   // prompts: none are served, but the list answers (empty) so clients that cache lists or
   // probe for prompts get an answer rather than an error.
@@ -423,7 +432,18 @@ Json Connection::Capabilities(bool modern) const {
     capabilities["resources"] = {{"subscribe", !modern}, {"listChanged", false}};
     capabilities["completions"] = Json::object();
   }
+  // MCP Apps: declared back only to a client that declared it (SEP-2133 extensions).
+  if (ui && options.resources) {
+    capabilities["extensions"] = {{apps::kUiExtensionId, Json::object()}};
+  }
   return capabilities;
+}
+
+bool Connection::DeclaresUi(const Reply& reply) const {
+  if (const ModernRequestMeta* modern = reply.modern()) {
+    return apps::DeclaresUi(modern->client_capabilities);
+  }
+  return ui_.load();
 }
 
 void Connection::Adopt(const std::string& protocol_version) {
@@ -453,7 +473,10 @@ Json Connection::Initialize(const Json& params) {
     spdlog::info("client {} {} connected (protocol {})", field("name"), field("version"), version);
   }
   const ServerOptions& options = server_.options();
-  Json capabilities = Capabilities(/*modern=*/false);
+  bool ui = params.is_object() && params.contains("capabilities") &&
+            apps::DeclaresUi(params["capabilities"]);
+  ui_ = ui;
+  Json capabilities = Capabilities(/*modern=*/false, ui);
   Json info = {{"name", options.name}, {"version", options.version}};
   if (!options.title.empty()) info["title"] = options.title;
   Json result = {{"protocolVersion", version},
@@ -545,7 +568,7 @@ void Connection::OnDiscover(Message& message, const std::shared_ptr<Reply>& repl
   Json versions = Json::array();
   for (auto version : kModernProtocolVersions) versions.push_back(version);
   Json result = {{"supportedVersions", std::move(versions)},
-                 {"capabilities", Capabilities(/*modern=*/true)}};
+                 {"capabilities", Capabilities(/*modern=*/true, DeclaresUi(*reply))}};
   if (!server_.options().instructions.empty())
     result["instructions"] = server_.options().instructions;
   Answer(reply, MakeResponse(message.id, std::move(result)));
@@ -612,7 +635,7 @@ void Connection::OnToolsList(Message& message, const std::shared_ptr<Reply>& rep
     return Answer(reply,
                   MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
   }
-  Answer(reply, MakeResponse(message.id, server_.tools_list()));
+  Answer(reply, MakeResponse(message.id, server_.tools_list(DeclaresUi(*reply))));
 }
 
 void Connection::OnToolsCall(Message& message, const std::shared_ptr<Reply>& reply, bool) {
@@ -680,7 +703,7 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
     return fail("Invalid params: tools/call needs a tool name");
   }
   std::string name = params["name"].get<std::string>();
-  const Tool* tool = server_.FindTool(name);
+  const Tool* tool = server_.FindTool(name, DeclaresUi(*reply));
   if (tool == nullptr) return fail(fmt::format("Unknown tool: {}", ValidUtf8(Quoted(name))));
   if (const ModernRequestMeta* modern = reply->modern();
       modern != nullptr && !tool->required_client_capabilities.is_null()) {

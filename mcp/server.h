@@ -53,6 +53,9 @@ struct ServerOptions {
   size_t worker_threads = 16;
   // Session files as resources (resources/*, completion/complete); null: neither capability.
   std::shared_ptr<ResourceProvider> resources;
+  // Tools that produce MCP Apps views (mcp/apps/): listed and callable, with the ui:// resources,
+  // only for a client that declares the io.modelcontextprotocol/ui extension.
+  std::vector<Tool> ui_tools;
 };
 
 class Connection;
@@ -71,8 +74,9 @@ class Server {
   void Shutdown();
 
   const ServerOptions& options() const { return options_; }
-  const Tool* FindTool(std::string_view name) const;
-  const Json& tools_list() const { return tools_list_; }
+  // `ui`: the client declared the MCP Apps extension, so the view tools are there too.
+  const Tool* FindTool(std::string_view name, bool ui = false) const;
+  const Json& tools_list(bool ui = false) const { return ui ? tools_list_ui_ : tools_list_; }
 
  private:
   friend class Connection;
@@ -80,7 +84,8 @@ class Server {
 
   ServerOptions options_;
   std::vector<Tool> tools_;
-  Json tools_list_;  // the tools/list result, built once
+  Json tools_list_;     // the tools/list result, built once
+  Json tools_list_ui_;  // the same with the view tools, for clients with the MCP Apps extension
   WorkerPool pool_;
 };
 
@@ -136,7 +141,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // decorated (mcp/protocol_era.h); then the same handlers as the legacy era.
   void HandleModernRequest(Message& message, const std::shared_ptr<Reply>& reply);
   Json Initialize(const Json& params);
-  Json Capabilities(bool modern) const;
+  Json Capabilities(bool modern, bool ui) const;
+  // Whether the client behind this request declared the MCP Apps extension: a modern request in
+  // its own _meta, a legacy one in initialize.
+  bool DeclaresUi(const Reply& reply) const;
 
   // One handler per request method, bound by name in a table (server.cc, Connection::Methods), as
   // clangd binds its LSP methods: a new method is one entry and one function.
@@ -183,6 +191,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<ResourceSubscriptions> subscriptions_;  // null without resources
   bool run_inline_ = false;
   bool modern_only_ = false;
+  std::atomic<bool> ui_{false};  // initialize declared the MCP Apps extension
   std::optional<std::string> subject_;
 };
 

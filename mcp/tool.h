@@ -66,6 +66,8 @@ struct Tool {
   // Client capabilities the handler relies on ({"sampling": {}}): a modern request that does
   // not declare them is refused with MissingRequiredClientCapability (-32021).
   Json required_client_capabilities = nullptr;
+  // The tools/list entry's _meta (an MCP Apps view: mcp/apps/ui_extension.h); null: none.
+  Json meta = nullptr;
 };
 
 }  // namespace sandbox::mcp

@@ -8,7 +8,8 @@
 #      real Prometheus scraping the server during a workflow on both backends (metrics.test.mjs),
 #      disk and egress bytes per session (usage.test.mjs),
 #      and sessions hibernated, resumed and forked on both backends, over stdio and HTTP, as root
-#      and as an ordinary user (hibernate.test.mjs);
+#      and as an ordinary user (hibernate.test.mjs), and the MCP Apps views in headless Chromium
+#      behind the official host bridge (apps.test.mjs);
 #   2. the official conformance suite against `serve --http`: the scenarios that need no
 #      fixture tools against mcp-sandbox itself, then `--requirements 2025-11-25` and
 #      `--requirements 2026-07-28` (both eras from one server) against mcp-sandbox-conformance
@@ -67,7 +68,7 @@ log "== e2e: SDK client over stdio and HTTP (node --test)"
   --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
   --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
   stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs oauth.test.mjs docker-fallback.test.mjs \
-  metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs scaleout_manifests.test.mjs scaleout.test.mjs fleet.test.mjs scaleout_swarm.test.mjs \
+  metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs apps.test.mjs scaleout_manifests.test.mjs scaleout.test.mjs fleet.test.mjs scaleout_swarm.test.mjs \
   2>"$results/sdk.stderr"
 sdk_status=$?
 sed 's/^/  /' "$results/sdk.txt" >&2

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "mcp/apps/view_tools.h"
 #include "mcp/drain.h"
 #include "mcp/http_transport.h"
 #include "mcp/metrics_listener.h"
@@ -242,6 +243,7 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
   options.resources = mcp::SandboxResources(sessions, settings);
   if (wrap_resources) options.resources = wrap_resources(options.resources);
   auto tools = mcp::SandboxTools(sessions, settings);
+  options.ui_tools = mcp::apps::ViewTools(sessions, settings);
   for (auto& extra : extra_tools) tools.push_back(std::move(extra));
   mcp::Server server(options, std::move(tools));
 

@@ -24,7 +24,8 @@ FUZZ_PACKAGES=(clang libclang-rt-dev)
 # prometheus: promtool checks the /metrics exposition, and an e2e test scrapes a server with it.
 # kubernetes-client (kubectl, for the offline Kubernetes checks) only where no kubectl is
 # installed: another package's /usr/bin/kubectl would make dpkg refuse it.
-TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas python3-dill docker.io procps curl haproxy iptables
+# chromium: the MCP Apps views are tested in headless Chromium (tests/e2e/apps.test.mjs).
+TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas python3-dill docker.io procps curl haproxy iptables chromium
   $(command -v kubectl >/dev/null || echo kubernetes-client)
   util-linux qemu-system-x86 busybox-static clang-format clang-tidy prometheus
   "${FUZZ_PACKAGES[@]}")
