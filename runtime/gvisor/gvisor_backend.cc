@@ -19,6 +19,7 @@
 #include "runtime/agent/host/fd_byte_stream.h"
 #include "runtime/base/fd_ops.h"
 #include "runtime/base/files.h"
+#include "runtime/base/units.h"
 #include "runtime/gvisor/oci_spec.h"
 #include "runtime/gvisor/runsc.h"
 #include "runtime/ns/pidfd.h"
@@ -32,6 +33,9 @@ namespace sandbox::gvisor {
 // hello): the Sentry boots in about a second here (ptrace, a nested VM).
 constexpr auto kBootTimeout = std::chrono::seconds(60);
 constexpr auto kReapTimeout = std::chrono::seconds(10);
+// What the Sentry and the Gofer themselves take (about 24 and 19 MB resident here), on top of
+// the guest's memory limit in the host cgroup.
+constexpr uint64_t kSentryMemoryBytes = 64ull << 20;
 
 struct BackendState {
   GvisorOptions options;
@@ -172,8 +176,11 @@ class GvisorSandbox final : public Sandbox {
   EnforcedLimits limits_;
 };
 
+// The host cgroup's limits: room for the Sentry and the Gofer beside the guest's memory, and
+// threads for them (HostPidsFor).
 Limits HostLimits(const Limits& limits) {
   Limits host = limits;
+  host.memory_bytes = limits.memory_bytes + kSentryMemoryBytes;
   host.pids = HostPidsFor(limits.pids);
   return host;
 }
@@ -250,7 +257,6 @@ Result<std::unique_ptr<GvisorSandbox>> StartSandbox(const std::shared_ptr<Backen
   const Limits host_limits = HostLimits(spec.limits);
   sandbox->limits_ = state->cgroups->Plan(host_limits);
   DescribeGvisorLimits(spec.limits, sandbox->limits_);
-  inputs.memory_cgroup = state->cgroups_in_force();
 
   // The bundle: config.json and the owner record the orphan sweep reads.
   SBX_TRY(MakeDirs(state->bundles_dir, 0700));
@@ -407,7 +413,11 @@ void DescribeGvisorLimits(const Limits& limits, EnforcedLimits& plan) {
                                 HostPidsFor(limits.pids))
                           : "RLIMIT_NPROC in the Sentry";
     } else if (limit.name == "memory" && cgroup) {
-      limit.note = "the cgroup holds the Sentry: at the limit the whole sandbox is killed";
+      limit.value = FormatBytes(limits.memory_bytes);
+      limit.note = fmt::format(
+          "RLIMIT_AS per process in the Sentry; the host cgroup holds the Sentry at {} more "
+          "(guest tmpfs included) and at that limit kills the whole sandbox",
+          FormatBytes(kSentryMemoryBytes));
     } else if (limit.name == "memory") {
       limit.note = "RLIMIT_AS in the Sentry (--rootless: no cgroup)";
     }

@@ -46,8 +46,10 @@ nlohmann::json ReadOnlyBind(const std::string& source, const char* target) {
 
 }  // namespace
 
-std::vector<RlimitSetting> SentryRlimits(const Limits& limits, bool memory_cgroup) {
-  std::vector<RlimitSetting> rlimits = RlimitsFor(limits, memory_cgroup);
+std::vector<RlimitSetting> SentryRlimits(const Limits& limits) {
+  // RLIMIT_AS always: a memory cgroup holds the Sentry, and at its limit kills the whole
+  // sandbox; the rlimit makes one greedy process fail (MemoryError) and the session live on.
+  std::vector<RlimitSetting> rlimits = RlimitsFor(limits, /*memory_cgroup_in_force=*/false);
   std::erase_if(rlimits, [](const RlimitSetting& r) { return r.resource == RLIMIT_NPROC; });
   rlimits.push_back({RLIMIT_NPROC, limits.pids, limits.pids});
   return rlimits;
@@ -56,7 +58,7 @@ std::vector<RlimitSetting> SentryRlimits(const Limits& limits, bool memory_cgrou
 nlohmann::json OciSpecFor(const OciInputs& inputs) {
   const Limits& limits = inputs.limits;
   nlohmann::json rlimits = nlohmann::json::array();
-  for (const RlimitSetting& r : SentryRlimits(limits, inputs.memory_cgroup)) {
+  for (const RlimitSetting& r : SentryRlimits(limits)) {
     if (const char* name = RlimitName(r.resource)) {
       rlimits.push_back({{"type", name}, {"soft", r.soft}, {"hard", r.hard}});
     }
@@ -83,6 +85,8 @@ nlohmann::json OciSpecFor(const OciInputs& inputs) {
   mounts.push_back(Tmpfs(layout::kDataDir, limits.disk_bytes,
                          {"mode=0755", fmt::format("uid={}", layout::kSandboxUid),
                           fmt::format("gid={}", layout::kSandboxGid)}));
+  // gVisor's own /dev/shm is root's: multiprocessing and shared_memory need one the user owns.
+  mounts.push_back(Tmpfs("/dev/shm", limits.tmp_bytes, {"mode=1777"}));
   mounts.push_back(ReadOnlyBind(inputs.agent_dir, layout::kAgentDir));
   if (!inputs.wheelhouse.empty()) {
     mounts.push_back(ReadOnlyBind(inputs.wheelhouse, layout::kWheelhouseDir));

@@ -22,13 +22,12 @@ struct OciInputs {
   std::vector<std::string> env;
   std::string workdir;
   Limits limits;
-  // A host memory cgroup holds the sandbox: no RLIMIT_AS then (runtime/cgroup RlimitsFor).
-  bool memory_cgroup = false;
 };
 
-// The rlimits the Sentry applies to the sandbox's first process: those of RlimitsFor, and
-// RLIMIT_NPROC always, since the Sentry counts the tasks of its own kernel (one sandbox).
-std::vector<RlimitSetting> SentryRlimits(const Limits& limits, bool memory_cgroup);
+// The rlimits the Sentry applies to the sandbox's first process: those of RlimitsFor without a
+// memory cgroup (RLIMIT_AS), and RLIMIT_NPROC always, since the Sentry counts the tasks of its
+// own kernel (one sandbox).
+std::vector<RlimitSetting> SentryRlimits(const Limits& limits);
 
 nlohmann::json OciSpecFor(const OciInputs& inputs);
 
