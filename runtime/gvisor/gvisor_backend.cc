@@ -47,6 +47,14 @@ struct BackendState {
   std::mutex mutex;
   std::set<std::string> live;  // session ids of this backend's sandboxes
 
+  // The parent groups of a state dir other than the system's are this server's alone: removed
+  // when the backend goes (if empty by then), as the namespace backend does for its own.
+  bool remove_cgroup_parents = false;
+  ~BackendState() {
+    if (!remove_cgroup_parents || !cgroups) return;
+    for (const std::string& dir : cgroups->parent_dirs()) ::rmdir(dir.c_str());
+  }
+
   bool cgroups_in_force() const { return cgroups->mode() != "none"; }
   std::string BundleDir(const std::string& id) const { return bundles_dir + "/" + id; }
   std::vector<std::string> Runsc(std::vector<std::string> subcommand) const {
@@ -369,6 +377,7 @@ Result<std::unique_ptr<GvisorBackend>> GvisorBackend::Open(GvisorOptions options
   SBX_TRY(MakeDirs(state->bundles_dir, 0700));
   state->cgroups =
       cgroups ? std::move(cgroups) : CgroupManager::Detect(GvisorCgroupOwner(options.state_dir));
+  state->remove_cgroup_parents = CgroupOwnerFor(options.state_dir) != kDefaultCgroupOwner;
   if (auto me = ns::IdentifyProcess(::getpid())) state->self = *me;
   state->options = std::move(options);
   return std::unique_ptr<GvisorBackend>(new GvisorBackend(std::move(state)));
