@@ -33,6 +33,8 @@ namespace sandbox::gvisor {
 // hello): the Sentry boots in about a second here (ptrace, a nested VM).
 constexpr auto kBootTimeout = std::chrono::seconds(60);
 constexpr auto kReapTimeout = std::chrono::seconds(10);
+// How long a sandbox whose input ended may take to exit by itself before it is killed.
+constexpr auto kOrderlyExit = std::chrono::milliseconds(500);
 // What the Sentry and the Gofer themselves take (about 24 and 19 MB resident here), on top of
 // the guest's memory limit in the host cgroup.
 constexpr uint64_t kSentryMemoryBytes = 64ull << 20;
@@ -106,16 +108,27 @@ class GvisorSandbox final : public Sandbox {
       : state_(std::move(state)), id_(std::move(id)), bundle_(state_->BundleDir(id_)) {}
 
   ~GvisorSandbox() override {
-    (void)Kill();
-    bool clean_exit = false;
-    if (pidfd_) {
-      int status = WaitAndReap(pidfd_.get(), kReapTimeout);
-      if (status < 0) spdlog::error("sandbox {}: runsc pid {} did not exit", id_, pid_);
-      clean_exit = status >= 0 && WIFEXITED(status);
+    int status = -1;
+    const auto closing = Clock::now();
+    if (pidfd_ && stream_) {
+      // The orderly way first: at the end of its input sandbox-init exits, and `runsc run` with
+      // it, removing its container (about 20 ms). A killed one leaves it for `runsc delete`.
+      stream_->CloseWrite();
+      status = WaitAndReap(pidfd_.get(), kOrderlyExit);
     }
-    // A `runsc run` that exited by itself removed its container; one killed left the state
-    // behind (and, without a cgroup, perhaps the Sentry): delete --force kills and removes it.
-    if (started_ && !clean_exit) {
+    if (pidfd_ && status < 0) {
+      (void)Kill();
+      status = WaitAndReap(pidfd_.get(), kReapTimeout);
+      if (status < 0) spdlog::error("sandbox {}: runsc pid {} did not exit", id_, pid_);
+    }
+    const bool clean_exit = status >= 0 && WIFEXITED(status);
+    spdlog::debug(
+        "sandbox {}: runsc run {} after {} ms", id_, clean_exit ? "exited by itself" : "was killed",
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - closing).count());
+    if (cgroup_ && state_->cgroups_in_force() && !clean_exit) (void)cgroup_->KillAll();
+    // A stopped container goes with `delete` (0.1 s); --force (a second more) only when it
+    // would not, e.g. a Sentry still running without a cgroup to kill it.
+    if (started_ && !clean_exit && !RunRunsc(state_->Runsc({"delete", id_}))) {
       if (auto deleted = RunRunsc(state_->Runsc({"delete", "--force", id_})); !deleted) {
         if (deleted.error().message.find("does not exist") == std::string::npos &&
             deleted.error().message.find("not found") == std::string::npos) {
