@@ -4,6 +4,7 @@
 // behaviour suite's gVisor part does) when runsc is missing, naming why.
 #include <sys/utsname.h>
 
+#include <chrono>
 #include <string>
 
 #include "tests/runtime/behaviour/behaviour_fixture.h"
@@ -63,4 +64,21 @@ TEST_CASE("gvisor: a system call the host policy refuses is served by the Sentry
   // The new namespace maps nothing yet: uid_map is empty.
   CHECK(Contains(run.stdout_text, "[]\n"));
   CHECK(Contains(run.stdout_text, "['Seccomp:\\t0']"));
+}
+
+TEST_CASE("gvisor: with a warm pool on, a session runs, hibernates and resumes with its state",
+          "[behaviour][gvisor]") {
+  sandbox::testing::BehaviourFixture fixture("gvisor");
+  fixture.Reconfigure([](sandbox::SessionConfig& config) {
+    config.pool_size = 1;
+    config.hibernate_after = std::chrono::hours(1);  // on; the test hibernates by hand
+  });
+  auto id = fixture.NewSession();
+  CHECK(fixture.Python(id, "x = 41\nopen('/mnt/data/kept.txt', 'w').write('kept')").exit_code == 0);
+  REQUIRE(fixture.manager().Hibernate(id));
+  CHECK(fixture.manager().HibernatedCount() == 1);
+  // The next call resumes it in a new gVisor sandbox (from the pool when one is ready).
+  auto resumed = fixture.Python(id, "print(x + 1, open('/mnt/data/kept.txt').read())");
+  INFO(resumed.stdout_text << resumed.stderr_text);
+  CHECK(resumed.stdout_text == "42 kept\n");
 }
