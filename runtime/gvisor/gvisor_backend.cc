@@ -211,6 +211,7 @@ Limits HostLimits(const Limits& limits) {
 Result<pid_t> ForkRunsc(const std::vector<std::string>& argv, int stream_fd, int log_fd,
                         int go_fd) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
   pid_t pid = ::fork();

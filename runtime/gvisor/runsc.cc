@@ -109,13 +109,15 @@ Result<std::string> RunRunsc(const std::vector<std::string>& argv,
   SBX_TRY(MakePipe(err_read, err_write));
   // Everything the child needs, made before the fork: it may only make async-signal-safe calls.
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  Fd null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!null) return FailSys("open", "/dev/null");
   pid_t pid = ::fork();
   if (pid < 0) return FailSys("fork", argv[0]);
   if (pid == 0) {
-    int null = ::open("/dev/null", O_RDONLY);
-    if (null < 0 || ::dup2(null, 0) < 0 || ::dup2(out_write.get(), 1) < 0 ||
+    if (::dup2(null.get(), 0) < 0 || ::dup2(out_write.get(), 1) < 0 ||
         ::dup2(err_write.get(), 2) < 0) {
       ::_exit(127);
     }
