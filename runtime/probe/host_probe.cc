@@ -349,7 +349,8 @@ DockerProbe ProbeDocker() {
 }
 
 BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& seccomp,
-                            const DockerProbe& docker, const std::string& requested) {
+                            const DockerProbe& docker, const std::string& requested,
+                            const GvisorProbe& gvisor) {
   BackendChoice choice{"none", requested, ""};
   std::string namespace_why;
   if (!userns.ok) {
@@ -374,6 +375,10 @@ BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& secco
     } else {
       choice.reason = "SANDBOX_BACKEND=docker, but " + docker_why;
     }
+  } else if (requested == "gvisor") {
+    choice.backend = gvisor.ok ? "gvisor" : "none";
+    choice.reason =
+        std::string("SANDBOX_BACKEND=gvisor") + (gvisor.ok ? "; " : ", but ") + gvisor.detail;
   } else if (requested == "auto") {
     if (namespace_why.empty()) {
       choice.backend = "namespace";
@@ -385,14 +390,16 @@ BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& secco
       choice.reason = namespace_why + "; " + docker_why;
     }
   } else {
-    choice.reason = "SANDBOX_BACKEND='" + requested + "' is not one of auto, namespace, docker";
+    choice.reason =
+        "SANDBOX_BACKEND='" + requested + "' is not one of auto, namespace, docker, gvisor";
   }
   return choice;
 }
 
 HostReport ProbeHost(const Limits& limits, const std::string& requested_backend,
-                     const std::string& state_dir) {
+                     const std::string& state_dir, const GvisorProbe& gvisor) {
   HostReport report;
+  report.gvisor = gvisor;
   struct utsname uts {};
   if (::uname(&uts) == 0) report.kernel = uts.release;
   report.uid = ::geteuid();
@@ -407,7 +414,8 @@ HostReport ProbeHost(const Limits& limits, const std::string& requested_backend,
   if (owner != kDefaultCgroupOwner) {
     for (const std::string& dir : report.cgroup_parents) ::rmdir(dir.c_str());  // if empty
   }
-  report.backend = ChooseBackend(report.userns, report.seccomp, report.docker, requested_backend);
+  report.backend =
+      ChooseBackend(report.userns, report.seccomp, report.docker, requested_backend, gvisor);
   if (report.backend.backend == "docker") {
     // The daemon enforces these through the container's HostConfig.
     report.limits.cgroup_mode = "docker";

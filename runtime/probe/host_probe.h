@@ -49,16 +49,24 @@ struct DockerProbe {
 DockerProbe ProbeDocker();  // from the environment
 DockerProbe PingDockerSocket(const std::string& socket_path, int timeout_ms = 2000);
 
-// SANDBOX_BACKEND=auto|namespace|docker: auto picks namespace when the user namespace and
+// gVisor: runsc found and usable with the configured platform (runtime/gvisor CheckRunsc fills
+// it in; this room does not link the backend).
+struct GvisorProbe {
+  bool ok = false;
+  std::string detail = "not probed";
+};
+
+// SANDBOX_BACKEND=auto|namespace|docker|gvisor: auto picks namespace when the user namespace and
 // seccomp probes pass, else docker when the daemon is reachable with a recent enough API, else
-// none. A forced choice that cannot work gives none, with the reason.
+// none (never gvisor). A forced choice that cannot work gives none, with the reason.
 struct BackendChoice {
   std::string backend;    // "namespace" | "docker" | "none"
   std::string requested;  // the SANDBOX_BACKEND value ("auto" when unset)
   std::string reason;
 };
 BackendChoice ChooseBackend(const UsernsProbe& userns, const SeccompProbe& seccomp,
-                            const DockerProbe& docker, const std::string& requested);
+                            const DockerProbe& docker, const std::string& requested,
+                            const GvisorProbe& gvisor = {});
 
 // Everything doctor reports.
 struct HostReport {
@@ -67,6 +75,7 @@ struct HostReport {
   UsernsProbe userns;
   SeccompProbe seccomp;
   DockerProbe docker;
+  GvisorProbe gvisor;
   std::string cgroup_mode;
   std::string cgroup_reason;
   std::vector<std::string> cgroup_parents;
@@ -78,6 +87,6 @@ struct HostReport {
 // the parent group of `state_dir`'s servers (CgroupOwnerFor), as `serve` would; one of a state
 // dir other than the system's is removed again when empty.
 HostReport ProbeHost(const Limits& limits, const std::string& requested_backend,
-                     const std::string& state_dir);
+                     const std::string& state_dir, const GvisorProbe& gvisor = {});
 
 }  // namespace sandbox::probe

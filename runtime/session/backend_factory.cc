@@ -4,6 +4,7 @@
 
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/docker/docker_backend.h"
+#include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/ns/namespace_backend.h"
 #include "runtime/probe/host_probe.h"
 #include "runtime/probe/probe_cache.h"
@@ -19,6 +20,8 @@ const char* KindName(BackendKind kind) {
       return "namespace";
     case BackendKind::kDocker:
       return "docker";
+    case BackendKind::kGvisor:
+      return "gvisor";
   }
   return "auto";
 }
@@ -28,11 +31,23 @@ Result<BackendKind> ParseBackendKind(const std::string& text) {
   if (text == "auto" || text.empty()) return BackendKind::kAuto;
   if (text == "namespace") return BackendKind::kNamespace;
   if (text == "docker") return BackendKind::kDocker;
+  if (text == "gvisor") return BackendKind::kGvisor;
   return Fail(ErrorCode::kInvalidArgument,
-              "SANDBOX_BACKEND '{}' is not one of auto, namespace, docker", text);
+              "SANDBOX_BACKEND '{}' is not one of auto, namespace, docker, gvisor", text);
 }
 
 Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
+  if (options.kind == BackendKind::kGvisor) {
+    // Asked for by name only: it needs neither the namespace probes nor Docker.
+    auto backend = gvisor::GvisorBackend::Open({.state_dir = options.state_dir,
+                                                .agent_dir = options.agent_dir,
+                                                .runsc = options.runsc,
+                                                .platform = options.gvisor_platform});
+    if (!backend) return Fail(std::move(backend.error()).Context("SANDBOX_BACKEND=gvisor"));
+    std::string reason = "SANDBOX_BACKEND=gvisor; " + (*backend)->runsc().detail;
+    spdlog::info("backend: gvisor ({})", reason);
+    return SelectedBackend{std::shared_ptr<Backend>(std::move(*backend)), reason};
+  }
   // Probe only what the choice needs: the namespace probes fork a child each (a few ms), the
   // Docker probe talks to the socket.
   probe::UsernsProbe userns;

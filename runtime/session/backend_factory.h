@@ -1,4 +1,5 @@
-// Chooses and builds the Backend `serve` and `run` use: SANDBOX_BACKEND=auto|namespace|docker.
+// Chooses and builds the Backend `serve` and `run` use:
+// SANDBOX_BACKEND=auto|namespace|docker|gvisor (gvisor only when asked for by name).
 // auto probes namespaces for real (fork, unshare a user namespace, write uid_map, mount a tmpfs)
 // and falls back to Docker when that fails, saying why.
 #pragma once
@@ -12,9 +13,9 @@
 
 namespace sandbox {
 
-enum class BackendKind { kAuto, kNamespace, kDocker };
+enum class BackendKind { kAuto, kNamespace, kDocker, kGvisor };
 
-// Parses "auto" | "namespace" | "docker".
+// Parses "auto" | "namespace" | "docker" | "gvisor".
 Result<BackendKind> ParseBackendKind(const std::string& text);
 
 struct SelectedBackend {
@@ -34,6 +35,8 @@ struct BackendOptions {
   // A file keeping the namespace probes' pass (runtime/probe/probe_cache.h), for one-shot
   // runs; "" probes every time, as a server does once at its start.
   std::string probe_cache;
+  std::string runsc = "runsc";             // SANDBOX_RUNSC (gvisor)
+  std::string gvisor_platform = "ptrace";  // SANDBOX_GVISOR_PLATFORM (gvisor)
 };
 
 // Fails with kSandboxUnavailable, naming every reason, when no backend can be used.

@@ -18,6 +18,7 @@
 #include "runtime/base/result.h"
 #include "runtime/base/units.h"
 #include "runtime/egress/egress_report.h"
+#include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/limits.h"
 #include "runtime/limits_json.h"
 #include "runtime/ns/kernel_counters.h"
@@ -108,6 +109,7 @@ nlohmann::json ReportJson(const probe::HostReport& r, const std::string& state_d
         {"api_version", r.docker.api_version.empty() ? nlohmann::json(nullptr)
                                                      : nlohmann::json(r.docker.api_version)},
         {"detail", r.docker.detail}}},
+      {"gvisor", {{"ok", r.gvisor.ok}, {"detail", r.gvisor.detail}}},
       {"backend",
        {{"name", r.backend.backend},
         {"requested", r.backend.requested},
@@ -155,6 +157,7 @@ void PrintHuman(std::ostream& out, const probe::HostReport& r, const std::string
   PrintRow(out, "cgroups", r.cgroup_mode, r.cgroup_reason, kW1, kW2);
   PrintRow(out, "docker", r.docker.reachable ? (r.docker.api_ok ? "ok" : "too old") : "unreachable",
            r.docker.detail, kW1, kW2);
+  PrintRow(out, "gvisor", r.gvisor.ok ? "ok" : "unavailable", r.gvisor.detail, kW1, kW2);
   PrintRow(
       out, "backend", r.backend.backend,
       r.backend.reason +
@@ -211,7 +214,13 @@ int DoctorCommand(const Argv& argv) {
   std::string state_dir =
       config.state_dir.empty() ? rootfs::ImageStore::DefaultStateDir() : config.state_dir;
 
-  probe::HostReport report = probe::ProbeHost(SessionLimits(config), config.backend, state_dir);
+  // runsc is looked for whatever the backend: doctor says whether gVisor could be used here.
+  gvisor::RunscCheck runsc = gvisor::CheckRunsc(config.runsc, config.gvisor_platform);
+  probe::HostReport report = probe::ProbeHost(SessionLimits(config), config.backend, state_dir,
+                                              {.ok = runsc.ok, .detail = runsc.detail});
+  if (report.backend.backend == "gvisor") {
+    gvisor::DescribeGvisorLimits(SessionLimits(config), report.limits);
+  }
   if (report.backend.backend == "namespace") {
     // The per-sandbox caps on the kernel's per-user counters serve would set.
     const bool own_host_uid = ::geteuid() == 0;

@@ -60,7 +60,7 @@ flags:
   --shell            treat the input as a shell command line, not Python
   --json             print one JSON object (stdout, stderr, exit_code, duration_s, limits,
                      artifacts) instead of streaming
-  --backend KIND     auto | namespace | docker (default: $SANDBOX_BACKEND or auto)
+  --backend KIND     auto | namespace | docker | gvisor (default: $SANDBOX_BACKEND or auto)
   --state-dir DIR    the store and session records (default: $SANDBOX_STATE_DIR, ...)
 
 batch mode (docs/ci.md "Batch runs"):

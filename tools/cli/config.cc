@@ -528,10 +528,25 @@ const std::vector<ConfigVariable> kVariables = {
      }},
     {"SANDBOX_BACKEND", "--backend", "auto",
      "Sandbox technology: auto (namespaces when this host allows them, else Docker), namespace, "
-     "docker",
+     "docker, gvisor (runsc; only when named)",
      [](ServeConfig& config, const std::string& value) -> Status {
-       SBX_TRY(OneOf(value, {"auto", "namespace", "docker"}));
+       SBX_TRY(OneOf(value, {"auto", "namespace", "docker", "gvisor"}));
        config.backend = value;
+       return {};
+     }},
+    {"SANDBOX_RUNSC", "--runsc", "runsc",
+     "gVisor backend: the runsc binary, a path or a name looked up in PATH",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       if (value.empty()) return Invalid("must name the runsc binary");
+       config.runsc = value;
+       return {};
+     }},
+    {"SANDBOX_GVISOR_PLATFORM", "--gvisor-platform", "ptrace",
+     "gVisor backend: how the Sentry traps the sandbox's system calls: ptrace (works anywhere, "
+     "slowest), systrap (runsc 20230227 or later), kvm (needs /dev/kvm)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       SBX_TRY(OneOf(value, {"ptrace", "systrap", "kvm"}));
+       config.gvisor_platform = value;
        return {};
      }},
     {"SANDBOX_STATE_DIR", "--state-dir", "",

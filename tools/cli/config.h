@@ -59,7 +59,9 @@ struct ServeConfig {
   std::string log_level;
   std::string log_file;  // "" = stderr
   std::string log_format;
-  std::string backend;            // auto | namespace | docker
+  std::string backend;            // auto | namespace | docker | gvisor
+  std::string runsc;              // SANDBOX_RUNSC (gvisor)
+  std::string gvisor_platform;    // SANDBOX_GVISOR_PLATFORM (gvisor)
   std::string state_dir;          // "" = the image store's default
   std::string wheelhouse;         // "" = none
   std::string egress_allow;       // SANDBOX_EGRESS_ALLOW as given ("" = no network)

@@ -55,6 +55,8 @@ Result<ConfiguredOptions> ConfiguredOptionsFor(const ServeConfig& config) {
   // Pooled sandboxes exist next to the sessions: the backend shares its budgets among both.
   backend.max_sessions = config.max_sessions + config.pool_size;
   backend.replica = config.replica_id;
+  backend.runsc = config.runsc;
+  backend.gvisor_platform = config.gvisor_platform;
 
   options.tools.exec_timeout_s = config.exec_timeout_s;
   options.tools.max_upload_bytes = config.max_upload_bytes;

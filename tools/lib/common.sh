@@ -25,9 +25,11 @@ FUZZ_PACKAGES=(clang libclang-rt-dev)
 # kubernetes-client (kubectl, for the offline Kubernetes checks) only where no kubectl is
 # installed: another package's /usr/bin/kubectl would make dpkg refuse it.
 # chromium: the MCP Apps views are tested in headless Chromium (tests/e2e/apps.test.mjs).
+# runsc (gVisor): the behaviour suite's gvisor part and the gVisor backend's own tests.
 TEST_PACKAGES=(skopeo umoci python3-matplotlib python3-pandas python3-dill docker.io procps curl haproxy iptables chromium
   $(command -v kubectl >/dev/null || echo kubernetes-client)
   util-linux qemu-system-x86 busybox-static clang-format clang-tidy prometheus
+  runsc
   "${FUZZ_PACKAGES[@]}")
 
 # Node.js and npm for the e2e tests: Debian's packages unless a Node.js with npm is already

@@ -53,6 +53,11 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
   manager_ = std::make_unique<SessionManager>(config_, backend_impl_, resolver_);
 }
 
+void BehaviourFixture::GvisorDiffers(const std::string& why) const {
+  if (backend_ == "gvisor")
+    SkipTest("gvisor differs (docs/security.md \"gVisor backend\"): " + why);
+}
+
 void BehaviourFixture::Reconfigure(const std::function<void(SessionConfig&)>& tweak) {
   manager_.reset();
   tweak(config_);

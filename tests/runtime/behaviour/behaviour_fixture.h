@@ -1,6 +1,6 @@
-// The behaviour suite: every test runs once per backend (namespace, Docker) through the same
-// SessionManager, so both backends are held to one standard. A backend that cannot run here
-// (no Docker daemon, no image) skips its half with the reason.
+// The behaviour suite: every test runs once per backend (namespace, Docker, gVisor) through the
+// same SessionManager, so the backends are held to one standard. A backend that cannot run here
+// (no Docker daemon, no runsc, no image) skips its part with the reason.
 #pragma once
 
 #include <functional>
@@ -20,8 +20,12 @@ class BehaviourFixture {
   explicit BehaviourFixture(const std::string& backend);
   SessionManager& manager() { return *manager_; }
   const SessionConfig& config() const { return config_; }
-  // "namespace" or "docker": for the few expectations docs/docker.md documents as different.
+  // "namespace", "docker" or "gvisor": for the few expectations docs/docker.md and
+  // docs/security.md "gVisor" document as different.
   const std::string& backend() const { return backend_; }
+  // Skips on the gVisor backend, whose answer differs from the one this test holds the others
+  // to for the reason given (listed in docs/security.md "gVisor backend").
+  void GvisorDiffers(const std::string& why) const;
   // Replaces the manager with one whose config `tweak` changed (closes the old sessions).
   void Reconfigure(const std::function<void(SessionConfig&)>& tweak);
   // Creates a session or fails the test.
@@ -40,7 +44,7 @@ class BehaviourFixture {
 }  // namespace sandbox::testing
 
 // BEHAVIOUR_TEST("does x", "[tags]") { ... uses `fixture` ... } defines one test case per
-// backend: "namespace: does x" and "docker: does x".
+// backend: "namespace: does x", "docker: does x" and "gvisor: does x".
 #define BEHAVIOUR_TEST_IMPL(fn, name, tags)                      \
   static void fn(sandbox::testing::BehaviourFixture& fixture);   \
   TEST_CASE("namespace: " name, "[behaviour][namespace]" tags) { \
@@ -49,6 +53,10 @@ class BehaviourFixture {
   }                                                              \
   TEST_CASE("docker: " name, "[behaviour][docker]" tags) {       \
     sandbox::testing::BehaviourFixture fixture("docker");        \
+    fn(fixture);                                                 \
+  }                                                              \
+  TEST_CASE("gvisor: " name, "[behaviour][gvisor]" tags) {       \
+    sandbox::testing::BehaviourFixture fixture("gvisor");        \
     fn(fixture);                                                 \
   }                                                              \
   static void fn(sandbox::testing::BehaviourFixture& fixture)

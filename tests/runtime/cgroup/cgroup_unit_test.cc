@@ -183,6 +183,16 @@ TEST_CASE("backend choice follows SANDBOX_BACKEND and the probes", "[unit]") {
   auto bad = probe::ChooseBackend(userns_ok, seccomp_ok, docker_ok, "podman");
   CHECK(bad.backend == "none");
   CHECK(bad.reason.find("SANDBOX_BACKEND") != std::string::npos);
+  // gvisor: only when named, never by auto, and a missing runsc is the reason.
+  probe::GvisorProbe gvisor_ok{.ok = true, .detail = "/usr/bin/runsc, platform ptrace"};
+  probe::GvisorProbe gvisor_bad{.ok = false, .detail = "no 'runsc' in PATH"};
+  CHECK(probe::ChooseBackend(userns_ok, seccomp_ok, docker_ok, "gvisor", gvisor_ok).backend ==
+        "gvisor");
+  CHECK(probe::ChooseBackend(userns_bad, seccomp_ok, docker_none, "auto", gvisor_ok).backend ==
+        "none");
+  auto no_runsc = probe::ChooseBackend(userns_ok, seccomp_ok, docker_ok, "gvisor", gvisor_bad);
+  CHECK(no_runsc.backend == "none");
+  CHECK(no_runsc.reason == "SANDBOX_BACKEND=gvisor, but no 'runsc' in PATH");
 }
 
 // A stand-in for dockerd on a unix socket, for daemons this machine cannot run (too old, or

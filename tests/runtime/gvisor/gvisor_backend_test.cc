@@ -1,0 +1,113 @@
+// The gVisor backend against a real runsc, as root (the CI machine's mode): a sandbox's program
+// talks over the stream, Kill ends it, and nothing is left behind (bundle, runsc state, cgroup);
+// the orphan sweep removes what a dead server left. Skips, naming why, without runsc or root.
+#include "runtime/gvisor/gvisor_backend.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "rootfs/store.h"
+#include "runtime/base/files.h"
+#include "runtime/gvisor/runsc.h"
+#include "tests/support/test_support.h"
+
+using namespace sandbox;
+
+namespace {
+
+struct Fixture {
+  testing::TempDir state;
+  std::unique_ptr<gvisor::GvisorBackend> backend;
+  SandboxSpec spec;
+
+  Fixture() {
+    if (::geteuid() != 0) testing::SkipTest("the gVisor backend's cgroup checks need root");
+    if (auto runsc = gvisor::FindRunsc("runsc"); !runsc) testing::SkipTest(runsc.error().message);
+    rootfs::ImageStore store("/var/lib/mcp-sandbox");
+    auto image = store.Find("python");
+    if (!image) testing::SkipTest("no image 'python' in /var/lib/mcp-sandbox (image build)");
+    auto opened = gvisor::GvisorBackend::Open(
+        {.state_dir = state.path(), .agent_dir = testing::BinaryDir() + "/agent"});
+    REQUIRE(opened);
+    backend = std::move(*opened);
+    spec.session_id = "sess_0123456789abcdef0123456789abcdef";
+    spec.rootfs = image->rootfs;
+    spec.env = {"PATH=/usr/bin:/bin"};
+  }
+
+  std::string Bundle() const { return state.path() + "/gvisor/bundles/" + spec.session_id; }
+  bool Exists(const std::string& path) const {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0;
+  }
+  std::string ReadAll(Sandbox& sandbox) {
+    std::string text;
+    char buffer[256];
+    for (;;) {
+      auto got =
+          sandbox.stream().Read(buffer, sizeof buffer, Clock::now() + std::chrono::seconds(30));
+      if (!got || *got == 0) return text;
+      text.append(buffer, *got);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "gvisor backend: a program speaks over the stream from gVisor's kernel and leaves "
+    "nothing behind",
+    "[gvisor]") {
+  Fixture f;
+  {
+    auto sandbox = f.backend->StartProgram(
+        f.spec, {"/bin/sh", "-c", "echo hello; uname -r; id -u; read line; echo got $line"});
+    REQUIRE(sandbox);
+    CHECK((*sandbox)->backend_name() == "gvisor");
+    CHECK(f.Exists(f.Bundle() + "/config.json"));
+    REQUIRE((*sandbox)->stream().Write("ping\n"));
+    std::string text = f.ReadAll(**sandbox);
+    CHECK(text == "hello\n4.4.0\n1000\ngot ping\n");
+    CHECK((*sandbox)->Usage().memory_bytes > 0);  // the cgroup holds the Sentry
+  }
+  CHECK_FALSE(f.Exists(f.Bundle()));
+  auto list = gvisor::RunRunsc({f.backend->runsc().runsc_path,
+                                "--root=" + f.state.path() + "/gvisor/runsc", "list", "-quiet"});
+  REQUIRE(list);
+  CHECK(*list == "");
+}
+
+TEST_CASE("gvisor backend: Kill ends a sandbox that would run forever", "[gvisor]") {
+  Fixture f;
+  auto sandbox = f.backend->StartProgram(f.spec, {"/bin/sh", "-c", "echo up; exec sleep 1000"});
+  REQUIRE(sandbox);
+  char byte;
+  REQUIRE((*sandbox)->stream().Read(&byte, 1, Clock::now() + std::chrono::seconds(30)));
+  auto started = Clock::now();
+  REQUIRE((*sandbox)->Kill());
+  f.ReadAll(**sandbox);  // ends: the stream closes with the sandbox
+  CHECK(Clock::now() - started < std::chrono::seconds(10));
+}
+
+TEST_CASE("gvisor backend: a sandbox that cannot start says why, from runsc's log", "[gvisor]") {
+  Fixture f;
+  auto sandbox = f.backend->StartProgram(f.spec, {"/no/such/program"});
+  REQUIRE_FALSE(sandbox);
+  CHECK(sandbox.error().message.find("runsc log") != std::string::npos);
+  CHECK(sandbox.error().message.find("/no/such/program") != std::string::npos);
+  CHECK_FALSE(f.Exists(f.Bundle()));
+}
+
+TEST_CASE("gvisor backend: the sweep removes the bundle of a server that is gone", "[gvisor]") {
+  Fixture f;
+  const std::string orphan =
+      f.state.path() + "/gvisor/bundles/sess_00000000000000000000000000000001";
+  REQUIRE(MakeDirs(orphan));
+  REQUIRE(WriteFile(orphan + "/owner", "999999999 1\n"));  // no such process
+  auto swept = f.backend->SweepOrphans();
+  REQUIRE(swept);
+  CHECK(*swept == 1);
+  CHECK_FALSE(f.Exists(orphan));
+}
