@@ -83,10 +83,6 @@ def _mcp_sandbox_seed_matplotlib_cache():
 _mcp_sandbox_seed_matplotlib_cache()
 del _mcp_sandbox_seed_matplotlib_cache
 EOF
-  # The byte code Debian compiled is now stale (another size and mtime): compiled again here,
-  # or every interpreter start would compile sitecustomize anew (the rootfs is read-only).
-  chroot "$root" python3 -c 'import py_compile, sysconfig
-py_compile.compile(sysconfig.get_path("stdlib") + "/sitecustomize.py", doraise=True)'
 fi
 
 # --- Trims. dpkg's path-exclude already kept docs, man pages, info and translations out; what
