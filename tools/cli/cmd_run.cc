@@ -280,8 +280,9 @@ int RunCommand(const Argv& argv) {
   });
 
   // The probes' verdict is kept between runs (probe_cache.h). Should a sandbox not start on a
-  // kept verdict (for another reason than its image), it is forgotten, with the kept seccomp
-  // program (compiled anew by the next run), and the backend chosen again on fresh probes, once.
+  // kept verdict (for another reason than its image), it is forgotten and the backend chosen
+  // again on fresh probes, once. The kept seccomp program is forgotten after any such failure
+  // (this process keeps the one it loaded; the next run compiles again).
   configured->backend.probe_cache = probe::ProbeCachePath(config.state_dir);
   bool image_failed = false;
   ImageResolver resolver = [&image_failed,
@@ -301,9 +302,9 @@ int RunCommand(const Argv& argv) {
     }
     manager = std::make_unique<SessionManager>(config, backend->backend, resolver);
     session = manager->Create({});
+    if (!session && !image_failed) seccomp::ForgetKeptProgram(kept_program);
     if (session || image_failed || !backend->from_probe_cache || retried) break;
     probe::ForgetNamespaceVerdict(configured->backend.probe_cache);
-    seccomp::ForgetKeptProgram(kept_program);
     manager.reset();
   }
   if (!session) {
