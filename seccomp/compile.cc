@@ -13,11 +13,14 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "runtime/base/fd.h"
+#include "seccomp/program_cache.h"
 
 namespace sandbox::seccomp {
 namespace {
@@ -333,10 +336,22 @@ Result<BpfProgram> CompilePolicy(const PolicySpec& spec) {
   return BpfProgram(std::move(program));
 }
 
+namespace {
+
+// The file set by KeepCompiledPolicyIn, read once by the first CompiledPolicy().
+std::string& KeptPolicyPath() {
+  static std::string path;
+  return path;
+}
+
+}  // namespace
+
+void KeepCompiledPolicyIn(std::string path) { KeptPolicyPath() = std::move(path); }
+
 Result<const BpfProgram*> CompiledPolicy() {
   // A function-local static is initialised once, thread-safely (C++11 [stmt.dcl]/4); the error,
   // if any, is cached too: the policy and libseccomp do not change while the process runs.
-  static const Result<BpfProgram> compiled = CompilePolicy(SandboxPolicy());
+  static const Result<BpfProgram> compiled = LoadOrCompileSandboxPolicy(KeptPolicyPath());
   if (!compiled) return Fail(compiled.error());
   return &*compiled;
 }

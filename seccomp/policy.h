@@ -63,6 +63,11 @@ class BpfProgram {
 // if libseccomp cannot express the policy on this machine (e.g. not x86_64): the error names why.
 Result<const BpfProgram*> CompiledPolicy();
 
+// Has the first CompiledPolicy() load the program kept at `path` for this binary and libseccomp,
+// or compile and keep it there (program_cache.h): for one-shot runs, which compile per process.
+// Call before anything may call CompiledPolicy(); later calls change nothing.
+void KeepCompiledPolicyIn(std::string path);
+
 // The same policy as a Docker seccomp profile (for HostConfig.SecurityOpt "seccomp=<json>").
 // See docker_profile.h for what Docker's format cannot carry.
 std::string DockerProfileJson();

@@ -46,6 +46,9 @@ add({"id": "exception", "code": "def f():\n    raise ValueError('boom')\nf()"},
 add({"id": "exit-code", "code": "raise SystemExit(3)"}, exit_code=3)
 add({"id": "timeout", "code": "import time\ntime.sleep(60)", "timeout_s": 1},
     exit_code=124, timed_out=True)
+# Timed out, its worker is interrupted and killed a second later; whether the worker, one of
+# hundreds of processes, gets the CPU to print its KeyboardInterrupt in that second is a race
+# (docs/ci.md "Batch runs"): the comparisons below take its stderr as empty either way.
 add({"id": "fork-bomb", "timeout_s": 3,
      "code": "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"},
     exit_code=124, timed_out=True)
@@ -155,9 +158,8 @@ def load(path):  # the timings differ from run to run; nothing else may
         r = json.loads(line)
         for key in ("duration_s", "wall_s", "cpu_s", "memory_peak_bytes"):
             r.pop(key, None)
-        if r.get("timed_out"):  # how far it got before the cut is timing (docs/ci.md)
-            for key in ("stdout", "stderr", "stdout_truncated", "stderr_truncated"):
-                r.pop(key, None)
+        if r["id"] == "fork-bomb" and r.get("stderr", "").rstrip().endswith("KeyboardInterrupt"):
+            r["stderr"] = ""  # printed within the grace period, or killed first (docs/ci.md)
         out.append(r)
     return out
 a, b = load(sys.argv[1]), load(sys.argv[2])
@@ -192,11 +194,10 @@ def load(path):
         r = json.loads(line)
         for key in ("duration_s", "wall_s", "cpu_s", "memory_peak_bytes"):
             r.pop(key, None)
-        if r.get("timed_out"):  # as above
-            for key in ("stdout", "stderr", "stdout_truncated", "stderr_truncated"):
-                r.pop(key, None)
         if r["id"] == "oom":  # killed by the cgroup, or MemoryError under rlimits only
             r = {"id": "oom", "ran": r["ran"], "failed": r["exit_code"] in (1, 137)}
+        if r["id"] == "fork-bomb" and r.get("stderr", "").rstrip().endswith("KeyboardInterrupt"):
+            r["stderr"] = ""  # printed within the grace period, or killed first (docs/ci.md)
         out[str(r["id"])] = r
     return out
 a, b = load(sys.argv[1]), load(sys.argv[2])

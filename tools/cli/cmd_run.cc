@@ -30,6 +30,8 @@
 #include "runtime/probe/probe_cache.h"
 #include "runtime/session/backend_factory.h"
 #include "runtime/session/session_manager.h"
+#include "seccomp/policy.h"
+#include "seccomp/program_cache.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/config.h"
@@ -253,6 +255,10 @@ int RunCommand(const Argv& argv) {
   ::signal(SIGPIPE, SIG_IGN);
   LogOptions log_options;
   log_options.level = "warn";
+  // A run compiles the seccomp policy once per process, so it keeps the compiled program
+  // between runs (seccomp/program_cache.h), as it keeps the probes' verdict.
+  const std::string kept_program = seccomp::ProgramCachePath(config.state_dir);
+  seccomp::KeepCompiledPolicyIn(kept_program);
   if (batch) {
     (void)InitLogging(log_options);
     return RunBatchCommand(*configured, *serve_config, *args.Get("--batch"), *parallel,
@@ -275,7 +281,8 @@ int RunCommand(const Argv& argv) {
 
   // The probes' verdict is kept between runs (probe_cache.h). Should a sandbox not start on a
   // kept verdict (for another reason than its image), it is forgotten and the backend chosen
-  // again on fresh probes, once.
+  // again on fresh probes, once. The kept seccomp program is forgotten after any such failure
+  // (this process keeps the one it loaded; the next run compiles again).
   configured->backend.probe_cache = probe::ProbeCachePath(config.state_dir);
   bool image_failed = false;
   ImageResolver resolver = [&image_failed,
@@ -295,6 +302,7 @@ int RunCommand(const Argv& argv) {
     }
     manager = std::make_unique<SessionManager>(config, backend->backend, resolver);
     session = manager->Create({});
+    if (!session && !image_failed) seccomp::ForgetKeptProgram(kept_program);
     if (session || image_failed || !backend->from_probe_cache || retried) break;
     probe::ForgetNamespaceVerdict(configured->backend.probe_cache);
     manager.reset();
