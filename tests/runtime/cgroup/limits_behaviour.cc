@@ -12,11 +12,13 @@
 #include <cstring>
 #include <iostream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "tests/runtime/cgroup/cgroup_test_util.h"
 #include "tests/support/cpu_window.h"
@@ -49,7 +51,7 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   if (!cpu) SkipTest("no cpu controller for session groups: " + plan.reason);
   Limits limits = SmallLimits();
   limits.pids = 64;
-  limits.cpus = 1.0;  // a whole CPU each: only the weights decide who gets the one they share
+  limits.cpus = 1.0;  // a whole CPU each: only the priorities decide who gets the one they share
   auto normal = manager.Create("sess_cpunormal0001", limits);
   REQUIRE(normal.has_value());
   auto background = manager.Create("sess_cpubackgrnd01", limits);
@@ -75,30 +77,33 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   CHECK(fore > 0.1);
   CHECK(back * 5 < fore);
 
-  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal).has_value());
-  // CFS (Linux < 6.6) keeps the virtual runtime a group ran up while its weight was low when the
-  // weight changes (reweight_entity() does not rescale it): the last tick the background group
-  // ran counted ~100 times, so once raised it waits until the normal group has caught up, up to
-  // ~100 ticks, and only then do they share evenly. In the emulated VM that was 0.2-0.5 s as root
-  // and up to 1.4 s in a delegated subtree (the debt is as long as the last run at weight 1), so
-  // a 0.5 s window taken right after the raise failed 2 runs in 3. EEVDF (6.6+) scales that lag
-  // with the weight. So: the raised group must run again within a bound, and the shares are
-  // compared after that, not over a window that holds the catch-up.
-  auto raised_at = std::chrono::steady_clock::now();
-  double waited_s = 0;
-  for (;;) {
-    auto [a, b] = CpuOver(**normal, **background, std::chrono::milliseconds(50));
-    waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - raised_at).count();
-    if (b > 0.005 || waited_s > 10) break;
+  // Issue #38: the raised group gets its share within 50 ms of the raise. With the weight
+  // scheme on CFS (Linux < 6.6) it did not: the ticks it ran at weight 1 left it a virtual
+  // runtime lead that reweight_entity() keeps, so it waited 0.2-1.4 s (in the emulated VM) for
+  // the normal group to catch up (background_cpu.h). A window in which the two together ran
+  // under 20 ms (a loaded host) says nothing: then lowered again, for another try.
+  double normal_50ms = 0, raised_50ms = 0;
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (attempt > 0) {
+      REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground).has_value());
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it runs a little, lowered
+    }
+    REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal).has_value());
+    std::tie(normal_50ms, raised_50ms) =
+        CpuOver(**normal, **background, std::chrono::milliseconds(50));
+    if (normal_50ms + raised_50ms >= 0.02) break;
   }
-  INFO("the raised group ran again after " << waited_s << " s");
-  CHECK(waited_s < 5);
+  INFO("the 50 ms after the raise: normal " << normal_50ms << " s, raised " << raised_50ms
+                                            << " s");
+  CHECK(normal_50ms + raised_50ms >= 0.02);
+  CHECK(raised_50ms * 3 > normal_50ms);
   auto [first, raised] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   std::cerr << fmt::format(
-      "[{}] cpu after the raise: ran again after {:.2f} s, then normal {:.2f} s, raised {:.2f} s "
-      "of 0.5 s\n",
-      manager.mode(), waited_s, first, raised);
+      "[{}] cpu ({}): lowered: normal {:.3f} s, background {:.3f} s of 0.5 s; the 50 ms after "
+      "the raise: normal {:.3f} s, raised {:.3f} s; the 0.5 s after: {:.3f} s, {:.3f} s\n",
+      manager.mode(), cgroup::BackgroundCpuName(cgroup::HostBackgroundCpu()), fore, back,
+      normal_50ms, raised_50ms, first, raised);
   CHECK(raised * 3 > first);
   CHECK(first * 3 > raised);
   REQUIRE((*normal)->Destroy().has_value());
