@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -75,35 +75,43 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   auto [fore, back] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("over 500 ms on one CPU: normal " << fore << " s, background " << back << " s");
   CHECK(fore > 0.1);
-  CHECK(back * 5 < fore);
+  // Under a fifth: the weight (EEVDF) gives it about 1 %, the bandwidth cap (CFS) 10 % of a
+  // CPU, up to 19 % measured in the emulated VM (the cap is checked at each 4 ms tick).
+  CHECK(back * 4 < fore);
 
   // Issue #38: the raised group gets its share within 50 ms of the raise. With the weight
   // scheme on CFS (Linux < 6.6) it did not: the ticks it ran at weight 1 left it a virtual
   // runtime lead that reweight_entity() keeps, so it waited 0.2-1.4 s (in the emulated VM) for
-  // the normal group to catch up (background_cpu.h). A window in which the two together ran
-  // under 20 ms (a loaded host) says nothing: then lowered again, for another try.
-  double normal_50ms = 0, raised_50ms = 0;
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  // the normal group to catch up (background_cpu.h); in 5 of 8 raises measured there it did not
+  // run at all in 0.6 s. Three raises, each after 300 ms lowered: at least two must give the
+  // raised group a quarter of the 50 ms after them (an emulated VM on a loaded host loses a
+  // window now and then to the host, which the guest books to whichever task was on the CPU).
+  // A window in which the two together ran under 20 ms says nothing and is taken again.
+  int judged = 0, got_share = 0;
+  std::string windows;
+  for (int attempt = 0; attempt < 8 && judged < 3; ++attempt) {
     if (attempt > 0) {
       REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground).has_value());
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it runs a little, lowered
     }
     REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal).has_value());
-    std::tie(normal_50ms, raised_50ms) =
-        CpuOver(**normal, **background, std::chrono::milliseconds(50));
-    if (normal_50ms + raised_50ms >= 0.02) break;
+    auto [normal_ran, raised_ran] = CpuOver(**normal, **background, std::chrono::milliseconds(50));
+    windows += fmt::format(" {:.3f}/{:.3f}", normal_ran, raised_ran);
+    if (normal_ran + raised_ran < 0.02) continue;
+    ++judged;
+    if (raised_ran * 3 > normal_ran) ++got_share;
   }
-  INFO("the 50 ms after the raise: normal " << normal_50ms << " s, raised " << raised_50ms
-                                            << " s");
-  CHECK(normal_50ms + raised_50ms >= 0.02);
-  CHECK(raised_50ms * 3 > normal_50ms);
+  INFO("the 50 ms after each raise, normal/raised s:" << windows);
+  CHECK(judged == 3);
+  CHECK(got_share >= 2);
   auto [first, raised] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   std::cerr << fmt::format(
       "[{}] cpu ({}): lowered: normal {:.3f} s, background {:.3f} s of 0.5 s; the 50 ms after "
-      "the raise: normal {:.3f} s, raised {:.3f} s; the 0.5 s after: {:.3f} s, {:.3f} s\n",
+      "each raise, normal/raised s:{} ({} of {} with a quarter); the 0.5 s after: {:.3f} s, "
+      "{:.3f} s\n",
       manager.mode(), cgroup::BackgroundCpuName(cgroup::HostBackgroundCpu()), fore, back,
-      normal_50ms, raised_50ms, first, raised);
+      windows, got_share, judged, first, raised);
   CHECK(raised * 3 > first);
   CHECK(first * 3 > raised);
   REQUIRE((*normal)->Destroy().has_value());
