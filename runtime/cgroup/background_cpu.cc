@@ -47,8 +47,7 @@ const char* BackgroundCpuName(BackgroundCpu mechanism) {
 
 long BackgroundQuotaMicros(long quota_micros, long period_micros) {
   // The kernel refuses quotas under 1 ms.
-  long cap = std::max(
-      1000L, std::lround(kBackgroundCpuShare * static_cast<double>(period_micros)));
+  long cap = std::max(1000L, std::lround(kBackgroundCpuShare * static_cast<double>(period_micros)));
   return quota_micros < 0 ? cap : std::min(quota_micros, cap);
 }
 

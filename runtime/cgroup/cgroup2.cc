@@ -284,7 +284,7 @@ class Cgroup2Group final : public SandboxCgroup {
  private:
   std::string dir_;
   Fd dir_fd_;
-  std::string normal_cpu_max_;  // cpu.max before the first lowering on CFS; restored by a raise
+  std::string normal_cpu_max_;    // cpu.max before the first lowering on CFS; restored by a raise
   CgroupUsageFiles usage_files_;  // read around every run, open while the group lives
   bool destroyed_ = false;
 };
