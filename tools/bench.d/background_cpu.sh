@@ -17,7 +17,7 @@ rm -rf "$work"; mkdir -p "$work"
 name="a background group yields the CPU until raised"
 
 # The host: whichever of the two the host's cgroups give (the other skips).
-for i in $(seq "$runs"); do
+for _ in $(seq "$runs"); do
   "$BUILD_DIR/tests/runtime/cgroup_tests" "cgroup1: $name" 2>&1 | grep '^\[cgroup' >> "$work/host.txt" || true
   "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "$work/host.txt" || true
 done

@@ -110,8 +110,8 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
       "[{}] cpu ({}): lowered: normal {:.3f} s, background {:.3f} s of 0.5 s; the 50 ms after "
       "each raise, normal/raised s:{} ({} of {} with a quarter); the 0.5 s after: {:.3f} s, "
       "{:.3f} s\n",
-      manager.mode(), cgroup::BackgroundCpuName(cgroup::HostBackgroundCpu()), fore, back,
-      windows, got_share, judged, first, raised);
+      manager.mode(), cgroup::BackgroundCpuName(cgroup::HostBackgroundCpu()), fore, back, windows,
+      got_share, judged, first, raised);
   CHECK(raised * 3 > first);
   CHECK(first * 3 > raised);
   REQUIRE((*normal)->Destroy().has_value());
