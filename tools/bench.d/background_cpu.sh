@@ -62,7 +62,7 @@ print("| %s | %s | %.3f | %.2f | %d of %d |" % (
     kernel, scheme, statistics.median(lowered), statistics.median(shares), quarter, judged))
 PY
 }
-echo "The test \"$name\", $runs runs per kernel (three raises each):"
+echo "The test \"$name\", $runs runs per kernel (five raises each):"
 echo
 echo "| kernel | background scheme | lowered / normal CPU, median | raised share of the 50 ms after a raise, median | raises with a quarter or more |"
 echo "|---|---|---:|---:|---:|"

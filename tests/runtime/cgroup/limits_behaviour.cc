@@ -83,13 +83,14 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   // scheme on CFS (Linux < 6.6) it did not: the ticks it ran at weight 1 left it a virtual
   // runtime lead that reweight_entity() keeps, so it waited 0.2-1.4 s (in the emulated VM) for
   // the normal group to catch up (background_cpu.h); in 5 of 8 raises measured there it did not
-  // run at all in 0.6 s. Three raises, each after 300 ms lowered: at least two must give the
+  // run at all in 0.6 s. Five raises, each after 300 ms lowered: at least three must give the
   // raised group a quarter of the 50 ms after them (an emulated VM on a loaded host loses a
-  // window now and then to the host, which the guest books to whichever task was on the CPU).
+  // window now and then to the host, which the guest books to whichever task was on the CPU:
+  // two of three were lost so once, with the product's own build running beside the VM).
   // A window in which the two together ran under 20 ms says nothing and is taken again.
   int judged = 0, got_share = 0;
   std::string windows;
-  for (int attempt = 0; attempt < 8 && judged < 3; ++attempt) {
+  for (int attempt = 0; attempt < 10 && judged < 5; ++attempt) {
     if (attempt > 0) {
       REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground).has_value());
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it runs a little, lowered
@@ -102,8 +103,8 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
     if (raised_ran * 3 > normal_ran) ++got_share;
   }
   INFO("the 50 ms after each raise, normal/raised s:" << windows);
-  CHECK(judged == 3);
-  CHECK(got_share >= 2);
+  CHECK(judged == 5);
+  CHECK(got_share >= 3);
   auto [first, raised] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   std::cerr << fmt::format(
