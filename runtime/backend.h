@@ -101,8 +101,7 @@ class Sandbox {
   // file where they can.
   virtual double CpuSeconds() { return Usage().cpu_seconds; }
   // Changes the sandbox's CPU priority (cgroup cpu.weight / cpu.shares, the container's CPU
-  // shares; on CFS kernels a bandwidth cap instead: runtime/cgroup/background_cpu.h). Where the
-  // backend has no means to, a no-op that succeeds: priority is a hint.
+  // shares). Where the backend has no means to, a no-op that succeeds: priority is a hint.
   virtual Status SetCpuPriority(CpuPriority /*priority*/) { return {}; }
   virtual const EnforcedLimits& enforced_limits() const = 0;
   virtual std::string backend_name() const = 0;

@@ -7,15 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <optional>
 #include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "runtime/base/files.h"
-#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
 #include "runtime/cgroup/usage_files.h"
@@ -113,21 +110,8 @@ class Cgroup1Group final : public SandboxCgroup {
     std::string cpu = DirFor("cpu");
     if (cpu.empty()) return {};
     bool background = priority == CpuPriority::kBackground;
-    if (HostBackgroundCpu() == BackgroundCpu::kWeight) {
-      // 2 is the least the kernel takes; 1024 is every session's default.
-      SBX_TRY(WriteControl(cpu + "/cpu.shares", background ? "2" : "1024"));
-    } else {
-      // CFS: the weight stays, the quota is capped (background_cpu.h says why).
-      std::string quota = cpu + "/cpu.cfs_quota_us";
-      if (!normal_quota_) {
-        SBX_ASSIGN_OR_RETURN(uint64_t period, ReadUint(cpu + "/cpu.cfs_period_us"));
-        SBX_ASSIGN_OR_RETURN(std::string text, ReadControl(quota));
-        long normal = std::strtol(text.c_str(), nullptr, 10);  // -1: no quota
-        normal_quota_ = normal;
-        background_quota_ = BackgroundQuotaMicros(normal, static_cast<long>(period));
-      }
-      SBX_TRY(WriteControl(quota, std::to_string(background ? background_quota_ : *normal_quota_)));
-    }
+    // 2 is the least the kernel takes; 1024 is every session's default.
+    SBX_TRY(WriteControl(cpu + "/cpu.shares", background ? "2" : "1024"));
     bool uncounted = background && attached_;
     if (uncounted != uncounted_) {
       uncounted_ = uncounted;
@@ -220,9 +204,6 @@ class Cgroup1Group final : public SandboxCgroup {
   bool destroyed_ = false;
   bool attached_ = false;   // a process has joined (SetCpuPriority before that: a pooled start)
   bool uncounted_ = false;  // counted in background_groups
-  // On CFS: cpu.cfs_quota_us before the first lowering (restored by a raise), and the capped one.
-  std::optional<long> normal_quota_;
-  long background_quota_ = 0;
 };
 
 class Cgroup1Manager final : public CgroupManager {

@@ -16,7 +16,6 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
-#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
 #include "runtime/cgroup/systemd_scope.h"
@@ -194,25 +193,11 @@ class Cgroup2Group final : public SandboxCgroup {
 
   int DirFd() const override { return dir_fd_.get(); }
 
-  // By weight on EEVDF, by a bandwidth cap on CFS: background_cpu.h says why.
   Status SetCpuPriority(CpuPriority priority) override {
     std::string weight = dir_ + "/cpu.weight";
     if (!PathExists(weight)) return {};  // the cpu controller is not enabled for the group
-    bool background = priority == CpuPriority::kBackground;
-    if (HostBackgroundCpu() == BackgroundCpu::kWeight) {
-      // 1 is the least the kernel takes; 100 is every session's default.
-      return WriteControl(weight, background ? "1" : "100");
-    }
-    std::string cpu_max = dir_ + "/cpu.max";
-    if (normal_cpu_max_.empty()) {
-      SBX_ASSIGN_OR_RETURN(normal_cpu_max_, ReadControl(cpu_max));  // the session's own limit
-    }
-    if (!background) return WriteControl(cpu_max, normal_cpu_max_);
-    auto capped = BackgroundCpuMax(normal_cpu_max_);
-    if (!capped) {
-      return Fail(ErrorCode::kInternal, "unexpected {}: \"{}\"", cpu_max, normal_cpu_max_);
-    }
-    return WriteControl(cpu_max, *capped);
+    // 1 is the least the kernel takes; 100 is every session's default.
+    return WriteControl(weight, priority == CpuPriority::kBackground ? "1" : "100");
   }
 
   Status KillAll() override {
@@ -284,7 +269,6 @@ class Cgroup2Group final : public SandboxCgroup {
  private:
   std::string dir_;
   Fd dir_fd_;
-  std::string normal_cpu_max_;    // cpu.max before the first lowering on CFS; restored by a raise
   CgroupUsageFiles usage_files_;  // read around every run, open while the group lives
   bool destroyed_ = false;
 };

@@ -8,7 +8,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/usage_files.h"
 #include "runtime/docker/attach_stream.h"
 #include "runtime/docker/container_cgroup.h"
@@ -72,11 +71,7 @@ class DockerSandbox : public Sandbox {
   // (cpu_priority_updater.h): a claim does not wait the 20-50 ms of the update. On v1 the same
   // value goes into the cgroup at once too, so the session's first cell does not run at the
   // pool's background priority meanwhile, and the daemon hears of it once it has settled.
-  // On CFS kernels (before 6.6) a container is never lowered (Start makes it at normal shares):
-  // a raise would leave it behind every busy group for up to a second (background_cpu.h), and
-  // a bandwidth cap would have to go through the daemon's NanoCpus, 20-50 ms a change.
   Status SetCpuPriority(CpuPriority priority) override {
-    if (cgroup::HostBackgroundCpu() != cgroup::BackgroundCpu::kWeight) return {};
     if (cgroup_ && !cgroup_->v2) {
       if (auto written = WriteContainerCpuShares(*cgroup_, CpuSharesFor(priority)); written) {
         priority_->Request(priority, kDaemonSettle);
@@ -267,9 +262,6 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
           .map_error([&](Error e) { return std::move(e).Context("docker image"); }));
   SBX_ASSIGN_OR_RETURN(ContainerSpec container,
                        ContainerSpecFor(spec, image, owner_, seccomp_profile_json_));
-  if (cgroup::HostBackgroundCpu() != cgroup::BackgroundCpu::kWeight) {
-    container.cpu_shares = CpuSharesFor(CpuPriority::kNormal);  // see SetCpuPriority
-  }
   auto t1 = Clock::now();
   auto create = [&] {
     return engine_->CreateContainer(container.name, CreateContainerBody(container));

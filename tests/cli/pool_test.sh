@@ -6,7 +6,7 @@
 # random seeds; pool 0 behaves as before; shutdown, and `sessions gc` after a crash, leave no
 # record and no process; a cold session's preload never runs at a call's CPU priority (issue #28:
 # no zygote starts while calls run; its cgroup's cpu.shares / cpu.weight while another
-# session's call runs, its zygote's state while its own does; on CFS kernels its quota instead). Needs root and the default image (`python`) in the shared store; runs
+# session's call runs, its zygote's state while its own does). Needs root and the default image (`python`) in the shared store; runs
 # against a private state dir that borrows the store's images read-only.
 # With `docker`, the same on the Docker backend against the daemon on DOCKER_HOST (tools/test
 # starts one and loads the default image into it): the sandboxes are the containers labelled
@@ -127,36 +127,18 @@ def kill_from_outside(handle):
         os.kill(handle, 9)
 
 
-# On CFS kernels (before 6.6) background priority is a bandwidth cap of a tenth of a CPU at the
-# normal weight, not a weight (issue #38, runtime/cgroup/background_cpu.h).
-CFS_KERNEL = tuple(int(part) for part in os.uname().release.split("-")[0].split(".")[:2]) < (6, 6)
-
-
 def cpu_priority(pid):
     """The cpu.shares (v1) or cpu.weight (v2) of the cgroup `pid` is in, or None without a cpu
-    controller. On a CFS kernel the quota instead, as ("quota", 2) when capped to a tenth of a
-    CPU or less and ("quota", 1024) otherwise, so the checks read the same; None there on Docker,
-    whose containers are not lowered on CFS."""
-    if CFS_KERNEL and BACKEND == "docker":
-        return None
+    controller."""
     try:
         with open("/proc/%d/cgroup" % pid) as f:
             lines = [line.rstrip("\n").split(":", 2) for line in f]
     except OSError:
         return None
-
-    def capped(quota, period):
-        return ("quota", 2 if 0 < quota <= period // 10 else 1024)
-
     for _, controllers, path in lines:
         if "cpu" in controllers.split(","):
             for mount in ("/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"):
                 try:
-                    if CFS_KERNEL:
-                        with open(mount + path + "/cpu.cfs_quota_us") as f:
-                            quota = int(f.read())
-                        with open(mount + path + "/cpu.cfs_period_us") as f:
-                            return capped(quota, int(f.read()))
                     with open(mount + path + "/cpu.shares") as f:
                         return ("cpu.shares", int(f.read()))
                 except OSError:
@@ -164,10 +146,6 @@ def cpu_priority(pid):
     for _, controllers, path in lines:
         if controllers == "":
             try:
-                if CFS_KERNEL:
-                    with open("/sys/fs/cgroup" + path + "/cpu.max") as f:
-                        quota, period = f.read().split()
-                    return capped(-1 if quota == "max" else int(quota), int(period))
                 with open("/sys/fs/cgroup" + path + "/cpu.weight") as f:
                     return ("cpu.weight", int(f.read()))
             except OSError:

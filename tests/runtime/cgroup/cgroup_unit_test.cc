@@ -13,7 +13,6 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/base/fd.h"
-#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/cgroup/fallback_hint.h"
@@ -54,30 +53,6 @@ TEST_CASE("mountinfo parsing finds v1 controllers and the v2 mount", "[unit]") {
   CHECK(mounts[3].root == "/docker/abc");
   CHECK(mounts[3].controllers == std::vector<std::string>{"memory"});
   CHECK(mounts[4].mount_point == "/mnt/with space");
-}
-
-TEST_CASE("background CPU: a bandwidth cap on CFS kernels and a weight on EEVDF ones", "[unit]") {
-  using cgroup::BackgroundCpu;
-  CHECK(cgroup::BackgroundCpuFor("6.1.0-56-amd64") == BackgroundCpu::kBandwidthCap);  // Debian 12
-  CHECK(cgroup::BackgroundCpuFor("5.15.0-91-generic") == BackgroundCpu::kBandwidthCap);
-  CHECK(cgroup::BackgroundCpuFor("5.14.0-362.el9.x86_64") == BackgroundCpu::kBandwidthCap);
-  CHECK(cgroup::BackgroundCpuFor("6.5.13") == BackgroundCpu::kBandwidthCap);
-  CHECK(cgroup::BackgroundCpuFor("6.6.0") == BackgroundCpu::kWeight);
-  CHECK(cgroup::BackgroundCpuFor("6.12.57+deb13-amd64") == BackgroundCpu::kWeight);  // Debian 13
-  CHECK(cgroup::BackgroundCpuFor("6.18.44-fc-v657") == BackgroundCpu::kWeight);
-  CHECK(cgroup::BackgroundCpuFor("7.0") == BackgroundCpu::kWeight);
-  CHECK(cgroup::BackgroundCpuFor("") == BackgroundCpu::kBandwidthCap);
-  CHECK(cgroup::BackgroundCpuFor("garbage") == BackgroundCpu::kBandwidthCap);
-
-  // A tenth of a CPU, or the session's own quota when that is smaller; never under 1 ms.
-  CHECK(cgroup::BackgroundCpuMax("100000 100000\n") == "10000 100000");
-  CHECK(cgroup::BackgroundCpuMax("max 100000") == "10000 100000");
-  CHECK(cgroup::BackgroundCpuMax("5000 100000") == "5000 100000");
-  CHECK(cgroup::BackgroundCpuMax("1000 5000") == "1000 5000");
-  CHECK_FALSE(cgroup::BackgroundCpuMax("100000").has_value());
-  CHECK_FALSE(cgroup::BackgroundCpuMax("x 100000").has_value());
-  CHECK(cgroup::BackgroundQuotaMicros(-1, 100000) == 10000);
-  CHECK(cgroup::BackgroundQuotaMicros(200000, 100000) == 10000);
 }
 
 TEST_CASE("/proc/self/cgroup parsing", "[unit]") {

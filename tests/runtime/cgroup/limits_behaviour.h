@@ -13,8 +13,7 @@ void CheckPidsLimit(CgroupManager& manager);
 void CheckKillAllAndDestroy(CgroupManager& manager);
 void CheckSweepOrphans(CgroupManager& manager);
 // Two busy groups on one CPU: one at CpuPriority::kBackground gets a small fraction of the
-// other's CPU time, at least a quarter of the CPU they share within 50 ms of being raised back
-// to kNormal in three of five raises (issue #38), and about as much as the other after that.
+// other's CPU time, and about as much once raised back to kNormal.
 void CheckBackgroundCpuPriority(CgroupManager& manager);
 // Creates and destroys `rounds` empty groups; prints and returns the mean in microseconds.
 double MeasureCreateDestroy(CgroupManager& manager, int rounds);
