@@ -20,7 +20,7 @@ import sys
 import time
 
 build_dir, cache_dir, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-source_root = os.getcwd()
+source_root = os.path.realpath(os.getcwd())
 
 
 def compile_commands():
@@ -73,10 +73,13 @@ def cache_key(path, commands, deps, common):
     inputs = deps.get(obj) if obj else None
     if not inputs:
         return None
+    # Paths in the checkout are taken relative to it, so a clone elsewhere (CI clones anew each
+    # run) finds the results of the last one.
     h = hashlib.sha256(common.encode())
-    h.update(command.encode())
+    h.update(command.replace(source_root, "<src>").encode())
     for dep in sorted(set(inputs) | {path}):
-        h.update(f"\0{dep}\0{content_hash(dep)}".encode())
+        name = dep.replace(source_root + "/", "<src>/", 1) if dep.startswith(source_root + "/") else dep
+        h.update(f"\0{name}\0{content_hash(dep)}".encode())
     return h.hexdigest()
 
 
