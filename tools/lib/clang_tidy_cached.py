@@ -9,7 +9,7 @@ hash of all of these, so a file is checked again when any of them changes, and n
 tools/test on a fresh clone (CI) or after a small change checks what changed, where clang-tidy
 over every file costs about half an hour of CPU. Only clean results are kept: a file with
 findings is checked, and its findings printed, every run. A file without a dependency list
-(not compiled in this tree) is always checked."""
+(not compiled in this tree), or one changed since its object was built, is always checked."""
 import concurrent.futures
 import hashlib
 import json
@@ -72,6 +72,14 @@ def cache_key(path, commands, deps, common):
     command, obj = commands.get(path, (None, None))
     inputs = deps.get(obj) if obj else None
     if not inputs:
+        return None
+    # The list is the last compile's: a source or header changed since (an #include added, not
+    # yet built) may need what the list lacks, so such a file is checked and its result not kept.
+    try:
+        built = os.stat(os.path.join(build_dir, obj)).st_mtime
+        if any(os.stat(dep).st_mtime > built for dep in set(inputs) | {path}):
+            return None
+    except OSError:
         return None
     # Paths in the checkout are taken relative to it, so a clone elsewhere (CI clones anew each
     # run) finds the results of the last one.
