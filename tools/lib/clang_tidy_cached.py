@@ -86,7 +86,7 @@ def cache_key(path, commands, deps, common):
     h = hashlib.sha256(common.encode())
     h.update(command.replace(source_root, "<src>").encode())
     for dep in sorted(set(inputs) | {path}):
-        name = dep.replace(source_root + "/", "<src>/", 1) if dep.startswith(source_root + "/") else dep
+        name = "<src>/" + dep[len(source_root) + 1:] if dep.startswith(source_root + "/") else dep
         h.update(f"\0{name}\0{content_hash(dep)}".encode())
     return h.hexdigest()
 

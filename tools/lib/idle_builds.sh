@@ -1,14 +1,14 @@
 # Sourced by tools/test (needs common.sh): the work of its last stages that needs no test to be
-# running, done in the background from the build stage on: the builds of the ASan+UBSan tree (with
-# the fuzz targets) and the TSan tree, then clang-tidy and clang-format (style_check.sh). It
-# runs at idle CPU priority (SCHED_IDLE, in an autogroup at nice 19): it takes only the cycles
-# the compile, the image build and the ctest, e2e and package stages leave while they wait on
-# links, downloads, sandboxes, daemons and a VM, and yields to them. clang-tidy starts once the
-# main tree is built (idle_builds_main_built). The sanitizer builds come first: their stages wait for them
-# (idle_builds_wait_sanitizers), and while those stages run their tests (the fuzz smoke on one
-# core) clang-tidy takes the cycles they leave; the style stage waits for it last
-# (idle_builds_wait). Each sanitizer stage runs its own build again (a no-op, or the rest of
-# it) and its tests. A failure here is reported by the stage's own build.
+# running, done in the background from the build stage on: the builds of the ASan+UBSan tree
+# (with the fuzz targets) and the TSan tree, then clang-tidy and clang-format (style_check.sh),
+# once the main tree is built (idle_builds_main_built). It runs at idle CPU priority
+# (SCHED_IDLE, in an autogroup at nice 19): it takes only the cycles the compile, the image
+# build and the ctest, e2e and package stages leave while they wait on links, downloads,
+# sandboxes, daemons and a VM, and yields to them. The sanitizer builds come first: their
+# stages wait only for them (idle_builds_wait_sanitizers), and while those stages run their
+# tests (the fuzz smoke on one core) clang-tidy takes the cycles they leave; the style stage
+# waits for it last (idle_builds_wait). Each sanitizer stage runs its own build again (a no-op,
+# or the rest of it) and its tests. A failure here is reported by the stage's own build.
 
 idle_builds_pid=
 idle_builds_log=
@@ -56,9 +56,8 @@ idle_builds_main_built() {
 idle_builds_wait_sanitizers() {
   [ -n "$idle_builds_pid" ] || return 0
   log "waiting for the background sanitizer builds"
-  while [ ! -e "$BUILD_DIR/idle-builds.sanitizers-done" ] && kill -0 "$idle_builds_pid" 2>/dev/null; do
-    sleep 1
-  done
+  local done_file=$BUILD_DIR/idle-builds.sanitizers-done
+  while [ ! -e "$done_file" ] && kill -0 "$idle_builds_pid" 2>/dev/null; do sleep 1; done
   grep '^idle builds: ' "$idle_builds_log" >&2 || true
 }
 
