@@ -5,8 +5,9 @@
 # rootfs/ seccomp/ tools/) with the checks .clang-tidy names, and why. A failure carries the
 # offending lines.
 set -uo pipefail
+source "$(dirname "$0")/common.sh"
 build_dir=$1 results=$2
-cd "$(dirname "$0")/../.."
+cd "$SANDBOX_ROOT"
 case_file=tools/lib/junit_case.py
 
 git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | grep -A2 'warning:' \
@@ -15,9 +16,11 @@ python3 "$case_file" "$results/style-format.xml" style \
   "clang-format: every C++ file as .clang-format lays it out" \
   "$([ -s "$results/style-format.log" ] && echo 1 || echo 0)" "$results/style-format.log"
 
-# One clang-tidy per core; a clean file prints nothing.
+# One clang-tidy per core; a clean file prints nothing. A file whose inputs are those of a
+# clean result before (the same sources, headers, flags, clang-tidy and .clang-tidy) is not
+# checked again: clang_tidy_cached.py, its cache beside the Debian roots' (CI keeps it).
 git ls-files 'runtime/*.cc' 'mcp/*.cc' 'rootfs/*.cc' 'seccomp/*.cc' 'tools/*.cc' |
-  xargs -P "$(nproc)" -n 4 clang-tidy -p "$build_dir" --quiet 2>/dev/null |
+  xargs python3 tools/lib/clang_tidy_cached.py "$build_dir" "$SANDBOX_CACHE_DIR/clang-tidy" |
   grep -E -A3 '(warning|error):' > "$results/style-tidy.log"
 python3 "$case_file" "$results/style-tidy.xml" style \
   "clang-tidy: the checks .clang-tidy names, over the product's sources" \

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# tools/lib/clang_tidy_cached.py, the style stage's clang-tidy with its results kept: a clean
+# file comes from the cache on the next run, a file with findings is checked and its findings
+# printed every run, a header the file includes changes its key (checked again, here with a new
+# error), a source or header changed since its object was built is checked, not trusted (a new
+# #include is not in the build's dependency list yet), and a clone of
+# the same sources elsewhere finds the results. A tiny CMake project with the repository's
+# .clang-tidy, so each clang-tidy run takes a second. Usage: clang_tidy_cache_test.sh
+set -u
+source "$(dirname "$0")/lib.sh"
+script=$(cd "$(dirname "$0")/../.." && pwd)/tools/lib/clang_tidy_cached.py
+for tool in clang-tidy cmake ninja; do
+  command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is not installed"; exit 77; }
+done
+
+project=$work/one
+mkdir -p "$project"
+cp "$(dirname "$script")/../../.clang-tidy" "$project/"
+cat > "$project/CMakeLists.txt" <<'EOF'
+cmake_minimum_required(VERSION 3.20)
+project(tidy_cache CXX)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+add_library(tidy_cache STATIC clean.cc dirty.cc)
+EOF
+printf '#include "shared.h"\nint Clean() { return kValue; }\n' > "$project/clean.cc"
+# android-cloexec-open: a descriptor without O_CLOEXEC.
+printf '#include <fcntl.h>\nint Dirty() { return open("/x", O_RDONLY); }\n' > "$project/dirty.cc"
+printf 'constexpr int kValue = 1;\n' > "$project/shared.h"
+cache=$work/cache
+
+build() { cmake -S "$1" -B "$1/b" -G Ninja >/dev/null && ninja -C "$1/b" >/dev/null; }
+# tidy DIR: the script's findings (stdout) in DIR/out, its summary line (stderr) printed.
+tidy() {
+  (cd "$1" && python3 "$script" b "$cache" clean.cc dirty.cc >out 2>summary)
+  cat "$1/summary"
+}
+found() { grep -c "$2" "$1/out"; }
+
+build "$project" || { echo "FAIL the project does not build"; exit 1; }
+check "first run: both checked" \
+  "clang-tidy: 2 files, 0 clean in the cache, 2 checked, 1 with findings" "$(tidy "$project")"
+check "first run: the finding in dirty.cc" 1 \
+  "$(found "$project" 'dirty.cc:2:.*android-cloexec-open')"
+check "second run: clean.cc from the cache, dirty.cc checked again" \
+  "clang-tidy: 2 files, 1 clean in the cache, 1 checked, 1 with findings" "$(tidy "$project")"
+check "second run: the finding printed again" 1 "$(found "$project" 'android-cloexec-open')"
+
+# The header changes (the constant renamed) and the tree is not rebuilt: the header is newer than
+# clean.cc's object, so clean.cc is checked, not trusted, and the error shows.
+sleep 1
+printf 'constexpr int kRenamed = 1;\n' > "$project/shared.h"
+check "a header changed since the build: clean.cc checked" \
+  "clang-tidy: 2 files, 0 clean in the cache, 2 checked, 2 with findings" "$(tidy "$project")"
+check "the header's change reaches clean.cc's result" 1 "$(found "$project" "clean.cc:.*kValue")"
+
+# Back to the first header, rebuilt: the key is the first run's again.
+printf 'constexpr int kValue = 1;\n' > "$project/shared.h"
+build "$project"
+check "the same inputs again: clean.cc from the cache" \
+  "clang-tidy: 2 files, 1 clean in the cache, 1 checked, 1 with findings" "$(tidy "$project")"
+
+# A new #include, not yet built: the object's dependency list lacks the header, so the file is
+# checked and its result not kept; a later change of that header is found too.
+sleep 1
+printf 'constexpr int kExtra = 2;\n' > "$project/extra.h"
+printf '#include "extra.h"\n#include "shared.h"\nint Clean() { return kValue; }\n' \
+  > "$project/clean.cc"
+tidy "$project" >/dev/null
+printf 'constexpr int kExtra = undefined_name;\n' > "$project/extra.h"
+tidy "$project" >/dev/null
+check "a header added since the build: its change is found" 1 \
+  "$(found "$project" "extra.h:.*undefined_name")"
+printf '#include "shared.h"\nint Clean() { return kValue; }\n' > "$project/clean.cc"
+build "$project"
+
+# A clone elsewhere (CI clones anew each run): other paths, the same sources.
+clone=$work/two
+mkdir -p "$clone"
+cp "$project"/{.clang-tidy,CMakeLists.txt,clean.cc,dirty.cc,shared.h} "$clone/"
+build "$clone"
+check "a clone elsewhere: clean.cc from the cache" \
+  "clang-tidy: 2 files, 1 clean in the cache, 1 checked, 1 with findings" "$(tidy "$clone")"
+exit $fail
