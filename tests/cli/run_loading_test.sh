@@ -29,6 +29,22 @@ run_loading() {  # run_loading BACKEND: "<output>|<libcurl loads>|<libsystemd lo
 check "the binary does not name libcurl or libsystemd among its DT_NEEDED libraries" 0 \
   "$(readelf -d "$bin" | grep -c 'NEEDED.*lib\(curl\|systemd\)')"
 check "a one-shot run on the namespace backend loads neither" "42|0|0" "$(run_loading namespace)"
+# An ordinary user (the CI recipe's), here nobody with a state dir of its own borrowing the same
+# images: no libcurl either. (libsystemd it loads where its limits come from a scope of its
+# systemd manager, on cgroup v2: that count is not checked.)
+if command -v setpriv >/dev/null; then
+  chmod 711 "$work"
+  mkdir -p "$work/user/state"
+  for part in images archives; do ln -s "$SANDBOX_STATE_DIR/$part" "$work/user/state/$part"; done
+  chown -R 65534:65534 "$work/user"
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work/user" \
+    SANDBOX_STATE_DIR="$work/user/state" LD_DEBUG=files LD_DEBUG_OUTPUT="$work/user/ld" \
+    "$bin" run --backend namespace --image "$image" - <<<'print(6 * 7)' 2>/dev/null)
+  check "as an ordinary user, a one-shot run loads no libcurl" "42|0" \
+    "$out|$(cat "$work/user/ld".* | grep -c 'file=libcurl\.so\.4 .*generating link map')"
+else
+  echo "skip the ordinary user: no setpriv (util-linux)"
+fi
 if "$(dirname "$0")/../../tools/lib/dockerd.sh" status >/dev/null 2>&1; then
   check "the Docker backend loads libcurl at its first request and runs the snippet" "42|1|0" \
     "$(run_loading docker)"
