@@ -3,8 +3,11 @@
 # print(1) by each binary given and `docker run --rm` of the same image with the same limits,
 # each command once per round, in turn, for $SANDBOX_BENCH_ROUNDS rounds (default 20), so a
 # change of the host's load falls on every command alike. Prints, per command, the median wall
-# time, the median CPU (the process and every process it waited for: the sandbox's too, by
-# wait4's rusage) and docker run's median wall ÷ this; and the load average before and after.
+# time, the median CPU and docker run's median wall ÷ this; and the load average before and
+# after. CPU: `perf stat -e task-clock` of a second run of each command in the round (every
+# process it starts, the sandbox's included, waited for or not; for docker run only the client,
+# not the daemon); without perf, wait4's rusage of the wall-clock run (processes nobody waited
+# for, like a sandbox's killed Python, are missing from it).
 # Usage: oneshot_rounds.sh [BINARY...]   (default: this build's mcp-sandbox)
 # Needs root, the image in the store ($SANDBOX_BENCH_IMAGE, default python) and in the Docker
 # daemon (tools/bench.d/oneshot.sh loads it), and a daemon that answers.
@@ -25,12 +28,14 @@ trap 'rm -rf "$work"' EXIT
 echo 'print(1)' >"$work/print1.py"
 
 python3 - "$image" "$work/print1.py" "${SANDBOX_BENCH_ROUNDS:-20}" "${binaries[@]}" <<'PY'
-import os, statistics, subprocess, sys, time
+import os, shutil, statistics, subprocess, sys, time
 image, snippet, rounds, binaries = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 commands = [(b, [b, "run", "--backend", "namespace", "--image", image, snippet]) for b in binaries]
 commands.append(("docker run --rm", ["docker", "run", "--rm", "--network", "none", "--memory",
                                      "512m", "--cpus", "1", "mcp-sandbox/%s:latest" % image,
                                      "python3", "-c", "print(1)"]))
+
+perf = shutil.which("perf")
 
 def once(argv):
     start = time.perf_counter()
@@ -39,7 +44,12 @@ def once(argv):
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit("%s exited %d" % (" ".join(argv), os.waitstatus_to_exitcode(status)))
-    return wall, usage.ru_utime + usage.ru_stime
+    if not perf:
+        return wall, usage.ru_utime + usage.ru_stime
+    counted = subprocess.run([perf, "stat", "-x,", "-e", "task-clock", "--"] + argv,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = [l for l in counted.stderr.splitlines() if "task-clock" in l]
+    return wall, float(lines[-1].split(",")[0]) / 1e3
 
 for _, argv in commands:  # warm-up: caches, the probes' pass, the kept seccomp program
     once(argv)
@@ -53,7 +63,8 @@ for _ in range(rounds):
         cpus[name].append(cpu)
 load_after = os.getloadavg()[0]
 docker = statistics.median(walls["docker run --rm"])
-print("%d rounds, load average %.1f before, %.1f after" % (rounds, load_before, load_after))
+print("%d rounds, load average %.1f before, %.1f after; CPU by %s" % (
+    rounds, load_before, load_after, "perf stat (task-clock)" if perf else "wait4's rusage"))
 print("| print(1), whole process | median wall | median CPU | docker run ÷ this (median) |")
 print("|---|---|---|---|")
 for name, _ in commands:
