@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "runtime/docker/libcurl_on_demand.h"
+
 namespace sandbox::mcp::auth {
 
 namespace {
@@ -42,7 +44,11 @@ std::string StringMember(const Json& object, const char* name) {
 Result<std::string> HttpGet(const std::string& url, size_t max_bytes,
                             std::chrono::milliseconds timeout) {
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) return Fail(ErrorCode::kInternal, "curl_easy_init failed");
+  if (!curl) {
+    std::string why = docker::LibcurlLoadError();
+    return Fail(ErrorCode::kSandboxUnavailable, "curl_easy_init failed{}{}",
+                why.empty() ? "" : ": ", why);
+  }
   Body body;
   body.max_bytes = max_bytes;
   CURL* c = curl.get();

@@ -1,5 +1,6 @@
 #include "runtime/cgroup/cgroup1.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,6 +106,18 @@ class Cgroup1Group final : public SandboxCgroup {
   }
 
   int DirFd() const override { return -1; }
+
+  Result<std::vector<Fd>> OpenSelfJoinFiles() override {
+    std::vector<Fd> files;
+    for (const auto& dir : dirs_) {
+      std::string tasks = dir + "/tasks";
+      Fd file(::open(tasks.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!file) return FailSys("open", tasks);
+      files.push_back(std::move(file));
+    }
+    attached_ = true;
+    return files;
+  }
 
   Status SetCpuPriority(CpuPriority priority) override {
     std::string cpu = DirFor("cpu");

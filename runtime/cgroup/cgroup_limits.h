@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "runtime/backend.h"
+#include "runtime/base/fd.h"
 #include "runtime/base/result.h"
 #include "runtime/cgroup/memory_peak.h"
 #include "runtime/limits.h"
@@ -35,6 +36,13 @@ class SandboxCgroup {
   virtual Status Attach(pid_t pid) = 0;
   // For clone3(CLONE_INTO_CGROUP): an O_PATH|O_DIRECTORY fd of the v2 cgroup, or -1.
   virtual int DirFd() const = 0;
+  // v1: each hierarchy's `tasks` file, opened for writing, for the sandbox's first process to
+  // join by itself (it writes "0" to each before it execs anything): the kernel moves a thread
+  // that moves itself without the global threadgroup lock, whose writer waits for an RCU grace
+  // period (5-17 ms here, per start) when the parent writes the pid to cgroup.procs instead.
+  // Once handed out, the group counts as joined: a child that fails to join fails its start.
+  // Empty where there is nothing to join this way (v2 uses DirFd or Attach; no cgroup at all).
+  virtual Result<std::vector<Fd>> OpenSelfJoinFiles() { return std::vector<Fd>{}; }
   // Kills every process now (cgroup.kill on v2 >= 5.14, else SIGKILL to each pid listed).
   virtual Status KillAll() = 0;
   virtual SandboxUsage Usage() const = 0;

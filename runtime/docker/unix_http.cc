@@ -12,6 +12,7 @@
 
 #include "runtime/base/ascii.h"
 #include "runtime/base/fd.h"
+#include "runtime/docker/libcurl_on_demand.h"
 
 namespace sandbox::docker {
 namespace {
@@ -100,13 +101,16 @@ std::string HttpResponse::Header(std::string_view name) const {
   return it == headers.end() ? std::string() : it->second;
 }
 
-UnixSocketHttp::UnixSocketHttp(std::string socket_path) : socket_path_(std::move(socket_path)) {
-  GlobalInitOnce();
-}
+UnixSocketHttp::UnixSocketHttp(std::string socket_path) : socket_path_(std::move(socket_path)) {}
 
 Result<HttpResponse> UnixSocketHttp::Send(const HttpRequest& request) const {
+  GlobalInitOnce();  // at the first request, not here: libcurl is loaded only when it is used
   CurlHandle curl(curl_easy_init());
-  if (!curl) return Fail(ErrorCode::kInternal, "curl_easy_init failed");
+  if (!curl) {
+    std::string why = LibcurlLoadError();
+    return Fail(ErrorCode::kSandboxUnavailable, "curl_easy_init failed{}{}",
+                why.empty() ? "" : ": ", why);
+  }
   CURL* h = curl.get();
   HttpResponse response;
   char error_buffer[CURL_ERROR_SIZE] = {};

@@ -138,10 +138,16 @@ void RunChild(const ChildPlan& plan) {
   Check(plan, ChildStep::kHostname, ::sethostname(plan.hostname.data(), plan.hostname.size()));
   if (int err = BringUpLoopback(); err != 0) Report(plan, ChildStep::kLoopback, 0, err);
 
-  // Phase 2: wait until the parent has joined us to our cgroup (a cgroup v1 migration waits
-  // for an RCU grace period: milliseconds the mounts above ran in parallel with). The cgroup
-  // namespace is made after, so its root is the sandbox's cgroup; and while we still have
-  // CAP_SYS_ADMIN in our user namespace.
+  // Phase 2: join our cgroups (cgroup v1: "0" moves the writing thread, and a thread that moves
+  // itself skips the global lock whose writer waits for an RCU grace period; the files were
+  // opened by the parent, whose credentials the kernel checks), or wait until the parent has
+  // joined us. The cgroup namespace is made after, so its root is the sandbox's cgroup; and
+  // while we still have CAP_SYS_ADMIN in our user namespace.
+  for (size_t i = 0; i < plan.cgroup_join_fds.size(); ++i) {
+    if (::write(plan.cgroup_join_fds[i], "0", 1) != 1) {
+      Report(plan, ChildStep::kJoinCgroup, static_cast<int>(i), errno);
+    }
+  }
   WaitForParent(plan);
   Check(plan, ChildStep::kUnshare, ::unshare(CLONE_NEWCGROUP));
 
@@ -265,6 +271,8 @@ const char* StepName(ChildStep step) {
       return "install the seccomp filter";
     case ChildStep::kExec:
       return "execve";
+    case ChildStep::kJoinCgroup:
+      return "join the cgroup (write tasks)";
   }
   return "unknown step";
 }

@@ -42,6 +42,7 @@ enum class ChildStep : int32_t {
   kCloseFds,
   kSeccomp,
   kExec,
+  kJoinCgroup,  // index: the file of cgroup_join_fds
 };
 
 // The message a failing child writes on the sync socket (one SOCK_SEQPACKET datagram).
@@ -63,6 +64,10 @@ struct ChildPlan {
   // thread. Not CLONE_NEWCGROUP: the child makes that one after the parent's second go byte,
   // once it is in the sandbox's cgroup (the namespace's root is the cgroup it is made in).
   int unshare_flags = 0;
+  // cgroup v1: the sandbox's `tasks` files, opened by the parent (SandboxCgroup::
+  // OpenSelfJoinFiles); the child writes "0" to each, joining its cgroups by itself before
+  // the parent's second go byte. Empty: the parent joins it (or the clone put it in).
+  std::vector<int> cgroup_join_fds;
   MountPlan mounts;
   std::string hostname = "sandbox";
   std::string workdir = layout::kDataDir;

@@ -329,6 +329,15 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
     plan.channel_fd = channel;
   }
 
+  // cgroup v1: the child joins by itself (cgroup_limits.h says why); the parent's copies are
+  // closed after the clone, with the child's other ends.
+  SBX_ASSIGN_OR_RETURN(std::vector<Fd> join_files, sandbox->cgroup_->OpenSelfJoinFiles());
+  const bool self_join = !join_files.empty();
+  for (Fd& file : join_files) {
+    plan.cgroup_join_fds.push_back(file.get());
+    child_fds.push_back(std::move(file));
+  }
+
   const auto planned = Clock::now();
   // Root server: the sandbox's own host uid owns its user namespace (spawn.cc says why).
   const uid_t owner = state->host_ids ? sandbox->host_uid_ : static_cast<uid_t>(-1);
@@ -351,7 +360,7 @@ Result<std::unique_ptr<Sandbox>> StartSandbox(const std::shared_ptr<BackendState
   Status setup = CompleteChildSetup(
       plan, sync_parent.get(), [&]() -> Status { return WriteIdMappings(pid, mapping); },
       [&]() -> Status {
-        if (in_cgroup) return {};
+        if (in_cgroup || self_join) return {};
         auto t0 = Clock::now();
         Status joined = cgroup.Attach(pid);
         join_time = Clock::now() - t0;

@@ -4,7 +4,9 @@
 #   bin/mcp-sandbox                  the server and command line
 #   lib/mcp-sandbox/                 its agent, sandbox-init (static: it runs inside any image)
 #                                    and worker.py, where the binary looks (bin/../lib/mcp-sandbox)
-#   lib/*.so.*                       every shared library the binary loads but glibc's
+#   lib/*.so.*                       every shared library the binary loads but glibc's, libcurl
+#                                    and libsystemd (opened at their first use) and their
+#                                    dependencies included
 #   share/doc/                       LICENSE, the package's copyright file, and the copyright
 #                                    file of each bundled library's Debian package, the ones
 #                                    linked in statically (cjose, jansson: MIT, whose notice
@@ -50,7 +52,20 @@ tools/package.d/man_page.sh "$tree/mcp-sandbox" >"$stage/share/man/man1/mcp-sand
 # The Debian package of each library ldd finds, asked of dpkg once (a query per file takes
 # seconds). ldd may name a library under /lib that bookworm's dpkg knows under /usr/lib only, or
 # by a symlink: each is looked up under all three names.
-mapfile -t libraries < <(ldd "$stage/bin/mcp-sandbox" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }')
+# libcurl and libsystemd are opened with dlopen at their first use
+# (runtime/docker/libcurl_on_demand.h, runtime/cgroup/libsystemd_on_demand.cc), so ldd of the
+# binary does not name them: they and their own dependencies are added here (the RPATH serves
+# the binary's dlopen and their dependencies the same way).
+opened=()
+for soname in libcurl.so.4 libsystemd.so.0; do
+  path=$(ldconfig -p | awk -v name="$soname" '$1 == name && /x86-64/ { print $NF; exit }')
+  [ -n "$path" ] || { log "portable: no $soname on this host"; exit 1; }
+  opened+=("$soname => $path")
+done
+mapfile -t libraries < <( {
+  ldd "$stage/bin/mcp-sandbox"
+  for entry in "${opened[@]}"; do echo "$entry"; ldd "${entry#* => }"; done
+} | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u -k1,1)
 candidates=()
 for entry in "${libraries[@]}"; do
   path=${entry#* }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# What a one-shot `mcp-sandbox run` loads (issue #41): libcurl and the 26 libraries it pulls in
+# are opened only when the Docker backend or an OAuth key fetch needs them
+# (runtime/docker/libcurl_on_demand.h), and libsystemd only when an ordinary user's limits need
+# a scope from its systemd manager (runtime/cgroup/libsystemd_on_demand.cc), so a run on the
+# namespace backend as root loads neither; the Docker backend loads libcurl at its first request
+# and runs the same snippet. The dynamic
+# linker's own log (LD_DEBUG=files) says what was loaded. Needs root (the shared store); the
+# Docker part needs a daemon that answers.
+# Usage: run_loading_test.sh /path/to/mcp-sandbox
+set -u
+bin=$1
+image=${SANDBOX_TEST_IMAGE_SMALL:-python-small}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+skip_unless_root "sandboxes of the shared store"
+skip_unless_image "$bin" "$image"
+borrow_shared_store "$bin" "$work/state"
+
+run_loading() {  # run_loading BACKEND: "<output>|<libcurl loads>|<libsystemd loads>"
+  local out
+  out=$(LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.$1" "$bin" run --backend "$1" --image "$image" - \
+    <<<'print(6 * 7)' 2>/dev/null)
+  echo "$out|$(cat "$work/ld.$1".* | grep -c 'file=libcurl\.so\.4 .*generating link map')|$(
+    cat "$work/ld.$1".* | grep -c 'file=libsystemd\.so\.0 .*generating link map')"
+  rm -f "$work/ld.$1".*
+}
+
+check "the binary does not name libcurl or libsystemd among its DT_NEEDED libraries" 0 \
+  "$(readelf -d "$bin" | grep -c 'NEEDED.*lib\(curl\|systemd\)')"
+check "a one-shot run on the namespace backend loads neither" "42|0|0" "$(run_loading namespace)"
+# An ordinary user (the CI recipe's), here nobody with a state dir of its own borrowing the same
+# images: no libcurl either. (libsystemd it loads where its limits come from a scope of its
+# systemd manager, on cgroup v2: that count is not checked.)
+if command -v setpriv >/dev/null; then
+  chmod 711 "$work"
+  mkdir -p "$work/user/state"
+  for part in images archives; do ln -s "$SANDBOX_STATE_DIR/$part" "$work/user/state/$part"; done
+  chown -R 65534:65534 "$work/user"
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work/user" \
+    SANDBOX_STATE_DIR="$work/user/state" LD_DEBUG=files LD_DEBUG_OUTPUT="$work/user/ld" \
+    "$bin" run --backend namespace --image "$image" - <<<'print(6 * 7)' 2>/dev/null)
+  check "as an ordinary user, a one-shot run loads no libcurl" "42|0" \
+    "$out|$(cat "$work/user/ld".* | grep -c 'file=libcurl\.so\.4 .*generating link map')"
+else
+  echo "skip the ordinary user: no setpriv (util-linux)"
+fi
+if "$(dirname "$0")/../../tools/lib/dockerd.sh" status >/dev/null 2>&1; then
+  check "the Docker backend loads libcurl at its first request and runs the snippet" "42|1|0" \
+    "$(run_loading docker)"
+else
+  echo "skip the Docker backend: no Docker daemon answers (tools/lib/dockerd.sh start)"
+fi
+exit $fail
