@@ -99,7 +99,8 @@ Tool MakeViewTableTool(SessionManager& sessions, const ToolSettings& settings) {
       "can sort, filter and page through. Use it after sandbox_run_python has built the frame, "
       "when the user should look at the data rather than read a summary. Only one page (up "
       "to {} rows) leaves the session, so any size of frame is fine. The text result gives "
-      "you the shape, the columns and the first rows.",
+      "you the shape, the columns and the first rows. A run shows no view by itself: call this "
+      "after the run that made the frame.",
       kMaxPageRows);
   tool.input_schema = tools::InputSchema(
       {{"session_id", tools::SessionIdProperty(false)},
