@@ -75,6 +75,7 @@ std::string PlotlyText(const std::string& source, const Json& figure) {
   }
   auto list = [](const std::map<std::string, int>& counts) {
     std::vector<std::string> parts;
+    parts.reserve(counts.size());
     for (const auto& [type, count] : counts) parts.push_back(fmt::format("{} {}", count, type));
     return fmt::format("{}", fmt::join(parts, ", "));
   };

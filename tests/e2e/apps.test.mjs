@@ -181,6 +181,8 @@ import numpy as np, pandas as pd
 n = np.arange(1_000_000)
 big = pd.DataFrame({"n": n, "square": n * n, "label": pd.Series(n).map("row-{}".format)})
 small = big.head(1000)
+wide = pd.DataFrame({f"c{i}": ["x" * 400] * 200 for i in range(5)})
+too_wide = pd.DataFrame({f"c{i}": ["y" * 490] * 200 for i in range(12)})
 hostile = pd.DataFrame({
     "<script>parent.postMessage('column', '*')</script>": ["<img src=x onerror=\\"parent.postMessage('img', '*')\\">", "<b>bold</b>"],
     "plain": ["<script>parent.postMessage('cell', '*')</script>", "javascript:parent.postMessage('url', '*')"],
@@ -355,6 +357,20 @@ for (const backend of BACKENDS) describe(`MCP Apps: the table view in headless C
     assert.ok(outcome.violations.some((directive) => directive.startsWith('connect-src')), JSON.stringify(outcome));
     assert.equal(canary.hits, 0);
     assert.equal(await frame.locator('tbody tr').count(), 5);
+  });
+
+  test('a page larger than a run\'s stdout comes whole; one larger than a result is refused', async () => {
+    // 200 rows of 5 cells of 400 characters: 400 KB, over SANDBOX_MAX_OUTPUT_BYTES (100 KB).
+    const { frame, result } = await open({ session_id: session, source: 'wide', limit: 200 });
+    assert.equal(result.structuredContent.rows.length, 200);
+    assert.equal(result.structuredContent.rows[199][4], 'x'.repeat(400));
+    assert.equal(await frame.locator('tbody tr').count(), 200);
+    // 200 rows of 12 cells of 490 characters: 1.2 MB, over SANDBOX_MAX_RESULT_BYTES (1 MiB).
+    const refused = await callTool(client, 'sandbox_view_table', { session_id: session, source: 'too_wide', limit: 200 });
+    assert.equal(refused.structuredContent?.error, 'artifact_too_large', text(refused));
+    assert.match(text(refused), /ask for fewer rows/);
+    const fewer = await callTool(client, 'sandbox_view_table', { session_id: session, source: 'too_wide', limit: 20 });
+    assert.equal(fewer.structuredContent.rows.length, 20);
   });
 
   test('hostile cells and column names execute nothing', async () => {
