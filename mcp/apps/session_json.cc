@@ -12,15 +12,21 @@ namespace {
 constexpr std::string_view kMarker = "\x1e_mcp_view_result ";
 
 // Calls __mcp_view_result() and sends its object back: on stdout after the marker when it fits
-// in `inline_limit` bytes, else through a file whose path comes on stdout instead; an object
-// over `max_bytes` is not sent, only its size. Ends in a statement, so `_` stays as it was.
+// in `inline_limit` bytes, else through a file of its own in /tmp whose path comes on stdout
+// instead (named per call, so two calls in a row cannot take each other's; those older than a
+// minute are removed); an object over `max_bytes` is not sent, only its size. Ends in a
+// statement, so `_` stays as it was.
 std::string EmitCode(uint64_t inline_limit, uint64_t max_bytes) {
   return fmt::format(
       "def __mcp_view_emit(marker, inline_limit, max_bytes):\n"
-      "    import json, os, sys, tempfile\n"
-      "    path = os.path.join(tempfile.gettempdir(), '.mcp_view_result.json')\n"
-      "    if os.path.exists(path):\n"
-      "        os.remove(path)\n"
+      "    import glob, json, os, sys, time\n"
+      "    for old in glob.glob('/tmp/.mcp_view_result-*.json'):\n"
+      "        try:\n"
+      "            if os.stat(old).st_mtime < time.time() - 60:\n"
+      "                os.remove(old)\n"
+      "        except OSError:\n"
+      "            pass\n"
+      "    path = '/tmp/.mcp_view_result-%d.json' % time.time_ns()\n"
       "    try:\n"
       "        text = json.dumps(__mcp_view_result(), allow_nan=False)\n"
       "    except Exception as error:\n"

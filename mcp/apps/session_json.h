@@ -5,9 +5,8 @@
 //
 // The way back: a small object comes on stdout, after a marker. One larger than a run's stdout
 // may be (SANDBOX_MAX_OUTPUT_BYTES, 100 KB by default; a Plotly figure of 10,000 points is 250
-// KB) is written to a file in the sandbox's temporary directory and read from there, up to
-// SANDBOX_MAX_RESULT_BYTES. The file is replaced by the next view call, so a session holds at
-// most one.
+// KB) is written to a file in the sandbox's /tmp and read from there, up to
+// SANDBOX_MAX_RESULT_BYTES. The next view call a minute later or more removes it.
 #pragma once
 
 #include <string>
