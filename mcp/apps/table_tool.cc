@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "mcp/apps/embedded_views.h"
+#include "mcp/apps/session_json.h"
 #include "mcp/apps/ui_extension.h"
 #include "mcp/apps/view_tools.h"
 #include "mcp/tools/tool_support.h"
-#include "runtime/base/quoted.h"
 
 namespace sandbox::mcp::apps {
 
@@ -21,13 +21,11 @@ constexpr int kDefaultPageRows = 50;
 constexpr int kMaxPageRows = 200;
 // Rows of the page the text content shows the model (the view shows the whole page).
 constexpr size_t kTextRows = 10;
-constexpr std::string_view kMarker = "\x1e_mcp_view_page ";
-
 // The code the session runs: the helper module, defined once per interpreter, then one page.
-// Every name it binds is deleted again, and it ends in a statement, so `_` stays as it was.
+// Every name it binds is deleted again (RunForView), so the session's names stay as they were.
 std::string PageCode(const Json& arguments) {
   return fmt::format(
-      "def __mcp_view_page():\n"
+      "def __mcp_view_result():\n"
       "    import sys, types\n"
       "    module = sys.modules.get('_mcp_views')\n"
       "    if module is None or getattr(module, 'SOURCE', None) != {0}:\n"
@@ -35,9 +33,7 @@ std::string PageCode(const Json& arguments) {
       "        exec({0}, module.__dict__)\n"
       "        module.SOURCE = {0}\n"
       "        sys.modules['_mcp_views'] = module\n"
-      "    module.page(globals(), {1})\n"
-      "__mcp_view_page()\n"
-      "del __mcp_view_page\n",
+      "    return module.page(globals(), {1})\n",
       Json(std::string(kTablePagePython)).dump(), Json(arguments.dump()).dump());
 }
 
@@ -103,7 +99,8 @@ Tool MakeViewTableTool(SessionManager& sessions, const ToolSettings& settings) {
       "can sort, filter and page through. Use it after sandbox_run_python has built the frame, "
       "when the user should look at the data rather than read a summary. Only one page (up "
       "to {} rows) leaves the session, so any size of frame is fine. The text result gives "
-      "you the shape, the columns and the first rows.",
+      "you the shape, the columns and the first rows. A run shows no view by itself: call this "
+      "after the run that made the frame.",
       kMaxPageRows);
   tool.input_schema = tools::InputSchema(
       {{"session_id", tools::SessionIdProperty(false)},
@@ -135,45 +132,18 @@ Tool MakeViewTableTool(SessionManager& sessions, const ToolSettings& settings) {
                            {"sort_by", arguments.value("sort_by", Json(nullptr))},
                            {"descending", arguments.value("descending", false)},
                            {"filter", arguments.value("filter", std::string())}};
-    RunRequest request;
-    request.kind = RunRequest::Kind::kPython;
-    request.code = PageCode(page_arguments);
-    request.timeout_s = settings.exec_timeout_s;
-    request.max_output_bytes = settings.max_result_bytes;
-    auto run = sessions.Run(session_id, std::move(request), nullptr, nullptr);
-    if (!run) return ToolError(run.error(), tools::SessionIdExtra(session_id));
-    const std::string& out = run->stdout_text;
-    size_t at = out.rfind(kMarker);
-    if (at == std::string::npos || run->stdout_truncated || run->exit_code != 0) {
-      return ToolError(ErrorCode::kInternal,
-                       fmt::format("the session did not return a page (exit code {}){}{}",
-                                   run->exit_code, run->stdout_truncated ? ", output cut" : "",
-                                   run->stderr_text.empty() ? std::string()
-                                                            : ": " + Quoted(run->stderr_text, 400)),
-                       tools::SessionIdExtra(session_id));
+    auto page =
+        RunForView(sessions, settings,
+                   {session_id, PageCode(page_arguments), "page", "ask for fewer rows (limit)"});
+    if (!page) return ToolError(page.error(), tools::SessionIdExtra(session_id));
+    (*page)["session_id"] = session_id;
+    (*page)["source"] = source;
+    for (const char* key : {"limit", "sort_by", "descending", "filter"}) {
+      (*page)[key] = page_arguments[key];
     }
-    size_t end = out.find('\n', at);
-    Json page = Json::parse(
-        out.substr(at + kMarker.size(),
-                   end == std::string::npos ? std::string::npos : end - at - kMarker.size()),
-        nullptr, /*allow_exceptions=*/false);
-    if (!page.is_object()) {
-      return ToolError(ErrorCode::kInternal, "the session returned a page that is not JSON",
-                       tools::SessionIdExtra(session_id));
-    }
-    if (page.contains("error")) {
-      return ToolError(ErrorCode::kInvalidArgument, page["error"].get<std::string>(),
-                       tools::SessionIdExtra(session_id));
-    }
-    page["session_id"] = session_id;
-    page["source"] = source;
-    page["limit"] = page_arguments["limit"];
-    page["sort_by"] = page_arguments["sort_by"];
-    page["descending"] = page_arguments["descending"];
-    page["filter"] = page_arguments["filter"];
     ToolResultBuilder builder(settings.max_result_bytes);
-    builder.AddText(PageText(source, page));
-    builder.SetStructured(std::move(page));
+    builder.AddText(PageText(source, *page));
+    builder.SetStructured(std::move(*page));
     return builder.Build();
   };
   return tool;

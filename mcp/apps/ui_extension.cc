@@ -20,10 +20,11 @@ constexpr ViewResource kViews[] = {
      "A pandas DataFrame or a CSV/Parquet file of a session as a sortable, filterable, paged "
      "table (the view of sandbox_view_table)."},
     {kFilesViewUri, "files.html", "files-view",
-     "A session's /mnt/data as a file browser with previews and downloads (the view of "
-     "sandbox_view_files)."},
+     "A session's /mnt/data as a file browser with previews, downloads and uploads (the view "
+     "of sandbox_view_files)."},
     {kChartViewUri, "chart.html", "chart-view",
-     "A matplotlib figure of a session as a zoomable SVG (the view of sandbox_view_chart)."},
+     "A Plotly figure of a session as an interactive chart, or a matplotlib figure as a "
+     "zoomable SVG (the view of sandbox_view_chart)."},
 };
 
 std::string_view EmbeddedHtml(std::string_view file) {

@@ -9,7 +9,7 @@
 #      disk and egress bytes per session (usage.test.mjs),
 #      and sessions hibernated, resumed and forked on both backends, over stdio and HTTP, as root
 #      and as an ordinary user (hibernate.test.mjs), and the MCP Apps views in headless Chromium
-#      behind the official host bridge (apps.test.mjs);
+#      behind the official host bridge, on both backends (apps.test.mjs);
 #   2. the official conformance suite against `serve --http`: the scenarios that need no
 #      fixture tools against mcp-sandbox itself, then `--requirements 2025-11-25` and
 #      `--requirements 2026-07-28` (both eras from one server) against mcp-sandbox-conformance

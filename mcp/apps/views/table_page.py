@@ -1,18 +1,16 @@
 """One page of a table for the MCP Apps table view (sandbox_view_table, mcp/apps/table_tool.cc).
 
 The server runs this module's source once per session worker (as the module _mcp_views) and then
-calls page(namespace, arguments_json) for each page the view asks for. It prints one line, a
-marker and a JSON object, to stdout. The order of a sorted or filtered frame is kept for the
+calls page(namespace, arguments_json) for each page the view asks for, which returns the page as a
+dict that the server's code sends back (mcp/apps/session_json.cc). The order of a sorted or filtered frame is kept for the
 next pages, so paging a 1,000,000-row frame costs one slice once the order is known.
 """
 
 import json
 import math
 import os
-import sys
 import weakref
 
-MARKER = "\x1e_mcp_view_page "
 MAX_CELL_CHARS = 500
 MAX_ORDERS = 4
 
@@ -154,8 +152,4 @@ def _page(namespace, arguments):
 
 
 def page(namespace, arguments_json):
-    try:
-        result = _page(namespace, json.loads(arguments_json))
-    except Exception as error:
-        result = {"error": "%s: %s" % (type(error).__name__, error)}
-    sys.stdout.write(MARKER + json.dumps(result, allow_nan=False) + "\n")
+    return _page(namespace, json.loads(arguments_json))
