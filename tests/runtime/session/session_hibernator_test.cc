@@ -2,13 +2,16 @@
 // a call resumes the session into a new one with its files and globals (pickled: the host may
 // lack dill); two calls resume it once; a fork of a live or a saved session is a copy that
 // diverges; a save too large for the session's memory leaves it live; a named subject's saved
-// budget; hibernation off says so. Seconds, without root, an image or a daemon.
+// budget; a close during a save waits for it; hibernation off says so. Seconds, without root,
+// an image or a daemon.
 #include "runtime/session/session_hibernator.h"
 
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -158,6 +161,43 @@ TEST_CASE("session hibernator: a subject's saved budget refuses a fork and evict
   REQUIRE(parts.hibernator->Hibernate(second));
   CHECK(parts.saved->Contains(second));
   CHECK_FALSE(parts.saved->Contains(first));
+}
+
+TEST_CASE("session hibernator: a close while the session is being saved waits, then deletes it",
+          "[unit]") {
+  ManualClock clock;
+  testing::TempDir state;
+  SessionParts parts(HibernatingConfig(clock), state.path());
+  const std::string id = parts.Create()->id;
+  const std::string saving = parts.Started(id)->data_dir + "/saving";
+  // A global whose pickling announces the save (a file the test sees on the host) and then takes
+  // a while: the reaper's save of a big state on a loaded host.
+  parts.Stdout(id,
+               "import time\n"
+               "class Slow:\n"
+               "    def __reduce__(self):\n"
+               "        open('/mnt/data/saving', 'w').close()\n"
+               "        time.sleep(1.5)\n"
+               "        return (int, ())\n"
+               "slow = Slow()\n");
+  auto hibernated = std::async(std::launch::async, [&] { return parts.hibernator->Hibernate(id); });
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!std::filesystem::exists(saving) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(std::filesystem::exists(saving));
+  // Mid-save: it said session_busy at once, where every call waits for the save.
+  auto closed = parts.lifecycle->Close(id, /*force=*/false, SessionLifecycle::Teardown::kWait);
+  INFO((closed ? std::string() : closed.error().message));
+  CHECK(closed);
+  REQUIRE(hibernated.get());
+  // Closed for good: neither live nor saved, nothing left to resume.
+  CHECK(parts.registry->Find(id) == nullptr);
+  CHECK_FALSE(parts.saved->Contains(id));
+  auto again = parts.lifecycle->Lookup(id);
+  REQUIRE_FALSE(again);
+  CHECK(again.error().code == ErrorCode::kSessionNotFound);
+  CHECK(parts.backend.started().size() == 1);  // never resumed to be closed
 }
 
 TEST_CASE("session hibernator: with hibernation off, a save and a fork say so", "[unit]") {
