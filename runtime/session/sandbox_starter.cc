@@ -51,6 +51,8 @@ Result<ResolvedImage> SandboxStarter::Resolve(const std::string& name) const {
 Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const ResolvedImage& image,
                                           const Limits& limits, bool preload, bool egress,
                                           CpuPriority cpu_priority) const {
+  // Refused before anything is started: a session runs in one sandbox at a time.
+  SBX_ASSIGN_OR_RETURN(LiveSandboxIds::Claim claim, live_ids_.Take(session_id));
   SandboxSpec spec;
   spec.cpu_priority = cpu_priority;
   spec.session_id = session_id;
@@ -91,7 +93,7 @@ Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const R
     }
     return Fail(std::move(error));
   }
-  started.sandbox = std::move(*sandbox);
+  started.sandbox = LiveSandboxIds::Hold(std::move(claim), std::move(*sandbox));
   started.agent = std::make_unique<AgentClient>(started.sandbox->stream());
   if (auto ready = started.agent->WaitReady(
           std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));

@@ -4,8 +4,12 @@
 // sandboxes of new sessions (started cold), of the warm pool (StartPooled) and of resumed ones;
 // which sandbox becomes which session is the manager's business, not this one's.
 //
-// Thread-safe, and holds no lock: it reads settings fixed before it is made (the manager's
-// SessionConfig, which outlives it) and calls the backend, which is itself thread-safe.
+// It keeps the rule that a session has one live sandbox at a time (live_sandbox_ids.h), above
+// every backend.
+//
+// Thread-safe: it reads settings fixed before it is made (the manager's SessionConfig, which
+// outlives it), calls the backend, which is itself thread-safe, and its one lock is the live
+// ids'.
 #pragma once
 
 #include <string>
@@ -13,6 +17,7 @@
 #include "runtime/backend.h"
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
+#include "runtime/session/live_sandbox_ids.h"
 #include "runtime/session/sandbox_pool.h"
 #include "runtime/session/session_config.h"
 
@@ -29,7 +34,8 @@ class SandboxStarter {
   // Starts a sandbox and waits for its agent's hello; `preload` asks for the preload zygote
   // (waiting for the manager's word when cpu_priority is kNormal: a session started cold),
   // `egress` for a channel to a proxy of the server's egress policy. A start that fails is
-  // kSandboxUnavailable, and leaves nothing behind.
+  // kSandboxUnavailable, and leaves nothing behind; so is a start for a session whose sandbox
+  // is live (not yet killed).
   Result<WarmSandbox> Start(const std::string& session_id, const ResolvedImage& image,
                             const Limits& limits, bool preload, bool egress,
                             CpuPriority cpu_priority = CpuPriority::kNormal) const;
@@ -42,6 +48,7 @@ class SandboxStarter {
   const SessionConfig& config_;
   Backend& backend_;
   ImageResolver resolver_;
+  LiveSandboxIds live_ids_;
 };
 
 // Environment every sandbox gets unless the image sets it: a PATH, a writable HOME (the rootfs is

@@ -284,20 +284,34 @@ std::chrono::steady_clock::duration SessionLifecycle::IdleFor() {
 }
 
 Status SessionLifecycle::Close(const std::string& id, bool force, Teardown teardown) {
-  if (saved() && ParseSessionId(id)) {
-    const bool live = registry_.IsLive(id);
-    // Closing a hibernated session deletes what was saved; nothing to wake for that.
-    if (!live && registry_.SavedAndVisible(id) && saved()->Remove(id)) {
-      spdlog::info("session {} closed (its saved state deleted)", id);
-      return {};
+  std::shared_ptr<LiveSession> session;
+  bool acquired = false;
+  for (;;) {
+    if (saved() && ParseSessionId(id)) {
+      const bool live = registry_.IsLive(id);
+      // Closing a hibernated session deletes what was saved; nothing to wake for that.
+      if (!live && registry_.SavedAndVisible(id) && saved()->Remove(id)) {
+        spdlog::info("session {} closed (its saved state deleted)", id);
+        return {};
+      }
     }
-  }
-  SBX_ASSIGN_OR_RETURN(std::shared_ptr<LiveSession> session, Lookup(id));
-  bool expected = false;
-  bool acquired = session->busy.compare_exchange_strong(expected, true);
-  if (!acquired && !force) {
-    return Fail(ErrorCode::kSessionBusy,
-                "session {} is running a call; wait for it, or close with force", id);
+    SBX_ASSIGN_OR_RETURN(session, Lookup(id));
+    bool expected = false;
+    acquired = session->busy.compare_exchange_strong(expected, true);
+    if (acquired) break;
+    // Busy being saved for hibernation (the reaper, a drain, a hibernate call): waited for as
+    // a call waits (Acquire), even with force, so that no save is finished after the close;
+    // then looked at again: hibernated (its save deleted above) or live again (closed below).
+    // The session is let go first: the hibernation waits for its last reference.
+    if (registry_.WaitWhileSaving(*session)) {
+      session.reset();
+      continue;
+    }
+    if (!force) {
+      return Fail(ErrorCode::kSessionBusy,
+                  "session {} is running a call; wait for it, or close with force", id);
+    }
+    break;
   }
   registry_.Remove(id);
   if (saved()) saved()->Remove(id);  // a resumed session's last save

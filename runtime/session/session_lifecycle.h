@@ -79,7 +79,9 @@ class SessionLifecycle {
   // (sandbox_run_once, whose run is over by then); shutdown still waits for it.
   enum class Teardown { kWait, kBackground };
   // force: close even while a run is in flight (the run is killed). Else session_busy. A
-  // hibernated session's saved state is deleted, without a resume.
+  // hibernated session's saved state is deleted, without a resume. One being saved for
+  // hibernation is waited for, as Acquire does, then closed as it ends: saved (the save deleted)
+  // or live.
   Status Close(const std::string& id, bool force, Teardown teardown);
   // Closes a session whose agent can serve nothing more (`why`), as Close does.
   void Retire(const std::shared_ptr<LiveSession>& session, const std::string& why);

@@ -34,7 +34,7 @@ import {
   assertReplicaUnavailable, Cluster, clusterSupport, connectClient, connectLegacyOn, httpRequest, replicaOf, sleep,
   storeImage, waitFor,
 } from './lib/cluster.mjs';
-import { retryWhileBusy, runtimeStatus, text } from './lib/harness.mjs';
+import { runtimeStatus, text } from './lib/harness.mjs';
 import { OidcIssuer, signJwt, signingKey } from './lib/oidc_issuer.mjs';
 import { rawPost, rawStatus } from './lib/raw_http.mjs';
 
@@ -97,10 +97,10 @@ async function assertFile(session) {
   assert.equal(file.content, session.file, `${session.id}'s file`);
 }
 
-// Closes session `id` through `client`; an idle session the reaper is saving just then answers
-// session_busy for a moment (a close does not wait for the save as a call does): asked again.
+// Closes session `id` through `client`, once: a close that meets the reaper saving the session
+// waits for the save as a call does, then deletes it.
 async function closeOk(client, id) {
-  const result = await retryWhileBusy(() => client.call('sandbox_close_session', { session_id: id }));
+  const result = await client.call('sandbox_close_session', { session_id: id });
   assert.ok(!result.isError, `close ${id}: ${text(result)}`);
 }
 

@@ -51,8 +51,10 @@ void HostSandboxControl::KillAgent() const {
 }
 
 Result<std::unique_ptr<Sandbox>> HostBackend::Start(const SandboxSpec& spec) {
+  int grace_ms = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    grace_ms = grace_ms_;
     if (fail_next_) {
       Error error = std::move(*fail_next_);
       fail_next_.reset();
@@ -79,7 +81,7 @@ Result<std::unique_ptr<Sandbox>> HostBackend::Start(const SandboxSpec& spec) {
   LocalAgentOptions options;
   options.data_dir = control->data_dir;
   options.tmp_dir = dir->Join("tmp");
-  options.grace_ms = 200;        // interrupts turn into kills quickly: tests wait less
+  options.grace_ms = grace_ms;
   options.sandbox_paths = true;  // the tools use /mnt/data and /tmp, as in a real sandbox
   // What the manager tells init through the environment (the preload, say); the image's own
   // variables stay out: there is no image.
@@ -99,6 +101,11 @@ EnforcedLimits HostBackend::PlanLimits(const Limits&) const {
   EnforcedLimits plan;
   plan.cgroup_mode = "none";
   return plan;
+}
+
+void HostBackend::SetGraceMs(int grace_ms) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  grace_ms_ = grace_ms;
 }
 
 void HostBackend::FailNextStart(Error error) {

@@ -39,12 +39,18 @@ class HostBackend : public Backend {
 
   // The next Start fails with `error` (once).
   void FailNextStart(Error error);
+  // How long the agents of sandboxes started from now on give an interrupted run before they
+  // kill its worker (SANDBOX_AGENT_GRACE_MS). 200 ms by default, so that tests of the kill wait
+  // less; a test that needs the interrupt itself to stop the run gives it seconds, which a
+  // loaded host's scheduler may need.
+  void SetGraceMs(int grace_ms);
   // Every sandbox started so far, in order.
   std::vector<std::shared_ptr<HostSandboxControl>> started();
 
  private:
   std::mutex mutex_;
   std::optional<Error> fail_next_;
+  int grace_ms_ = 200;
   std::vector<std::shared_ptr<HostSandboxControl>> started_;
 };
 

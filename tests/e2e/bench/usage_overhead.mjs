@@ -8,7 +8,7 @@
 //  2. GET /metrics (SANDBOX_METRICS_ADDR, one keep-alive connection) of a server holding N live
 //     sessions (BENCH_SCRAPE_SESSIONS, 500), against the same server with none (target <= 10 ms).
 // Environment: MCP_SANDBOX_BIN, BENCH_USAGE_CALLS (1000 per server), BENCH_SCRAPE_SESSIONS (500;
-// 0 skips the second part), BENCH_SCRAPES (200).
+// 0 skips the second part), BENCH_SCRAPES (200), BENCH_USAGE_CONTROL (1: all four servers on).
 import http from 'node:http';
 
 import { freePort } from '../lib/free_port.mjs';
@@ -17,6 +17,7 @@ import { RawStdioClient } from '../lib/raw_stdio_client.mjs';
 const CALLS = Number(process.env.BENCH_USAGE_CALLS ?? 1000);
 const SESSIONS = Number(process.env.BENCH_SCRAPE_SESSIONS ?? 500);
 const SCRAPES = Number(process.env.BENCH_SCRAPES ?? 200);
+const CONTROL = process.env.BENCH_USAGE_CONTROL === '1';
 
 function summary(samples) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -32,7 +33,9 @@ async function runOverhead() {
   // host, as much as what is measured. With two of each, started in mirrored order, that cancels
   // in the pooled figures, and the two servers of one mode measure the noise floor.
   const modes = ['on', 'off', 'off', 'on'];
-  const servers = modes.map((mode) => new RawStdioClient({ SANDBOX_USAGE: mode }));
+  // BENCH_USAGE_CONTROL=1: the two "off" servers run with usage on too, so the figures below are
+  // what two identical pairs give on this host at this load (the control for the ratio).
+  const servers = modes.map((mode) => new RawStdioClient({ SANDBOX_USAGE: CONTROL ? 'on' : mode }));
   const sessions = [];
   for (const server of servers) {
     await server.initialize();

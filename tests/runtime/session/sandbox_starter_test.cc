@@ -1,5 +1,6 @@
 // SandboxStarter over HostBackend: what a started sandbox is given (the default environment,
-// the preload asked for or not), its agent ready for a call, and a failed start named as one.
+// the preload asked for or not), its agent ready for a call, a failed start named as one, and
+// one live sandbox per session.
 #include "runtime/session/sandbox_starter.h"
 
 #include <algorithm>
@@ -86,6 +87,40 @@ TEST_CASE("sandbox starter: a backend that fails to start is sandbox_unavailable
   REQUIRE_FALSE(failed);
   CHECK(failed.error().code == ErrorCode::kSandboxUnavailable);
   CHECK(failed.error().message.find("clone: EPERM") != std::string::npos);
+}
+
+TEST_CASE("sandbox starter: a session has one live sandbox, a killed one gives its id back",
+          "[unit]") {
+  SessionConfig config;
+  testing::HostBackend backend;
+  SandboxStarter starter(config, backend, testing::HostImageResolver());
+  auto image = starter.Resolve("host");
+  REQUIRE(image);
+  auto first = starter.Start("sess-once", *image, config.limits, false, false);
+  REQUIRE(first);
+  // Refused above the backend: it never heard of the second.
+  auto second = starter.Start("sess-once", *image, config.limits, false, false);
+  REQUIRE_FALSE(second);
+  CHECK(second.error().code == ErrorCode::kSandboxUnavailable);
+  CHECK(second.error().message.find("already has a live sandbox") != std::string::npos);
+  CHECK(backend.started().size() == 1);
+  CHECK(starter.Start("sess-other", *image, config.limits, false, false));
+
+  // Killed (a save, a close), not yet gone: the starter lets a resume through, and the
+  // backend's own check is the last guard (HostBackend refuses until the sandbox is destroyed,
+  // as the namespace backend does; Docker removes its own killed container).
+  REQUIRE(first->sandbox->Kill());
+  auto guarded = starter.Start("sess-once", *image, config.limits, false, false);
+  REQUIRE_FALSE(guarded);
+  CHECK(guarded.error().message.find("already has a sandbox") != std::string::npos);
+  first->sandbox.reset();
+  CHECK(backend.started().at(0)->destroyed);
+  auto again = starter.Start("sess-once", *image, config.limits, false, false);
+  INFO((again ? std::string() : again.error().message));
+  REQUIRE(again);
+  // A sandbox that is destroyed without a kill gives its id back too.
+  again->sandbox.reset();
+  CHECK(starter.Start("sess-once", *image, config.limits, false, false));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "runtime/session/session_id.h"
 #include "runtime/session/session_manager.h"
 #include "tests/support/host_backend.h"
+#include "tests/support/session_parts.h"
 #include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
@@ -62,6 +63,21 @@ class EgressHostBackend : public testing::HostBackend {
   EgressTransport transport_;
 };
 
+// The parts of a server that allows example.org, over EgressHostBackend (`transport`).
+testing::SessionParts EgressParts(EgressTransport transport) {
+  return testing::SessionParts(
+      testing::Hibernation::kOff, [](SessionConfig& config) { config.egress = AllowExample(); },
+      std::make_unique<EgressHostBackend>(transport));
+}
+
+// A session's egress to example.org as `transport` carries it, its files in `state_dir`.
+Result<std::unique_ptr<SessionEgress>> StartEgress(EgressTransport transport, const std::string& id,
+                                                   const std::string& state_dir,
+                                                   SandboxSpec& spec) {
+  return SessionEgress::Start(AllowExample(), id, transport, EgressSocketDir(state_dir),
+                              EgressBytesDir(state_dir), spec);
+}
+
 TEST_CASE("session egress: a session narrows the server's policy, never widens it", "[unit]") {
   egress::EgressConfig off;
   CHECK(SessionWantsEgress(off, std::nullopt) == false);
@@ -82,9 +98,7 @@ TEST_CASE("session egress: a channel fd goes into the spec, and is the server's 
   testing::TempDir state;
   const std::string id = NewSessionId("");
   SandboxSpec spec;
-  auto egress =
-      SessionEgress::Start(AllowExample(), id, EgressTransport::kChannelFd,
-                           EgressSocketDir(state.path()), EgressBytesDir(state.path()), spec);
+  auto egress = StartEgress(EgressTransport::kChannelFd, id, state.path(), spec);
   REQUIRE(egress);
   REQUIRE(spec.egress_channel_fd >= 0);
   CHECK(spec.egress_socket_path.empty());
@@ -117,9 +131,7 @@ TEST_CASE("session egress: a socket path goes into the spec, accepted once and r
   testing::TempDir state;
   const std::string id = NewSessionId("");
   SandboxSpec spec;
-  auto egress =
-      SessionEgress::Start(AllowExample(), id, EgressTransport::kSocketPath,
-                           EgressSocketDir(state.path()), EgressBytesDir(state.path()), spec);
+  auto egress = StartEgress(EgressTransport::kSocketPath, id, state.path(), spec);
   REQUIRE(egress);
   CHECK(spec.egress_channel_fd == -1);
   REQUIRE_FALSE(spec.egress_socket_path.empty());
@@ -140,9 +152,7 @@ TEST_CASE("session egress: a socket path goes into the spec, accepted once and r
 TEST_CASE("session egress: a backend without a transport gets no egress channel", "[unit]") {
   testing::TempDir state;
   SandboxSpec spec;
-  auto egress =
-      SessionEgress::Start(AllowExample(), NewSessionId(""), EgressTransport::kNone,
-                           EgressSocketDir(state.path()), EgressBytesDir(state.path()), spec);
+  auto egress = StartEgress(EgressTransport::kNone, NewSessionId(""), state.path(), spec);
   REQUIRE_FALSE(egress);
   CHECK(egress.error().code == ErrorCode::kInternal);
   CHECK(spec.egress_channel_fd == -1);
@@ -160,52 +170,45 @@ TEST_CASE("session egress: a sealed session reports the policy off, with the ser
 }
 
 TEST_CASE("session egress: the starter wires the channel into the sandbox it starts", "[unit]") {
-  testing::TempDir state;
-  SessionConfig config;
-  config.state_dir = state.path();
-  config.egress = AllowExample();
-  EgressHostBackend backend(EgressTransport::kChannelFd);
-  SandboxStarter starter(config, backend, testing::HostImageResolver());
-  auto image = starter.Resolve("host");
+  testing::SessionParts parts = EgressParts(EgressTransport::kChannelFd);
+  auto image = parts.starter.Resolve("host");
   REQUIRE(image);
   const std::string id = NewSessionId("");
+  const Limits& limits = parts.config.limits;
 
-  auto sealed = starter.Start(NewSessionId(""), *image, config.limits, false, /*egress=*/false);
+  auto sealed = parts.starter.Start(NewSessionId(""), *image, limits, false, /*egress=*/false);
   REQUIRE(sealed);
   CHECK(sealed->egress == nullptr);
-  CHECK(backend.started().at(0)->spec.egress_channel_fd == -1);
-  CHECK_FALSE(HasEnv(backend.started().at(0)->spec, "PIP_INDEX_URL=https://example.org/simple/"));
+  const SandboxSpec& sealed_spec = parts.backend.started().at(0)->spec;
+  CHECK(sealed_spec.egress_channel_fd == -1);
+  CHECK_FALSE(HasEnv(sealed_spec, "PIP_INDEX_URL=https://example.org/simple/"));
 
-  auto open = starter.Start(id, *image, config.limits, false, /*egress=*/true);
+  auto open = parts.starter.Start(id, *image, limits, false, /*egress=*/true);
   REQUIRE(open);
   REQUIRE(open->egress != nullptr);
-  const SandboxSpec& spec = backend.started().at(1)->spec;
+  const SandboxSpec& spec = parts.backend.started().at(1)->spec;
   CHECK(spec.egress_channel_fd >= 0);
   CHECK(HasEnv(spec, "PIP_INDEX_URL=https://example.org/simple/"));
-  CHECK(ReadEgressBytes(EgressBytesDir(state.path()), id) == uint64_t{0});
-  CHECK(DescribeEgress(config.egress, open->egress.get()).enabled);
+  CHECK(ReadEgressBytes(EgressBytesDir(parts.state.path()), id) == uint64_t{0});
+  CHECK(DescribeEgress(parts.config.egress, open->egress.get()).enabled);
   open->egress->Shutdown();
 }
 
 TEST_CASE("session egress: a sandbox that never takes its socket fails to start, leaving none",
           "[unit]") {
-  testing::TempDir state;
-  SessionConfig config;
-  config.state_dir = state.path();
-  config.egress = AllowExample();
   // Its sandbox-init never connects (HostBackend binds nothing in): the hand-over times out.
-  EgressHostBackend backend(EgressTransport::kSocketPath);
-  SandboxStarter starter(config, backend, testing::HostImageResolver());
-  auto image = starter.Resolve("host");
+  testing::SessionParts parts = EgressParts(EgressTransport::kSocketPath);
+  auto image = parts.starter.Resolve("host");
   REQUIRE(image);
-  auto started = starter.Start(NewSessionId(""), *image, config.limits, false, /*egress=*/true);
+  auto started =
+      parts.starter.Start(NewSessionId(""), *image, parts.config.limits, false, /*egress=*/true);
   REQUIRE_FALSE(started);
   CHECK(started.error().code == ErrorCode::kSandboxUnavailable);
   CHECK(started.error().message.find("egress channel") != std::string::npos);
-  const std::string socket_path = backend.started().at(0)->spec.egress_socket_path;
+  const std::string socket_path = parts.backend.started().at(0)->spec.egress_socket_path;
   REQUIRE_FALSE(socket_path.empty());
   CHECK_FALSE(Exists(socket_path));
-  CHECK(backend.started().at(0)->destroyed);
+  CHECK(parts.backend.started().at(0)->destroyed);
 }
 
 TEST_CASE("session egress: a server whose backend carries none drops the policy", "[unit]") {

@@ -2,42 +2,34 @@
 // a call resumes the session into a new one with its files and globals (pickled: the host may
 // lack dill); two calls resume it once; a fork of a live or a saved session is a copy that
 // diverges; a save too large for the session's memory leaves it live; a named subject's saved
-// budget; hibernation off says so. Seconds, without root, an image or a daemon.
+// budget; a close during a save waits for it; hibernation off says so. Seconds, without root,
+// an image or a daemon.
 #include "runtime/session/session_hibernator.h"
 
 #include <chrono>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
 #include "runtime/session/session_id.h"
 #include "runtime/session/session_owner.h"
-#include "tests/runtime/session/session_parts.h"
 #include "tests/support/host_backend.h"
-#include "tests/support/session_support.h"
-#include "tests/support/test_support.h"
+#include "tests/support/session_parts.h"
 
 namespace sandbox {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ManualClock;
+using testing::Hibernation;
 using testing::SessionParts;
-
-SessionConfig HibernatingConfig(ManualClock& clock) {
-  SessionConfig config = testing::PartsConfig(clock);
-  config.hibernate_after = std::chrono::minutes(10);
-  config.saved_max_bytes = 64ull << 20;
-  return config;
-}
 
 TEST_CASE("session hibernator: a save stops the sandbox, and a call resumes files and globals",
           "[unit]") {
-  ManualClock clock;
-  testing::TempDir state;
-  SessionParts parts(HibernatingConfig(clock), state.path());
+  SessionParts parts(Hibernation::kOn);
   auto session = parts.Create();
   const std::string id = session->id;
   const auto created = session->created;
@@ -51,7 +43,7 @@ TEST_CASE("session hibernator: a save stops the sandbox, and a call resumes file
   CHECK(parts.saved->Contains(id));
   CHECK(parts.hibernator->Hibernate(id));  // hibernated already: nothing to do
 
-  clock.Advance(1h);
+  parts.clock.Advance(1h);
   auto resumed = parts.lifecycle->Lookup(id);
   REQUIRE(resumed);
   CHECK((*resumed)->id == id);
@@ -63,9 +55,7 @@ TEST_CASE("session hibernator: a save stops the sandbox, and a call resumes file
 }
 
 TEST_CASE("session hibernator: two calls naming a saved session resume it once", "[unit]") {
-  ManualClock clock;
-  testing::TempDir state;
-  SessionParts parts(HibernatingConfig(clock), state.path());
+  SessionParts parts(Hibernation::kOn);
   const std::string id = parts.Create()->id;
   parts.Stdout(id, "x = 1");
   REQUIRE(parts.hibernator->Hibernate(id));
@@ -80,9 +70,7 @@ TEST_CASE("session hibernator: two calls naming a saved session resume it once",
 }
 
 TEST_CASE("session hibernator: a fork of a live session is a saved copy that diverges", "[unit]") {
-  ManualClock clock;
-  testing::TempDir state;
-  SessionParts parts(HibernatingConfig(clock), state.path());
+  SessionParts parts(Hibernation::kOn);
   auto session = parts.Create();
   parts.Stdout(session->id, "x = 'original'\nopen('/mnt/data/f.txt', 'w').write('1')");
   auto fork_id = parts.hibernator->Fork(session->id);
@@ -99,9 +87,7 @@ TEST_CASE("session hibernator: a fork of a live session is a saved copy that div
 }
 
 TEST_CASE("session hibernator: a fork of a saved session copies it without waking it", "[unit]") {
-  ManualClock clock;
-  testing::TempDir state;
-  SessionParts parts(HibernatingConfig(clock), state.path());
+  SessionParts parts(Hibernation::kOn);
   const std::string id = parts.Create()->id;
   parts.Stdout(id, "x = 7");
   REQUIRE(parts.hibernator->Hibernate(id));
@@ -118,9 +104,7 @@ TEST_CASE("session hibernator: a fork of a saved session copies it without wakin
 
 TEST_CASE("session hibernator: a state above the session's memory is refused, the session lives",
           "[unit]") {
-  ManualClock clock;
-  testing::TempDir state;
-  SessionParts parts(HibernatingConfig(clock), state.path());
+  SessionParts parts(Hibernation::kOn);
   SessionOptions small;
   small.memory_bytes = 40ull << 20;  // the cap of its saved state
   auto session = parts.Create(small);
@@ -138,11 +122,8 @@ TEST_CASE("session hibernator: a state above the session's memory is refused, th
 
 TEST_CASE("session hibernator: a subject's saved budget refuses a fork and evicts for a save",
           "[unit]") {
-  ManualClock clock;
-  testing::TempDir state;
-  SessionConfig config = HibernatingConfig(clock);
-  config.subject_quota.saved.max_saved = 1;
-  SessionParts parts(config, state.path());
+  SessionParts parts(Hibernation::kOn,
+                     [](SessionConfig& config) { config.subject_quota.saved.max_saved = 1; });
   ActingSubject alice("alice");
   const std::string first = parts.Create()->id;
   parts.Stdout(first, "x = 1");
@@ -154,15 +135,49 @@ TEST_CASE("session hibernator: a subject's saved budget refuses a fork and evict
   // A session saving itself makes room by evicting its owner's oldest save.
   const std::string second = parts.Create()->id;
   parts.Stdout(second, "y = 2");
-  clock.Advance(1min);
+  parts.clock.Advance(1min);
   REQUIRE(parts.hibernator->Hibernate(second));
   CHECK(parts.saved->Contains(second));
   CHECK_FALSE(parts.saved->Contains(first));
 }
 
+TEST_CASE("session hibernator: a close while the session is being saved waits, then deletes it",
+          "[unit]") {
+  SessionParts parts(Hibernation::kOn);
+  const std::string id = parts.Create()->id;
+  const std::string saving = parts.Started(id)->data_dir + "/saving";
+  // A global whose pickling announces the save (a file the test sees on the host) and then takes
+  // a while: the reaper's save of a big state on a loaded host.
+  parts.Stdout(id,
+               "import time\n"
+               "class Slow:\n"
+               "    def __reduce__(self):\n"
+               "        open('/mnt/data/saving', 'w').close()\n"
+               "        time.sleep(1.5)\n"
+               "        return (int, ())\n"
+               "slow = Slow()\n");
+  auto hibernated = std::async(std::launch::async, [&] { return parts.hibernator->Hibernate(id); });
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!std::filesystem::exists(saving) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(std::filesystem::exists(saving));
+  // Mid-save: it said session_busy at once, where every call waits for the save.
+  auto closed = parts.lifecycle->Close(id, /*force=*/false, SessionLifecycle::Teardown::kWait);
+  INFO((closed ? std::string() : closed.error().message));
+  CHECK(closed);
+  REQUIRE(hibernated.get());
+  // Closed for good: neither live nor saved, nothing left to resume.
+  CHECK(parts.registry->Find(id) == nullptr);
+  CHECK_FALSE(parts.saved->Contains(id));
+  auto again = parts.lifecycle->Lookup(id);
+  REQUIRE_FALSE(again);
+  CHECK(again.error().code == ErrorCode::kSessionNotFound);
+  CHECK(parts.backend.started().size() == 1);  // never resumed to be closed
+}
+
 TEST_CASE("session hibernator: with hibernation off, a save and a fork say so", "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));  // no state dir: no saved sessions
+  SessionParts parts;  // hibernation off: no saved sessions
   const std::string id = parts.Create()->id;
   auto hibernate = parts.hibernator->Hibernate(id);
   REQUIRE_FALSE(hibernate);

@@ -12,15 +12,14 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/session/session_owner.h"
-#include "tests/runtime/session/session_parts.h"
 #include "tests/support/host_backend.h"
-#include "tests/support/session_support.h"
+#include "tests/support/session_parts.h"
 
 namespace sandbox {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ManualClock;
+using testing::Hibernation;
 using testing::SessionParts;
 
 // Waits until `done` holds: the state the test needs, not a sleep.
@@ -36,11 +35,10 @@ bool WaitFor(Predicate done, std::chrono::seconds timeout = 20s) {
 
 TEST_CASE("session lifecycle: a creation is listed, and a close removes it and its sandbox",
           "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));
+  SessionParts parts;
   auto session = parts.Create();
   CHECK(parts.registry->Find(session->id) == session);
-  CHECK(session->created == clock.Now());
+  CHECK(session->created == parts.clock.Now());
   CHECK(parts.Stdout(session->id, "x = 41\nprint(x + 1)") == "42\n");
   auto control = parts.Started(session->id);
   REQUIRE(control);
@@ -56,8 +54,7 @@ TEST_CASE("session lifecycle: a creation is listed, and a close removes it and i
 }
 
 TEST_CASE("session lifecycle: a lease holds the session busy and stamps its last use", "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));
+  SessionParts parts;
   auto session = parts.Create();
   {
     auto lease = parts.lifecycle->Acquire(session->id);
@@ -71,17 +68,16 @@ TEST_CASE("session lifecycle: a lease holds the session busy and stamps its last
     auto refused = parts.lifecycle->Close(session->id, false, SessionLifecycle::Teardown::kWait);
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code == ErrorCode::kSessionBusy);
-    clock.Advance(5min);
+    parts.clock.Advance(5min);
   }
   CHECK_FALSE(session->busy);
   CHECK(parts.lifecycle->calls_in_flight() == 0);
   CHECK(session->LastUsed() ==
-        std::chrono::time_point_cast<std::chrono::milliseconds>(clock.Now()));
+        std::chrono::time_point_cast<std::chrono::milliseconds>(parts.clock.Now()));
 }
 
 TEST_CASE("session lifecycle: a call that finds the agent dead retires the session", "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));
+  SessionParts parts;
   auto session = parts.Create();
   parts.Started(session->id)->KillAgent();
   auto run = parts.Python(session->id, "print(1)");
@@ -96,8 +92,7 @@ TEST_CASE("session lifecycle: a call that finds the agent dead retires the sessi
 
 TEST_CASE("session lifecycle: a background close returns at once, the reaper removes the sandbox",
           "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));
+  SessionParts parts;
   auto session = parts.Create();
   auto control = parts.Started(session->id);
   const std::string id = session->id;
@@ -108,15 +103,14 @@ TEST_CASE("session lifecycle: a background close returns at once, the reaper rem
 }
 
 TEST_CASE("session lifecycle: idle sessions expire on the TTL, a busy one never", "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));
+  SessionParts parts;
   auto idle = parts.Create();
   auto busy = parts.Create();
   auto lease = parts.lifecycle->Acquire(busy->id);
   REQUIRE(lease);
-  clock.Advance(29min);
+  parts.clock.Advance(29min);
   CHECK(parts.lifecycle->ExpireIdle() == 0);
-  clock.Advance(2min);
+  parts.clock.Advance(2min);
   CHECK(parts.lifecycle->ExpireIdle() == 1);
   CHECK(idle->closed);
   CHECK_FALSE(busy->closed);
@@ -125,8 +119,7 @@ TEST_CASE("session lifecycle: idle sessions expire on the TTL, a busy one never"
 
 TEST_CASE("session lifecycle: a drain refuses new sessions and closes idle ones on its own time",
           "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));
+  SessionParts parts;
   auto open = parts.Create();
   parts.lifecycle->StartDrain(std::chrono::milliseconds(10s));
   CHECK(parts.lifecycle->draining());
@@ -137,17 +130,15 @@ TEST_CASE("session lifecycle: a drain refuses new sessions and closes idle ones 
   CHECK(parts.Stdout(open->id, "print('on')") == "on\n");
   // ...until idle longer than the drain's time (hibernation off: closed, not saved).
   // The reaper looks every second while draining, and may be first.
-  clock.Advance(11s);
+  parts.clock.Advance(11s);
   (void)parts.lifecycle->ExpireIdle();
   CHECK(WaitFor([&] { return open->closed.load(); }));
   CHECK(parts.registry->Count() == 0);
 }
 
 TEST_CASE("session lifecycle: a named subject is held to its quota of sessions", "[unit]") {
-  ManualClock clock;
-  SessionConfig config = testing::PartsConfig(clock);
-  config.subject_quota.max_sessions = 1;
-  SessionParts parts(config);
+  SessionParts parts(Hibernation::kOff,
+                     [](SessionConfig& config) { config.subject_quota.max_sessions = 1; });
   ActingSubject alice("alice");
   auto first = parts.Create();
   CHECK(first->owner == "alice");
@@ -164,10 +155,7 @@ TEST_CASE("session lifecycle: a named subject is held to its quota of sessions",
 
 TEST_CASE("session lifecycle: a creation takes the warm pool's sandbox at normal priority",
           "[unit]") {
-  ManualClock clock;
-  SessionConfig config = testing::PartsConfig(clock);
-  config.pool_size = 1;
-  SessionParts parts(config);
+  SessionParts parts(Hibernation::kOff, [](SessionConfig& config) { config.pool_size = 1; });
   REQUIRE(WaitFor([&] { return parts.lifecycle->PoolStatus()->ready == 1; }, 30s));
   auto pooled = parts.backend.started().at(0);
   CHECK(pooled->cpu_priority == CpuPriority::kBackground);
@@ -179,8 +167,7 @@ TEST_CASE("session lifecycle: a creation takes the warm pool's sandbox at normal
 }
 
 TEST_CASE("session lifecycle: without a pool there are no pool figures", "[unit]") {
-  ManualClock clock;
-  SessionParts parts(testing::PartsConfig(clock));
+  SessionParts parts;
   CHECK_FALSE(parts.lifecycle->PoolStatus());
 }
 

@@ -1,12 +1,15 @@
 // The session manager's parts, wired as its facade wires them but without it, over HostBackend
-// (sandbox-init on the host): the registry, the starter, the lifecycle and, with a state dir,
-// the saved sessions and the hibernator. The tests of session_lifecycle.h and
-// session_hibernator.h drive each part through its own interface.
+// (sandbox-init on the host): the registry, the starter, the lifecycle and, with hibernation,
+// the saved sessions and the hibernator. The tests of session_lifecycle.h, session_hibernator.h
+// and the starter's egress wiring drive each part through its own interface; this is the one
+// setup they share (a clock the test moves, a state dir of its own, the settings below).
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -18,27 +21,29 @@
 #include "runtime/session/session_registry.h"
 #include "tests/support/host_backend.h"
 #include "tests/support/session_support.h"
+#include "tests/support/test_support.h"
 
 namespace sandbox::testing {
 
-// A server's settings for the parts' tests: a TTL of 30 minutes on `clock`, four sessions.
-inline SessionConfig PartsConfig(ManualClock& clock) {
-  SessionConfig config;
-  config.default_image = "host";
-  config.max_sessions = 4;
-  config.exec_timeout_s = 30;
-  config.ttl = std::chrono::minutes(30);
-  config.clock = [&clock] { return clock.Now(); };
-  return config;
-}
+// Saved sessions in the state dir and a hibernator (idle after 10 minutes, 64 MiB a save), or
+// none.
+enum class Hibernation { kOff, kOn };
+// Changes to the settings, made before anything is started.
+using ConfigureParts = std::function<void(SessionConfig&)>;
 
+// The defaults: a server of four sessions with a TTL of 30 minutes on the test's clock.
+// `backend`: a HostBackend that says more (the egress tests'); null: HostBackend.
 struct SessionParts {
-  // `state_dir` "": hibernation off (no saved sessions, no hibernator).
-  explicit SessionParts(SessionConfig settings, const std::string& state_dir = "")
-      : config(std::move(settings)), starter(config, backend, HostImageResolver()) {
-    if (!state_dir.empty()) {
+  explicit SessionParts(Hibernation hibernation = Hibernation::kOff,
+                        const ConfigureParts& configure = {},
+                        std::unique_ptr<HostBackend> with_backend = nullptr)
+      : owned_backend(with_backend ? std::move(with_backend) : std::make_unique<HostBackend>()),
+        config(Settings(hibernation, configure)),
+        backend(*owned_backend),
+        starter(config, backend, HostImageResolver()) {
+    if (hibernation == Hibernation::kOn) {
       saved = std::make_unique<SavedSessions>(SavedSessionsConfig{
-          .dir = state_dir + "/hibernated",
+          .dir = state.path() + "/hibernated",
           .max_total_bytes = config.saved_max_bytes,
           .ttl = config.saved_ttl,
           .clock = config.clock,
@@ -53,6 +58,8 @@ struct SessionParts {
     lifecycle->Stop();
     lifecycle->CloseAll();
   }
+  SessionParts(const SessionParts&) = delete;
+  SessionParts& operator=(const SessionParts&) = delete;
 
   std::shared_ptr<LiveSession> Create(SessionOptions options = {}) {
     auto session = lifecycle->Create(options);
@@ -85,13 +92,34 @@ struct SessionParts {
     return found;
   }
 
+  // Declared first: the settings read the clock and name the state dir.
+  ManualClock clock;
+  TempDir state;
+  std::unique_ptr<HostBackend> owned_backend;
   SessionConfig config;
-  HostBackend backend;
+  HostBackend& backend;
   SandboxStarter starter;
   std::unique_ptr<SavedSessions> saved;
   std::unique_ptr<SessionRegistry> registry;
   std::unique_ptr<SessionLifecycle> lifecycle;
   std::unique_ptr<SessionHibernator> hibernator;
+
+ private:
+  SessionConfig Settings(Hibernation hibernation, const ConfigureParts& configure) {
+    SessionConfig settings;
+    settings.default_image = "host";
+    settings.max_sessions = 4;
+    settings.exec_timeout_s = 30;
+    settings.ttl = std::chrono::minutes(30);
+    settings.clock = [this] { return clock.Now(); };
+    settings.state_dir = state.path();
+    if (hibernation == Hibernation::kOn) {
+      settings.hibernate_after = std::chrono::minutes(10);
+      settings.saved_max_bytes = 64ull << 20;
+    }
+    if (configure) configure(settings);
+    return settings;
+  }
 };
 
 }  // namespace sandbox::testing
