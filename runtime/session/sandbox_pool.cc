@@ -60,6 +60,7 @@ SandboxPool::~SandboxPool() {
     stopping_ = true;
   }
   wake_.notify_all();
+  cancel_.Cancel();  // a start in progress ends now, not after its warm-up
   if (refill_.joinable()) refill_.join();
   std::deque<WarmSandbox> ready;
   {
@@ -179,9 +180,17 @@ void SandboxPool::RefillLoop() {
     if (stopping_) break;
     ++starting_;
     lock.unlock();
-    auto started = start_();
+    auto started = start_(cancel_);
     lock.lock();
     --starting_;
+    if (stopping_) {
+      // Killed by the stop (its failure is no failure), or finished just before it.
+      lock.unlock();
+      if (started) (void)started->sandbox->Kill();
+      started = Fail(ErrorCode::kInternal, "stopping");  // destroys it outside the lock
+      lock.lock();
+      break;
+    }
     if (!started) {
       ++failed_;
       last_error_ = started.error().message;
@@ -192,13 +201,6 @@ void SandboxPool::RefillLoop() {
     }
     backoff = std::chrono::seconds(0);
     last_error_.clear();
-    if (stopping_) {
-      lock.unlock();
-      (void)started->sandbox->Kill();
-      started = Fail(ErrorCode::kInternal, "stopping");  // destroys it outside the lock
-      lock.lock();
-      break;
-    }
     started->ready_since = std::chrono::steady_clock::now();
     ready_.push_back(std::move(*started));
   }

@@ -7,6 +7,8 @@
 // requests: besides CPU, starting a sandbox takes kernel locks (cgroup attach, mounts) a running
 // call's forks and exits also need, and an instant with no call running comes often in a burst
 // (between one client's response and its next request) without the burst being over.
+// A stop (the destructor) does not wait for a start in progress: it kills the sandbox being
+// started (StartCancel), so the server's orderly stop never waits for a warm-up.
 // The pool owns no policy about sessions: SessionManager decides when a request matches the key
 // and turns a claimed sandbox into a session.
 #pragma once
@@ -27,6 +29,7 @@
 #include "runtime/base/result.h"
 #include "runtime/limits.h"
 #include "runtime/session/session_egress.h"
+#include "runtime/session/start_cancel.h"
 
 namespace sandbox {
 
@@ -65,8 +68,9 @@ struct PoolStats {
 
 class SandboxPool {
  public:
-  // Starts one sandbox of the key, ready and warm. Called on the refill thread only.
-  using Starter = std::function<Result<WarmSandbox>()>;
+  // Starts one sandbox of the key, ready and warm, showing it to `cancel` while it starts (the
+  // pool's stop cancels it). Called on the refill thread only.
+  using Starter = std::function<Result<WarmSandbox>(StartCancel& cancel)>;
   // How long the server has been quiet: no call running and no session being made, for this
   // long (zero while one is). The session manager's count of busy sessions.
   using IdleFor = std::function<std::chrono::steady_clock::duration()>;
@@ -74,7 +78,8 @@ class SandboxPool {
   SandboxPool(
       PoolKey key, int size, Starter start,
       IdleFor idle_for = [] { return std::chrono::steady_clock::duration::max(); });
-  ~SandboxPool();  // stops the refill thread and destroys every pooled sandbox
+  // Stops the refill thread (killing a sandbox it is starting) and destroys every pooled sandbox.
+  ~SandboxPool();
 
   const PoolKey& key() const { return key_; }
 
@@ -107,6 +112,7 @@ class SandboxPool {
   uint64_t replaced_ = 0;
   uint64_t failed_ = 0;
   std::string last_error_;
+  StartCancel cancel_;  // the refill's start in progress, killed by the stop
   std::thread refill_;
 };
 

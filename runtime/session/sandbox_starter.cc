@@ -50,7 +50,7 @@ Result<ResolvedImage> SandboxStarter::Resolve(const std::string& name) const {
 
 Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const ResolvedImage& image,
                                           const Limits& limits, bool preload, bool egress,
-                                          CpuPriority cpu_priority) const {
+                                          CpuPriority cpu_priority, StartCancel* cancel) const {
   // Refused before anything is started: a session runs in one sandbox at a time.
   SBX_ASSIGN_OR_RETURN(LiveSandboxIds::Claim claim, live_ids_.Take(session_id));
   SandboxSpec spec;
@@ -94,6 +94,8 @@ Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const R
     return Fail(std::move(error));
   }
   started.sandbox = LiveSandboxIds::Hold(std::move(claim), std::move(*sandbox));
+  // Ends before `started` (declared after it): a stop kills the sandbox, never a destroyed one.
+  StartCancel::Shown shown = StartCancel::Show(cancel, *started.sandbox);
   started.agent = std::make_unique<AgentClient>(started.sandbox->stream());
   if (auto ready = started.agent->WaitReady(
           std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
@@ -114,10 +116,12 @@ Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const R
   return started;
 }
 
-Result<WarmSandbox> SandboxStarter::StartPooled(const PoolKey& key) const {
+Result<WarmSandbox> SandboxStarter::StartPooled(const PoolKey& key, StartCancel* cancel) const {
   SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver_(key.image));
   SBX_ASSIGN_OR_RETURN(WarmSandbox warm, Start(NewSessionId(config_.replica_id), image, key.limits,
-                                               true, key.egress, CpuPriority::kBackground));
+                                               true, key.egress, CpuPriority::kBackground, cancel));
+  // The preload's import is the long part of a pooled start: a stop cancels it too.
+  StartCancel::Shown shown = StartCancel::Show(cancel, *warm.sandbox);
   if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
     return Fail(std::move(warmed.error()).Context("preload"));
   }

@@ -20,6 +20,7 @@
 #include "runtime/session/live_sandbox_ids.h"
 #include "runtime/session/sandbox_pool.h"
 #include "runtime/session/session_config.h"
+#include "runtime/session/start_cancel.h"
 
 namespace sandbox {
 
@@ -35,14 +36,17 @@ class SandboxStarter {
   // (waiting for the manager's word when cpu_priority is kNormal: a session started cold),
   // `egress` for a channel to a proxy of the server's egress policy. A start that fails is
   // kSandboxUnavailable, and leaves nothing behind; so is a start for a session whose sandbox
-  // is live (not yet killed).
+  // is live (not yet killed), and one that `cancel` (may be null) cancels while the sandbox
+  // starts.
   Result<WarmSandbox> Start(const std::string& session_id, const ResolvedImage& image,
                             const Limits& limits, bool preload, bool egress,
-                            CpuPriority cpu_priority = CpuPriority::kNormal) const;
+                            CpuPriority cpu_priority = CpuPriority::kNormal,
+                            StartCancel* cancel = nullptr) const;
 
   // A sandbox for the warm pool: `key`'s image and limits, at background priority, returned
-  // once its worker has the preload imported.
-  Result<WarmSandbox> StartPooled(const PoolKey& key) const;
+  // once its worker has the preload imported; `cancel` (may be null) ends it sooner, with
+  // nothing left behind.
+  Result<WarmSandbox> StartPooled(const PoolKey& key, StartCancel* cancel = nullptr) const;
 
  private:
   const SessionConfig& config_;

@@ -49,7 +49,8 @@ void SessionLifecycle::Start(SessionHibernator* hibernator) {
     if (auto key_limits = EffectiveLimits(config_.limits, SessionOptions{}); key_limits) {
       PoolKey key{config_.default_image, *key_limits, config_.egress.enabled()};
       pool_ = std::make_unique<SandboxPool>(
-          key, config_.pool_size, [this, key] { return starter_.StartPooled(key); },
+          key, config_.pool_size,
+          [this, key](StartCancel& cancel) { return starter_.StartPooled(key, &cancel); },
           [this] { return IdleFor(); });
     }
   }

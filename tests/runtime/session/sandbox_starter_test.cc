@@ -4,6 +4,7 @@
 #include "runtime/session/sandbox_starter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -121,6 +122,22 @@ TEST_CASE("sandbox starter: a session has one live sandbox, a killed one gives i
   // A sandbox that is destroyed without a kill gives its id back too.
   again->sandbox.reset();
   CHECK(starter.Start("sess-once", *image, config.limits, false, false));
+}
+
+TEST_CASE("sandbox starter: a pooled start cancelled by a stop fails at once and leaves nothing",
+          "[unit]") {
+  SessionConfig config;
+  config.preload = "json";
+  testing::HostBackend backend;
+  SandboxStarter starter(config, backend, testing::HostImageResolver());
+  StartCancel cancel;
+  cancel.Cancel();  // the stop came while the backend made the sandbox
+  auto began = std::chrono::steady_clock::now();
+  auto warm = starter.StartPooled(PoolKey{"host", config.limits, false}, &cancel);
+  REQUIRE_FALSE(warm);
+  // Killed before its hello: not the 30 s the agent may take to say it.
+  CHECK(std::chrono::steady_clock::now() - began < std::chrono::seconds(10));
+  CHECK(backend.started().at(0)->destroyed);
 }
 
 }  // namespace
