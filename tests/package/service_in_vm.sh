@@ -47,7 +47,14 @@ run=$(post '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sand
 grep -q '"stdout":"42\\n"' <<<"$run" && ok "Python runs in a sandbox under the hardened unit" ||
   bad "run" "$(tail -c 1500 <<<"$run"; journalctl -u mcp-sandbox --no-pager | tail -20)"
 systemd-analyze security mcp-sandbox --no-pager 2>/dev/null | tail -1 | sed 's/^/info /'
+# The stop must be orderly: well inside the unit's TimeoutStopSec (60 s), with no SIGKILL from
+# systemd (Result=timeout). It once hung past it, waiting for a pool refill's warm-up (issue #38).
+stop_began=$(date +%s)
 systemctl stop mcp-sandbox
+stop_took=$(( $(date +%s) - stop_began ))
+result=$(systemctl show -p Result --value mcp-sandbox)
+[ "$stop_took" -lt 30 ] && [ "$result" = success ] && ok "the unit stops in ${stop_took} s (Result=$result)" ||
+  bad "orderly stop" "${stop_took} s, Result=$result; $(journalctl -u mcp-sandbox --no-pager | tail -15)"
 leftover=$(find /sys/fs/cgroup -maxdepth 3 -name 'sess_*' | head -3)
 [ -z "$leftover" ] && ok "stopping the unit leaves no session cgroup" ||
   bad "stop" "$leftover; $(journalctl -u mcp-sandbox --no-pager | tail -25)"
