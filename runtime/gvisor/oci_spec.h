@@ -22,6 +22,9 @@ struct OciInputs {
   std::vector<std::string> env;
   std::string workdir;
   Limits limits;
+  // "" = no egress; else the host dir of the egress bridge's socket (egress_bridge.h), bound at
+  // layout::kGvisorEgressDir, whose socket sandbox-init then connects to per connection.
+  std::string egress_dir;
 };
 
 // The rlimits the Sentry applies to the sandbox's first process: those of RlimitsFor without a
