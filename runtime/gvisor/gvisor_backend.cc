@@ -22,6 +22,7 @@
 #include "runtime/base/files.h"
 #include "runtime/base/units.h"
 #include "runtime/gvisor/egress_bridge.h"
+#include "runtime/gvisor/guest_seccomp.h"
 #include "runtime/gvisor/oci_spec.h"
 #include "runtime/gvisor/runsc.h"
 #include "runtime/ns/pidfd.h"
@@ -49,7 +50,8 @@ struct BackendState {
   std::string bundles_dir;
   ns::ProcessIdentity self;
   std::mutex mutex;
-  std::set<std::string> live;  // session ids of this backend's sandboxes
+  std::set<std::string> live;                     // session ids of this backend's sandboxes
+  nlohmann::json guest_seccomp = GuestSeccomp();  // the same for every sandbox
 
   // The parent groups of a state dir other than the system's are this server's alone: removed
   // when the backend goes (if empty by then), as the namespace backend does for its own.
@@ -65,6 +67,8 @@ struct BackendState {
     std::vector<std::string> argv = GlobalFlags(runsc, check.runsc_path);
     // Our cgroup holds the sandbox's processes (as root); runsc must not make its own.
     argv.push_back("--ignore-cgroups");
+    // The project's seccomp policy on the guest too, the Sentry enforcing it (guest_seccomp.h).
+    argv.push_back("--oci-seccomp");
     argv.insert(argv.end(), subcommand.begin(), subcommand.end());
     return argv;
   }
@@ -276,6 +280,7 @@ Result<std::unique_ptr<GvisorSandbox>> StartSandbox(const std::shared_ptr<Backen
   inputs.env = spec.env;
   inputs.workdir = spec.workdir;
   inputs.limits = spec.limits;
+  inputs.seccomp = state->guest_seccomp;
   const bool egress = spec.egress_channel_fd >= 0;
   if (egress) inputs.egress_dir = state->BundleDir(spec.session_id) + "/egress";
   SBX_TRY(CheckDirectory(inputs.rootfs, "rootfs"));

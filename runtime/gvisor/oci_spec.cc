@@ -84,19 +84,20 @@ nlohmann::json OciSpecFor(const OciInputs& inputs) {
   if (!inputs.egress_dir.empty()) {
     mounts.push_back(ReadOnlyBind(inputs.egress_dir, layout::kGvisorEgressDir));
   }
+  nlohmann::json linux = {{"namespaces",
+                           {{{"type", "pid"}},
+                            {{"type", "network"}},
+                            {{"type", "ipc"}},
+                            {{"type", "uts"}},
+                            {{"type", "mount"}}}}};
+  if (!inputs.seccomp.is_null()) linux["seccomp"] = inputs.seccomp;
   return {
       {"ociVersion", "1.0.2"},
       {"process", process},
       {"root", {{"path", inputs.rootfs}, {"readonly", true}}},
       {"hostname", "sandbox"},
       {"mounts", mounts},
-      {"linux",
-       {{"namespaces",
-         {{{"type", "pid"}},
-          {{"type", "network"}},
-          {{"type", "ipc"}},
-          {{"type", "uts"}},
-          {{"type", "mount"}}}}}},
+      {"linux", linux},
   };
 }
 
