@@ -560,8 +560,9 @@ print('null', len(open('/dev/null', 'rb').read()), 'zero', len(open('/dev/zero',
 BEHAVIOUR_TEST(
     "escape: a fork bomb is stopped, leaves nothing behind, and the host stays responsive", "") {
   fixture.GvisorDiffers(
-      "after the bomb the Sentry's RLIMIT_NPROC count still refuses the next worker's fork "
-      "(EAGAIN): not yet understood");
+      "the sandbox ends during the bomb (not yet understood); and the Sentry's group kill is not "
+      "atomic with a fork in flight, so a bomb's children born during it survive and keep "
+      "RLIMIT_NPROC full (docs/security.md, known gaps)");
   sandbox::SessionOptions options;
   options.pids = 64;
   auto id = fixture.NewSession(options);
@@ -626,7 +627,7 @@ while True:
   auto stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at);
   WARN("host fork+exec during the bomb: worst " << worst_ms << " ms; stopped in " << stop_s.count()
                                                 << " s");
-  REQUIRE(bomb_run);
+  if (!bomb_run) FAIL(bomb_run.error().message);
   INFO(bomb_run->stdout_text << bomb_run->stderr_text);
   CHECK(bomb_run->stdout_text.find("full") != std::string::npos);
   CHECK(bomb_run->cancelled);
