@@ -55,12 +55,19 @@ struct ImportOptions {
 };
 
 // Mount points every stored rootfs gets (empty dirs), so a read-only bind of it can take the
-// sandbox's mounts: /proc /dev /sys /tmp /mnt/data /mnt/wheelhouse /.sandbox. Whatever the
+// sandbox's mounts: /proc /dev /sys /tmp /mnt/data /mnt/wheelhouse /.sandbox (and the gVisor
+// backend's /dev/.sandbox-egress). Whatever the
 // image had at these paths (a file, a symlink such as "tmp -> var/tmp") is replaced by a real
 // directory. Defined here so callers can iterate it (`for (const char* p : kRootfsMountPoints)`).
 inline constexpr const char* kRootfsMountPoints[] = {
-    "/proc",           "/dev", "/sys", layout::kTmpDir, layout::kDataDir, layout::kWheelhouseDir,
+    "/proc",
+    "/dev",
+    "/sys",
+    layout::kTmpDir,
+    layout::kDataDir,
+    layout::kWheelhouseDir,
     layout::kAgentDir,
+    layout::kGvisorEgressDir,
 };
 
 class ImageStore {

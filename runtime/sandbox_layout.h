@@ -19,6 +19,10 @@ inline constexpr char kAgentDir[] = "/.sandbox";
 inline constexpr char kAgentInit[] = "/.sandbox/sandbox-init";
 // The operator's offline wheels (SANDBOX_WHEELHOUSE), read-only, when configured.
 inline constexpr char kWheelhouseDir[] = "/mnt/wheelhouse";
+// The gVisor backend's egress socket directory (runtime/gvisor/egress_bridge.h), bound here
+// when egress is on. Under /dev, which every backend covers with a tmpfs of its own, so the
+// empty mount point the image store makes in each rootfs is seen on no other backend.
+inline constexpr char kGvisorEgressDir[] = "/dev/.sandbox-egress";
 
 // The unprivileged user code runs as, inside every sandbox.
 inline constexpr uid_t kSandboxUid = 1000;

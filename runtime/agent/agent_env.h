@@ -15,6 +15,7 @@ inline constexpr char kPreload[] = "SANDBOX_AGENT_PRELOAD";
 inline constexpr char kPreloadOnRequest[] = "SANDBOX_AGENT_PRELOAD_ON_REQUEST";
 inline constexpr char kEgressFd[] = "SANDBOX_AGENT_EGRESS_FD";
 inline constexpr char kEgressSocket[] = "SANDBOX_AGENT_EGRESS_SOCKET";
+inline constexpr char kEgressConnect[] = "SANDBOX_AGENT_EGRESS_CONNECT";
 inline constexpr char kEgressPort[] = "SANDBOX_AGENT_EGRESS_PORT";
 
 }  // namespace sandbox::agent_env

@@ -119,6 +119,10 @@ class CgroupManager {
 // the server is root (each session then has its own host uid).
 std::vector<RlimitSetting> RlimitsFor(const Limits& limits, bool memory_cgroup_in_force);
 
+// The name of an rlimit resource as the OCI spec and error messages spell it ("RLIMIT_NPROC"),
+// or nullptr for one RlimitsFor never sets.
+const char* RlimitName(int resource);
+
 // True when RlimitsFor() includes RLIMIT_NPROC (see above).
 bool NprocRlimitIsPerSandbox();
 

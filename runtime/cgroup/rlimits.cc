@@ -1,10 +1,38 @@
 // The rlimits every sandbox gets, whatever cgroup mode is in force.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/cgroup_limits.h"
 
 namespace sandbox {
+
+const char* RlimitName(int resource) {
+  switch (resource) {
+    case RLIMIT_AS:
+      return "RLIMIT_AS";
+    case RLIMIT_CORE:
+      return "RLIMIT_CORE";
+    case RLIMIT_CPU:
+      return "RLIMIT_CPU";
+    case RLIMIT_DATA:
+      return "RLIMIT_DATA";
+    case RLIMIT_FSIZE:
+      return "RLIMIT_FSIZE";
+    case RLIMIT_NOFILE:
+      return "RLIMIT_NOFILE";
+    case RLIMIT_NPROC:
+      return "RLIMIT_NPROC";
+    case RLIMIT_STACK:
+      return "RLIMIT_STACK";
+    case RLIMIT_SIGPENDING:
+      return "RLIMIT_SIGPENDING";
+    case RLIMIT_MSGQUEUE:
+      return "RLIMIT_MSGQUEUE";
+    default:
+      return nullptr;
+  }
+}
 
 bool NprocRlimitIsPerSandbox() {
   // Linux 5.14 ("Reimplement RLIMIT_NPROC on top of ucounts", 21d1c5e386bc) counts processes

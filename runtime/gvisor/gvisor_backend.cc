@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -20,6 +21,8 @@
 #include "runtime/base/fd_ops.h"
 #include "runtime/base/files.h"
 #include "runtime/base/units.h"
+#include "runtime/gvisor/egress_bridge.h"
+#include "runtime/gvisor/guest_seccomp.h"
 #include "runtime/gvisor/oci_spec.h"
 #include "runtime/gvisor/runsc.h"
 #include "runtime/ns/pidfd.h"
@@ -47,7 +50,8 @@ struct BackendState {
   std::string bundles_dir;
   ns::ProcessIdentity self;
   std::mutex mutex;
-  std::set<std::string> live;  // session ids of this backend's sandboxes
+  std::set<std::string> live;                     // session ids of this backend's sandboxes
+  nlohmann::json guest_seccomp = GuestSeccomp();  // the same for every sandbox
 
   // The parent groups of a state dir other than the system's are this server's alone: removed
   // when the backend goes (if empty by then), as the namespace backend does for its own.
@@ -63,6 +67,8 @@ struct BackendState {
     std::vector<std::string> argv = GlobalFlags(runsc, check.runsc_path);
     // Our cgroup holds the sandbox's processes (as root); runsc must not make its own.
     argv.push_back("--ignore-cgroups");
+    // The project's seccomp policy on the guest too, the Sentry enforcing it (guest_seccomp.h).
+    argv.push_back("--oci-seccomp");
     argv.insert(argv.end(), subcommand.begin(), subcommand.end());
     return argv;
   }
@@ -141,6 +147,7 @@ class GvisorSandbox final : public Sandbox {
         spdlog::warn("sandbox {}: {}", id_, destroyed.error().message);
       }
     }
+    egress_.reset();
     if (bundle_made_) (void)RemoveTree(bundle_);
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->live.erase(id_);
@@ -194,6 +201,7 @@ class GvisorSandbox final : public Sandbox {
   pid_t pid_ = -1;
   Fd pidfd_;
   std::unique_ptr<ByteStream> stream_;
+  std::unique_ptr<EgressBridge> egress_;
   EnforcedLimits limits_;
 };
 
@@ -242,6 +250,22 @@ Status CheckDirectory(const std::string& path, const char* what) {
   return {};
 }
 
+// The image store makes layout::kGvisorEgressDir in every rootfs it unpacks; an image unpacked
+// by an earlier version gets it here, as the store would (an empty directory under /dev, which
+// every backend covers): the Gofer would otherwise make it, or fail with EACCES rootless.
+Status EnsureEgressMountPoint(const std::string& rootfs) {
+  const std::string path = rootfs + layout::kGvisorEgressDir;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return {};
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Fail(ErrorCode::kSandboxUnavailable,
+                "egress on gVisor needs the directory {} in the image rootfs {}, and this "
+                "server cannot make it ({}): import the image again with this version",
+                layout::kGvisorEgressDir, rootfs, std::strerror(errno));
+  }
+  return {};
+}
+
 Result<std::unique_ptr<GvisorSandbox>> StartSandbox(const std::shared_ptr<BackendState>& state,
                                                     const SandboxSpec& spec,
                                                     std::vector<std::string> argv) {
@@ -256,8 +280,12 @@ Result<std::unique_ptr<GvisorSandbox>> StartSandbox(const std::shared_ptr<Backen
   inputs.env = spec.env;
   inputs.workdir = spec.workdir;
   inputs.limits = spec.limits;
+  inputs.seccomp = state->guest_seccomp;
+  const bool egress = spec.egress_channel_fd >= 0;
+  if (egress) inputs.egress_dir = state->BundleDir(spec.session_id) + "/egress";
   SBX_TRY(CheckDirectory(inputs.rootfs, "rootfs"));
   SBX_TRY(CheckDirectory(inputs.agent_dir, "agent dir"));
+  if (egress) SBX_TRY(EnsureEgressMountPoint(inputs.rootfs));
   for (const std::string& point : MountPointsIn(inputs)) {
     struct stat st;
     std::string path = inputs.rootfs + "/" + point;
@@ -287,6 +315,11 @@ Result<std::unique_ptr<GvisorSandbox>> StartSandbox(const std::shared_ptr<Backen
   SBX_TRY(WriteFile(sandbox->bundle_ + "/owner", state->self.ToString() + "\n", 0600));
   SBX_TRY(WriteFile(sandbox->bundle_ + "/config.json", OciSpecFor(inputs).dump(2), 0600));
 
+  if (egress) {
+    SBX_ASSIGN_OR_RETURN(sandbox->egress_,
+                         EgressBridge::Start(inputs.egress_dir, spec.egress_channel_fd));
+  }
+
   SBX_ASSIGN_OR_RETURN(sandbox->cgroup_, state->cgroups->Create(spec.session_id, host_limits));
   if (spec.cpu_priority != CpuPriority::kNormal) {
     SBX_TRY(sandbox->cgroup_->SetCpuPriority(spec.cpu_priority));
@@ -299,8 +332,11 @@ Result<std::unique_ptr<GvisorSandbox>> StartSandbox(const std::shared_ptr<Backen
   Fd log(::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!log) return FailSys("open", log_path);
 
-  std::vector<std::string> run =
-      state->Runsc({"run", "--bundle", sandbox->bundle_, spec.session_id});
+  // The Gofer connects to the egress socket for the sandbox (egress_bridge.h); without egress
+  // a host socket stays out of reach (EPERM), runsc's default.
+  std::vector<std::string> command = {"run", "--bundle", sandbox->bundle_, spec.session_id};
+  if (egress) command.insert(command.begin(), "--host-uds=open");
+  std::vector<std::string> run = state->Runsc(std::move(command));
   SBX_ASSIGN_OR_RETURN(sandbox->pid_, ForkRunsc(run, stream_child.get(), log.get(), go_read.get()));
   sandbox->pidfd_ = Fd(ns::PidfdOpen(sandbox->pid_));
   if (!sandbox->pidfd_) {

@@ -45,8 +45,9 @@ class GvisorBackend : public Backend {
   ~GvisorBackend() override;
 
   std::string name() const override { return "gvisor"; }
-  // Egress is not carried yet (docs/security.md "gVisor"): sessions get no network.
-  EgressTransport egress_transport() const override { return EgressTransport::kNone; }
+  // The channel is passed to a bridge on the host (egress_bridge.h), which sandbox-init reaches
+  // through a host socket bound into the sandbox.
+  EgressTransport egress_transport() const override { return EgressTransport::kChannelFd; }
   Result<std::unique_ptr<Sandbox>> Start(const SandboxSpec& spec) override;
   // The same sandbox running `argv` instead of the agent, with stdin and stdout on the stream:
   // for tests.

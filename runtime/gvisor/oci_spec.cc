@@ -6,27 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "runtime/agent/agent_env.h"
+#include "runtime/gvisor/egress_bridge.h"
 #include "runtime/sandbox_layout.h"
 
 namespace sandbox::gvisor {
 namespace {
-
-const char* RlimitName(int resource) {
-  switch (resource) {
-    case RLIMIT_CORE:
-      return "RLIMIT_CORE";
-    case RLIMIT_FSIZE:
-      return "RLIMIT_FSIZE";
-    case RLIMIT_NOFILE:
-      return "RLIMIT_NOFILE";
-    case RLIMIT_NPROC:
-      return "RLIMIT_NPROC";
-    case RLIMIT_AS:
-      return "RLIMIT_AS";
-    default:
-      return nullptr;
-  }
-}
 
 // Options of a tmpfs as the Docker backend gives it: exec, so packages built under /tmp run.
 // runsc takes one option per entry ("mode=1777", not "mode=1777,uid=0").
@@ -63,12 +48,17 @@ nlohmann::json OciSpecFor(const OciInputs& inputs) {
       rlimits.push_back({{"type", name}, {"soft", r.soft}, {"hard", r.hard}});
     }
   }
+  std::vector<std::string> env = inputs.env;
+  if (!inputs.egress_dir.empty()) {
+    env.push_back(fmt::format("{}={}/{}", agent_env::kEgressConnect, layout::kGvisorEgressDir,
+                              kEgressSocketName));
+  }
   nlohmann::json no_caps = nlohmann::json::array();
   nlohmann::json process = {
       {"terminal", false},
       {"user", {{"uid", layout::kSandboxUid}, {"gid", layout::kSandboxGid}}},
       {"args", inputs.argv},
-      {"env", inputs.env},
+      {"env", env},
       {"cwd", inputs.workdir.empty() ? std::string(layout::kDataDir) : inputs.workdir},
       {"capabilities",
        {{"bounding", no_caps},
@@ -91,19 +81,23 @@ nlohmann::json OciSpecFor(const OciInputs& inputs) {
   if (!inputs.wheelhouse.empty()) {
     mounts.push_back(ReadOnlyBind(inputs.wheelhouse, layout::kWheelhouseDir));
   }
+  if (!inputs.egress_dir.empty()) {
+    mounts.push_back(ReadOnlyBind(inputs.egress_dir, layout::kGvisorEgressDir));
+  }
+  nlohmann::json linux = {{"namespaces",
+                           {{{"type", "pid"}},
+                            {{"type", "network"}},
+                            {{"type", "ipc"}},
+                            {{"type", "uts"}},
+                            {{"type", "mount"}}}}};
+  if (!inputs.seccomp.is_null()) linux["seccomp"] = inputs.seccomp;
   return {
       {"ociVersion", "1.0.2"},
       {"process", process},
       {"root", {{"path", inputs.rootfs}, {"readonly", true}}},
       {"hostname", "sandbox"},
       {"mounts", mounts},
-      {"linux",
-       {{"namespaces",
-         {{{"type", "pid"}},
-          {{"type", "network"}},
-          {{"type", "ipc"}},
-          {{"type", "uts"}},
-          {{"type", "mount"}}}}}},
+      {"linux", linux},
   };
 }
 
@@ -112,6 +106,7 @@ std::vector<std::string> MountPointsIn(const OciInputs& inputs) {
   std::vector<std::string> points = {relative(layout::kTmpDir), relative(layout::kDataDir),
                                      relative(layout::kAgentDir)};
   if (!inputs.wheelhouse.empty()) points.push_back(relative(layout::kWheelhouseDir));
+  if (!inputs.egress_dir.empty()) points.push_back(relative(layout::kGvisorEgressDir));
   return points;
 }
 

@@ -22,6 +22,11 @@ struct OciInputs {
   std::vector<std::string> env;
   std::string workdir;
   Limits limits;
+  // "" = no egress; else the host dir of the egress bridge's socket (egress_bridge.h), bound at
+  // layout::kGvisorEgressDir, whose socket sandbox-init then connects to per connection.
+  std::string egress_dir;
+  // The OCI linux.seccomp (guest_seccomp.h), enforced by runsc --oci-seccomp; null = none.
+  nlohmann::json seccomp;
 };
 
 // The rlimits the Sentry applies to the sandbox's first process: those of RlimitsFor without a

@@ -277,33 +277,6 @@ const char* StepName(ChildStep step) {
   return "unknown step";
 }
 
-const char* RlimitName(int resource) {
-  switch (resource) {
-    case RLIMIT_AS:
-      return "RLIMIT_AS";
-    case RLIMIT_CORE:
-      return "RLIMIT_CORE";
-    case RLIMIT_CPU:
-      return "RLIMIT_CPU";
-    case RLIMIT_DATA:
-      return "RLIMIT_DATA";
-    case RLIMIT_FSIZE:
-      return "RLIMIT_FSIZE";
-    case RLIMIT_NOFILE:
-      return "RLIMIT_NOFILE";
-    case RLIMIT_NPROC:
-      return "RLIMIT_NPROC";
-    case RLIMIT_STACK:
-      return "RLIMIT_STACK";
-    case RLIMIT_SIGPENDING:
-      return "RLIMIT_SIGPENDING";
-    case RLIMIT_MSGQUEUE:
-      return "RLIMIT_MSGQUEUE";
-    default:
-      return "an rlimit";
-  }
-}
-
 }  // namespace
 
 std::string DescribeChildFailure(const ChildPlan& plan, const ChildFailure& failure) {
@@ -313,7 +286,8 @@ std::string DescribeChildFailure(const ChildPlan& plan, const ChildFailure& fail
   if (step == ChildStep::kMount && index < plan.mounts.ops.size()) {
     what = plan.mounts.ops[index].what;
   } else if (step == ChildStep::kRlimit && index < plan.rlimits.size()) {
-    what = fmt::format("setrlimit {}", RlimitName(plan.rlimits[index].resource));
+    const char* name = RlimitName(plan.rlimits[index].resource);
+    what = fmt::format("setrlimit {}", name != nullptr ? name : "an rlimit");
   } else if (step == ChildStep::kExec) {
     what = "execve " + plan.exec_path;
   } else if (step == ChildStep::kWorkdir) {

@@ -5,9 +5,16 @@
 // (SCM_RIGHTS). The relay never reads a byte of the traffic and resolves nothing: the server
 // parses the proxy request, judges it and dials; the sandbox keeps only loopback.
 //
+// A kernel that cannot pass its sockets to the host (gVisor's Sentry: its loopback sockets are
+// its own, and SCM_RIGHTS over a host socket fails with EINVAL) gets a stream socket path
+// instead: the relay connects to it once per accepted connection and copies the bytes both
+// ways; the host side hands each connection it accepts to the server as a client.
+//
 // Environment (set by the backend):
 //   SANDBOX_AGENT_EGRESS_FD      an inherited SOCK_SEQPACKET socket (namespace backend), or
-//   SANDBOX_AGENT_EGRESS_SOCKET  the path of one to connect to (Docker backend's bind mount)
+//   SANDBOX_AGENT_EGRESS_SOCKET  the path of one to connect to (Docker backend's bind mount), or
+//   SANDBOX_AGENT_EGRESS_CONNECT the path of a SOCK_STREAM socket to connect to per connection
+//                                (gVisor backend's bind mount)
 //   SANDBOX_AGENT_EGRESS_PORT    the loopback port to listen on (default 3128)
 #pragma once
 

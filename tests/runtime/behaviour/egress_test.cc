@@ -166,7 +166,6 @@ std::string ReadText(const std::string& path) {
 
 BEHAVIOUR_TEST("egress: pip and urllib reach an allowed index and the rest is refused",
                "[egress]") {
-  fixture.GvisorDiffers("the gVisor backend does not carry the egress channel yet");
   Indexes indexes;
   EchoServer echo;
   const std::string http_port = std::to_string(indexes.http->port());
@@ -286,7 +285,6 @@ BEHAVIOUR_TEST("egress: pip and urllib reach an allowed index and the rest is re
 
 BEHAVIOUR_TEST("egress: a sealed session and the byte cap and tunnels closed with the session",
                "[egress]") {
-  fixture.GvisorDiffers("the gVisor backend does not carry the egress channel yet");
   Indexes indexes("egress-big==1.0 --pad-bytes 1000000");
   EchoServer echo;
   fixture.Reconfigure([&](SessionConfig& config) {
@@ -354,7 +352,6 @@ namespace sandbox::testing {
 
 BEHAVIOUR_TEST("egress: a flood of connections is held to the cap and its log stays small",
                "[egress]") {
-  fixture.GvisorDiffers("the gVisor backend does not carry the egress channel yet");
   EchoServer echo;
   fixture.Reconfigure([&](SessionConfig& config) {
     auto allow = egress::Allowlist::Parse("127.0.0.1:" + std::to_string(echo.port()));
@@ -392,7 +389,6 @@ BEHAVIOUR_TEST("egress: a flood of connections is held to the cap and its log st
 }
 
 BEHAVIOUR_TEST("egress: a pooled sandbox carries its session's egress", "[egress]") {
-  fixture.GvisorDiffers("the gVisor backend does not carry the egress channel yet");
   EchoServer echo;
   fixture.Reconfigure([&](SessionConfig& config) {
     auto allow = egress::Allowlist::Parse("127.0.0.1:" + std::to_string(echo.port()));

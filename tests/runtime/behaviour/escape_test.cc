@@ -37,9 +37,6 @@ bool Contains(const std::string& haystack, const std::string& needle) {
 }  // namespace
 
 BEHAVIOUR_TEST("escape: the rootfs is read-only while /tmp and /mnt/data are writable", "") {
-  fixture.GvisorDiffers(
-      "the Sentry checks permissions before the read-only mount: EACCES where the host kernel says "
-      "EROFS");
   auto id = fixture.NewSession();
   auto r = fixture.Python(id, R"(
 import errno
@@ -58,9 +55,12 @@ for p in ['/etc/passwd', '/usr/bin/sbx-new', '/sbx-new', '/.sandbox/sbx-new',
          Contains(r.stdout_text, "/etc/passwd EACCES")));
   CHECK((Contains(r.stdout_text, "/.sandbox/worker.py EROFS") ||
          Contains(r.stdout_text, "/.sandbox/worker.py EACCES")));
-  CHECK(Contains(r.stdout_text, "\n/sbx-new EROFS"));
-  CHECK(Contains(r.stdout_text, "/usr/bin/sbx-new EROFS"));
-  CHECK(Contains(r.stdout_text, "/.sandbox/sbx-new EROFS"));
+  // New files: the host kernel says EROFS; gVisor's Sentry checks permissions before the
+  // read-only mount (uid 1000 may not write these root-owned directories): EACCES.
+  const std::string refused = fixture.backend() == "gvisor" ? " EACCES" : " EROFS";
+  CHECK(Contains(r.stdout_text, "\n/sbx-new" + refused));
+  CHECK(Contains(r.stdout_text, "/usr/bin/sbx-new" + refused));
+  CHECK(Contains(r.stdout_text, "/.sandbox/sbx-new" + refused));
   // Docker's /dev is a root-owned tmpfs: uid 1000 is refused by its mode, not by read-only.
   CHECK((Contains(r.stdout_text, "/dev/sbx-new EROFS") ||
          Contains(r.stdout_text, "/dev/sbx-new EACCES")));
@@ -147,9 +147,6 @@ print('a alive')
 }
 
 BEHAVIOUR_TEST("escape: the server cannot be signalled and nothing can be traced", "") {
-  fixture.GvisorDiffers(
-      "ptrace of one's own child is the Sentry's (no host process is traced); the policy's EPERM "
-      "is not applied");
   auto id = fixture.NewSession();
   std::string server = std::to_string(::getpid());
   auto r = fixture.Python(id, "server = " + server + R"(
@@ -176,8 +173,6 @@ print('child', child.wait())
 
 BEHAVIOUR_TEST("escape: mount, namespaces, modules and dangerous kernel interfaces are refused",
                "") {
-  fixture.GvisorDiffers(
-      "unshare and chroot are the Sentry's, which serves them (no host namespace is made)");
   auto id = fixture.NewSession();
   auto r = fixture.Python(id, R"(
 import ctypes, errno, os
@@ -233,8 +228,6 @@ print('fork', 'OK' if os.waitpid(pid, 0)[1] == 0 else 'FAILED')
 }
 
 BEHAVIOUR_TEST("escape: raw, packet and non-route netlink sockets are refused", "") {
-  fixture.GvisorDiffers(
-      "the Sentry serves NETLINK_KOBJECT_UEVENT sockets of its own (nothing reaches the host)");
   auto id = fixture.NewSession();
   auto r = fixture.Python(id, R"(
 import socket, errno
@@ -269,8 +262,6 @@ s('unix', socket.AF_UNIX, socket.SOCK_STREAM)
 }
 
 BEHAVIOUR_TEST("escape: no network beyond the sandbox's own loopback", "") {
-  fixture.GvisorDiffers(
-      "no route answers EHOSTUNREACH in the Sentry's network stack, ENETUNREACH in the host's");
   // A service on the host's loopback.
   sandbox::Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   REQUIRE(listener);
@@ -321,8 +312,10 @@ except OSError as e:
 )");
   INFO(r.stdout_text << r.stderr_text);
   CHECK(Contains(r.stdout_text, "host-lo ECONNREFUSED"));  // its own lo: nobody listens there
-  CHECK(Contains(r.stdout_text, "host-ip ENETUNREACH"));
-  CHECK(Contains(r.stdout_text, "internet ENETUNREACH"));
+  // No route: the host's stack says ENETUNREACH, the Sentry's (netstack) EHOSTUNREACH.
+  const std::string unreachable = fixture.backend() == "gvisor" ? "EHOSTUNREACH" : "ENETUNREACH";
+  CHECK(Contains(r.stdout_text, "host-ip " + unreachable));
+  CHECK(Contains(r.stdout_text, "internet " + unreachable));
   CHECK(Contains(r.stdout_text, "own-lo CONNECTED"));  // positive control
   CHECK(Contains(r.stdout_text, "ifaces ['lo']"));
   CHECK(!Contains(r.stdout_text, "dns RESOLVED"));
@@ -363,9 +356,6 @@ print('cpuinfo', len(open('/proc/cpuinfo').read()) > 0)
 }
 
 BEHAVIOUR_TEST("escape: no capabilities, no_new_privs, and setuid binaries give no privilege", "") {
-  fixture.GvisorDiffers(
-      "no host seccomp filter is on the guest (Seccomp: 0) and /proc shows NoNewPrivs 0: the "
-      "Sentry is the wall");
   auto id = fixture.NewSession();
   auto r = fixture.Python(id, R"(
 import os
@@ -376,14 +366,21 @@ for line in open('/proc/self/mountinfo'):
     if f[4] == '/':
         print('root-opts', f[5])
 print('ids', os.getresuid(), os.getresgid(), os.getgroups())
+import ctypes
+print('nnp', ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))
 )");
   INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "'NoNewPrivs:\\t1'"));
+  CHECK(Contains(r.stdout_text, "nnp 1\n"));
+  // gVisor's /proc/self/status has neither NoNewPrivs nor CapAmb (prctl above says the first),
+  // and its mountinfo shows the root's options as "ro" alone.
+  const bool gvisor = fixture.backend() == "gvisor";
+  if (!gvisor) CHECK(Contains(r.stdout_text, "'NoNewPrivs:\\t1'"));
   for (const char* set : {"CapEff", "CapPrm", "CapInh", "CapBnd", "CapAmb"}) {
+    if (gvisor && std::string(set) == "CapAmb") continue;
     CHECK(Contains(r.stdout_text, "'" + std::string(set) + ":\\t0000000000000000'"));
   }
   CHECK(Contains(r.stdout_text, "'Seccomp:\\t2'"));
-  CHECK(Contains(r.stdout_text, "root-opts ro,"));
+  CHECK(Contains(r.stdout_text, gvisor ? "root-opts ro" : "root-opts ro,"));
   // Docker's Engine API cannot mount the rootfs nosuid or nodev (docs/docker.md): there
   // no_new_privs and the empty bounding set keep setuid bits inert, and the device cgroup
   // refuses device nodes an imported image might carry.
@@ -406,8 +403,6 @@ print('ids', os.getresuid(), os.getresgid(), os.getgroups())
 }
 
 BEHAVIOUR_TEST("escape: no controlling terminal and TIOCSTI is refused on any pty", "") {
-  fixture.GvisorDiffers(
-      "the Sentry answers EIO for /dev/tty and ENOTTY for TIOCSTI, not ENXIO and EPERM");
   auto id = fixture.NewSession();
   auto r = fixture.Python(id, R"(
 import os, fcntl, termios, errno
@@ -424,7 +419,8 @@ for fd in (s, m):
         print('tiocsti', errno.errorcode[e.errno])
 )");
   INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "tty ENXIO"));
+  // No controlling terminal: ENXIO from the host kernel, EIO from the Sentry.
+  CHECK(Contains(r.stdout_text, fixture.backend() == "gvisor" ? "tty EIO" : "tty ENXIO"));
   CHECK(Contains(r.stdout_text, "pty /dev/pts/"));  // positive control: its own devpts works
   CHECK(!Contains(r.stdout_text, "tiocsti OK"));
   CHECK(Contains(r.stdout_text, "tiocsti EPERM"));
@@ -505,9 +501,6 @@ print('writable', sorted(writable - {'/dev/shm', '/dev/mqueue'}))
 }
 
 BEHAVIOUR_TEST("escape: no device nodes beyond the harmless ones, and none can be made", "") {
-  fixture.GvisorDiffers(
-      "mknod makes nodes of the Sentry's (they open nothing of the host's), and /dev has its fuse "
-      "and tun");
   auto id = fixture.NewSession();
   auto r = fixture.Python(id, R"(
 import os, stat, errno
@@ -531,6 +524,11 @@ for name, mode, dev in (('mem', stat.S_IFCHR, (1, 1)), ('sda', stat.S_IFBLK, (8,
         os.mknod('/tmp/' + name, mode | 0o666, os.makedev(*dev)); print('mknod', name, 'OK')
     except OSError as e:
         print('mknod', name, errno.errorcode[e.errno])
+for name in ('mem', 'sda'):
+    try:
+        os.close(os.open('/tmp/' + name, os.O_RDONLY)); print('made', name, 'OPENED')
+    except OSError as e:
+        print('made', name, errno.errorcode[e.errno])
 for p in ['/dev/mem', '/dev/kmsg', '/dev/sda', '/dev/vda', '/dev/fuse', '/dev/net/tun']:
     try:
         os.close(os.open(p, os.O_RDONLY)); print(p, 'OPENED')
@@ -539,19 +537,32 @@ for p in ['/dev/mem', '/dev/kmsg', '/dev/sda', '/dev/vda', '/dev/fuse', '/dev/ne
 print('null', len(open('/dev/null', 'rb').read()), 'zero', len(open('/dev/zero', 'rb').read(4)))
 )");
   INFO(r.stdout_text << r.stderr_text);
-  CHECK(Contains(r.stdout_text, "extra []\n"));
-  CHECK(!Contains(r.stdout_text, " OK\n"));
-  CHECK(Contains(r.stdout_text, "mknod mem EPERM"));
-  CHECK(Contains(r.stdout_text, "mknod sda EPERM"));
-  CHECK(!Contains(r.stdout_text, "OPENED"));
+  CHECK(!Contains(r.stdout_text, "made mem OPENED"));
+  CHECK(!Contains(r.stdout_text, "made sda OPENED"));
+  for (const char* host_device : {"/dev/mem ", "/dev/kmsg ", "/dev/sda ", "/dev/vda "}) {
+    CHECK(!Contains(r.stdout_text, std::string(host_device) + "OPENED"));
+  }
+  if (fixture.backend() == "gvisor") {
+    // The Sentry's own devices: /dev/net/tun (10,200) makes interfaces of its network stack,
+    // /dev/fuse (10,229) file systems it serves; mknod makes nodes of its own, which open
+    // nothing (above).
+    CHECK(Contains(r.stdout_text, "extra [(10, 200), (10, 229)]\n"));
+  } else {
+    CHECK(Contains(r.stdout_text, "extra []\n"));
+    CHECK(!Contains(r.stdout_text, " OK\n"));
+    CHECK(Contains(r.stdout_text, "mknod mem EPERM"));
+    CHECK(Contains(r.stdout_text, "mknod sda EPERM"));
+    CHECK(!Contains(r.stdout_text, "OPENED"));
+  }
   CHECK(Contains(r.stdout_text, "null 0 zero 4"));  // positive control: the harmless ones work
 }
 
 BEHAVIOUR_TEST(
     "escape: a fork bomb is stopped, leaves nothing behind, and the host stays responsive", "") {
   fixture.GvisorDiffers(
-      "after the bomb the Sentry's RLIMIT_NPROC count still refuses the next worker's fork "
-      "(EAGAIN): not yet understood");
+      "the sandbox ends during the bomb (not yet understood); and the Sentry's group kill is not "
+      "atomic with a fork in flight, so a bomb's children born during it survive and keep "
+      "RLIMIT_NPROC full (docs/security.md, known gaps)");
   sandbox::SessionOptions options;
   options.pids = 64;
   auto id = fixture.NewSession(options);
@@ -616,7 +627,7 @@ while True:
   auto stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelled_at);
   WARN("host fork+exec during the bomb: worst " << worst_ms << " ms; stopped in " << stop_s.count()
                                                 << " s");
-  REQUIRE(bomb_run);
+  if (!bomb_run) FAIL(bomb_run.error().message);
   INFO(bomb_run->stdout_text << bomb_run->stderr_text);
   CHECK(bomb_run->stdout_text.find("full") != std::string::npos);
   CHECK(bomb_run->cancelled);

@@ -2,6 +2,8 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "runtime/sandbox_layout.h"
@@ -88,4 +90,26 @@ TEST_CASE("the OCI spec: the Sentry's rlimits include NPROC (the pids limit) and
   CHECK(hard["RLIMIT_NOFILE"] == 555);
   CHECK(hard["RLIMIT_CORE"] == 0);
   CHECK(hard.count("RLIMIT_FSIZE") == 1);
+}
+
+TEST_CASE(
+    "the OCI spec: with egress, the bridge's directory and the variable that names its "
+    "socket, and nothing of it without",
+    "[unit]") {
+  OciInputs inputs = Inputs();
+  inputs.egress_dir = "/state/gvisor/bundles/sess_1/egress";
+  nlohmann::json spec = OciSpecFor(inputs);
+  const nlohmann::json* egress = MountAt(spec, sandbox::layout::kGvisorEgressDir);
+  REQUIRE(egress != nullptr);
+  CHECK((*egress)["source"] == "/state/gvisor/bundles/sess_1/egress");
+  CHECK((*egress)["options"][1] == "ro");
+  CHECK(spec["process"]["env"] ==
+        nlohmann::json(
+            {"PATH=/usr/bin", "SANDBOX_AGENT_EGRESS_CONNECT=/dev/.sandbox-egress/proxy.sock"}));
+  auto points = sandbox::gvisor::MountPointsIn(inputs);
+  CHECK(std::find(points.begin(), points.end(), "dev/.sandbox-egress") != points.end());
+
+  nlohmann::json sealed = OciSpecFor(Inputs());
+  CHECK(MountAt(sealed, sandbox::layout::kGvisorEgressDir) == nullptr);
+  CHECK(sealed["process"]["env"] == nlohmann::json({"PATH=/usr/bin"}));
 }
