@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "rootfs/store.h"
 #include "runtime/base/files.h"
@@ -32,7 +33,9 @@ struct Fixture {
         {.state_dir = state.path(), .agent_dir = testing::BinaryDir() + "/agent"});
     REQUIRE(opened);
     backend = std::move(*opened);
-    spec.session_id = "sess_0123456789abcdef0123456789abcdef";
+    // Unique per process: ctest runs these cases at once, and a session's cgroup (and runsc's
+    // container id) is named after its id on the host, not under the state dir.
+    spec.session_id = fmt::format("sess_{:032x}", static_cast<unsigned>(::getpid()));
     spec.rootfs = image->rootfs;
     spec.env = {"PATH=/usr/bin:/bin"};
   }
