@@ -26,6 +26,7 @@
 # than 2.36: checked below, over every file.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/on_demand_libraries.sh"
 cd "$SANDBOX_ROOT"
 tree=$SANDBOX_ROOT/build-portable
 out=$BUILD_DIR/portable
@@ -52,19 +53,13 @@ tools/package.d/man_page.sh "$tree/mcp-sandbox" >"$stage/share/man/man1/mcp-sand
 # The Debian package of each library ldd finds, asked of dpkg once (a query per file takes
 # seconds). ldd may name a library under /lib that bookworm's dpkg knows under /usr/lib only, or
 # by a symlink: each is looked up under all three names.
-# libcurl and libsystemd are opened with dlopen at their first use
-# (runtime/docker/libcurl_on_demand.h, runtime/cgroup/libsystemd_on_demand.cc), so ldd of the
-# binary does not name them: they and their own dependencies are added here (the RPATH serves
-# the binary's dlopen and their dependencies the same way).
-opened=()
-for soname in libcurl.so.4 libsystemd.so.0; do
-  path=$(ldconfig -p | awk -v name="$soname" '$1 == name && /x86-64/ { print $NF; exit }')
-  [ -n "$path" ] || { log "portable: no $soname on this host"; exit 1; }
-  opened+=("$soname => $path")
-done
+# The libraries opened at their first use are not named by ldd of the binary: they and their own
+# dependencies come from tools/lib/on_demand_libraries.sh (the RPATH serves the binary's dlopen
+# and their dependencies the same way).
+on_demand=$(on_demand_libraries) || { log "portable: the libraries opened on demand"; exit 1; }
 mapfile -t libraries < <( {
   ldd "$stage/bin/mcp-sandbox"
-  for entry in "${opened[@]}"; do echo "$entry"; ldd "${entry#* => }"; done
+  echo "$on_demand"
 } | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u -k1,1)
 candidates=()
 for entry in "${libraries[@]}"; do

@@ -25,8 +25,13 @@ mkdir -p "$tree"/{usr/bin,usr/lib/mcp-sandbox,etc,tmp,run,var/lib/mcp-sandbox}
 chmod 1777 "$tree/tmp"
 install -m 0755 "$binary" "$tree/usr/bin/mcp-sandbox"
 cp -a "$agent/." "$tree/usr/lib/mcp-sandbox/"
-# The libraries with their paths as ldd resolves them (the loader included), symlinks followed.
-ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u | while read -r lib; do
+# The libraries with their paths as ldd resolves them (the loader included), symlinks followed,
+# and those the binary opens at their first use with theirs (libcurl for the Docker backend the
+# stack runs: tools/lib/on_demand_libraries.sh).
+source "$root/tools/lib/on_demand_libraries.sh"
+on_demand=$(on_demand_libraries)
+{ ldd "$binary"; echo "$on_demand"; } |
+  awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u | while read -r lib; do
   mkdir -p "$tree$(dirname "$lib")"
   cp -L "$lib" "$tree$lib"
 done
