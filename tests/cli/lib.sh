@@ -54,6 +54,17 @@ skip_unless_root() {
   [ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root ($1)"; exit 77; }
 }
 
+# skip_unless_docker: exits 77 (skipped) unless a Docker daemon answers; where tools/test
+# requires the Docker half (SANDBOX_TEST_REQUIRE_DOCKER=1), a missing daemon is a failure.
+skip_unless_docker() {
+  command -v docker >/dev/null && timeout 10 docker version >/dev/null 2>&1 && return 0
+  local why="no Docker daemon answers on ${DOCKER_HOST:-unix:///var/run/docker.sock} (tools/lib/dockerd.sh start)"
+  if [ "${SANDBOX_TEST_REQUIRE_DOCKER:-}" = 1 ]; then
+    echo "FAILED: a Docker test could not run where the daemon is required: $why"; exit 1
+  fi
+  echo "SKIPPED: $why"; exit 77
+}
+
 # skip_unless_image BIN NAME: exits 77 (skipped) unless NAME is in the store BIN sees (the
 # store of SANDBOX_STATE_DIR, or the default one).
 skip_unless_image() {

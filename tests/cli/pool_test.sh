@@ -22,15 +22,7 @@ work_template=/tmp/mcp-pool-test.XXXXXX
 source "$(dirname "$0")/lib.sh"
 skip_unless_root "sandboxes of the shared store"
 skip_unless_image "$bin" python
-if [ "$backend" = docker ]; then
-  if ! command -v docker >/dev/null || ! timeout 10 docker version >/dev/null 2>&1; then
-    why="no Docker daemon answers on ${DOCKER_HOST:-unix:///var/run/docker.sock} (tools/lib/dockerd.sh start)"
-    if [ "${SANDBOX_TEST_REQUIRE_DOCKER:-}" = 1 ]; then
-      echo "FAILED: a Docker test could not run where the daemon is required: $why"; exit 1
-    fi
-    echo "SKIPPED: $why"; exit 77
-  fi
-fi
+[ "$backend" != docker ] || skip_unless_docker
 borrow_shared_store "$bin" "$work/state"
 export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
 export SANDBOX_BACKEND=$backend
