@@ -88,6 +88,16 @@ void curl_easy_cleanup(CURL* curl) {
 // (CURLOPTTYPE_* in curl/curl.h): a long or a curl_off_t (the same type here), a function
 // pointer, or an object or struct curl_blob pointer.
 static_assert(std::is_same_v<curl_off_t, long>, "curl_off_t options are read as a long");
+// These two keep curl.h's C signatures, whose last named parameter is an enum: clang's -Wvarargs
+// says an enum undergoes promotion, but these enums' underlying type is an int-sized integer
+// (asserted below), which the x86-64 and arm64 ABIs pass exactly as the promoted int, and libcurl
+// itself (C, where an enum is compatible with that type) does the same va_start.
+static_assert(sizeof(CURLoption) == sizeof(int) && sizeof(CURLINFO) == sizeof(int),
+              "CURLoption and CURLINFO are passed as an int");
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wvarargs"
+#endif
 CURLcode curl_easy_setopt(CURL* curl, CURLoption option, ...) {
   if (!Usable()) return CURLE_FAILED_INIT;
   va_list arguments;
@@ -122,6 +132,9 @@ CURLcode curl_easy_getinfo(CURL* curl, CURLINFO info, ...) {
   va_end(arguments);
   return code;
 }
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 const char* curl_easy_strerror(CURLcode code) {
   return Usable() ? Loaded().easy_strerror(code) : "libcurl could not be loaded";
