@@ -48,6 +48,10 @@ fi
 if "$(dirname "$0")/../../tools/lib/dockerd.sh" status >/dev/null 2>&1; then
   check "the Docker backend loads libcurl at its first request and runs the snippet" "42|1|0" \
     "$(run_loading docker)"
+elif [ "${SANDBOX_TEST_REQUIRE_DOCKER:-}" = 1 ]; then
+  # Where tools/test requires the Docker half, a daemon that does not answer is a failure, not
+  # a quiet pass of the namespace half alone.
+  check "a Docker daemon answers where tools/test requires one" "yes" "no"
 else
   echo "skip the Docker backend: no Docker daemon answers (tools/lib/dockerd.sh start)"
 fi
