@@ -167,9 +167,11 @@ def _print_exception(exc):
 
     report = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     # Drop this file's frames (the exec/eval call, the SIGINT handler) so the traceback shows
-    # the cell's code only.
+    # the cell's code only. By the name its code was compiled under, not __file__: run from
+    # byte code (worker.pyc, tools/cli/run_agent_cache.h), __file__ names the .pyc.
+    this_file = _print_exception.__code__.co_filename
     report.stack = traceback.StackSummary.from_list(
-        [frame for frame in report.stack if frame.filename != __file__]
+        [frame for frame in report.stack if frame.filename != this_file]
     )
     sys.stderr.write("".join(report.format()))
 

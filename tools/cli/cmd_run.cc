@@ -36,6 +36,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/config.h"
 #include "tools/cli/configured_options.h"
+#include "tools/cli/run_agent_cache.h"
 #include "tools/cli/run_batch.h"
 #include "tools/cli/run_result.h"
 #include "tools/cli/wiring.h"
@@ -171,7 +172,10 @@ int RunBatchCommand(ConfiguredOptions& configured, const ServeConfig& serve_conf
     return kExitFailure;
   }
   auto store = std::make_shared<rootfs::ImageStore>(config.state_dir);
-  SessionManager manager(config, backend->backend, MakeImageResolver(store));
+  ImageResolver resolver = MakeImageResolver(store);
+  // The worker's byte code, compiled once per image and agent (run_agent_cache.h).
+  configured.session.agent_dir = CompiledAgentDir(config, backend->backend, resolver);
+  SessionManager manager(config, backend->backend, resolver);
   BatchOptions options;
   options.parallel = parallel;
   options.warm = warm;
@@ -292,6 +296,8 @@ int RunCommand(const Argv& argv) {
     if (!image) image_failed = true;
     return image;
   };
+  // The worker's byte code is kept per image and agent too (run_agent_cache.h): a sandbox that
+  // does not start on the kept copy makes it forgotten, and the retry starts on the plain one.
   std::unique_ptr<SessionManager> manager;
   Result<SessionInfo> session = Fail(ErrorCode::kSandboxUnavailable, "not started");
   for (bool retried = false;; retried = true) {
@@ -300,11 +306,17 @@ int RunCommand(const Argv& argv) {
       std::cerr << "mcp-sandbox run: " << backend.error().message << "\n";
       return kExitFailure;
     }
-    manager = std::make_unique<SessionManager>(config, backend->backend, resolver);
+    SessionConfig run_config = config;
+    if (!retried) run_config.agent_dir = CompiledAgentDir(config, backend->backend, resolver);
+    const bool kept_agent = run_config.agent_dir != config.agent_dir;
+    manager = std::make_unique<SessionManager>(run_config, backend->backend, resolver);
     session = manager->Create({});
-    if (!session && !image_failed) seccomp::ForgetKeptProgram(kept_program);
-    if (session || image_failed || !backend->from_probe_cache || retried) break;
-    probe::ForgetNamespaceVerdict(configured->backend.probe_cache);
+    if (!session && !image_failed) {
+      seccomp::ForgetKeptProgram(kept_program);
+      ForgetCompiledAgentDir(config, run_config.agent_dir);
+    }
+    if (session || image_failed || retried || !(backend->from_probe_cache || kept_agent)) break;
+    if (backend->from_probe_cache) probe::ForgetNamespaceVerdict(configured->backend.probe_cache);
     manager.reset();
   }
   if (!session) {

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The worker's byte code for one-shot runs (issue #41, tools/cli/run_agent_cache.h): the first
+# run of an image compiles worker.py once in a sandbox of its own and keeps a copy of the agent
+# dir with worker.pyc (the user's own, not writable by others); later runs start one sandbox,
+# whose worker runs from the byte code, with the same output, tracebacks and exit codes. A copy
+# others may write is not used (made again); one whose byte code does not start is forgotten and
+# the run starts on the plain agent dir. Needs root (the shared store), strace and the small
+# image.
+# Usage: run_agent_cache_test.sh /path/to/mcp-sandbox
+set -u
+bin=$1
+image=${SANDBOX_TEST_IMAGE_SMALL:-python-small}
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh"
+skip_unless_root "sandboxes of the shared store"
+skip_unless_image "$bin" "$image"
+command -v strace >/dev/null || { echo "SKIPPED: needs strace"; exit 77; }
+borrow_shared_store "$bin" "$work/state"
+export SANDBOX_BACKEND=namespace
+root=$SANDBOX_STATE_DIR/probe-cache/agent.$(id -u)
+
+run_counting_sandboxes() {  # prints "<output>|<sandboxes started>"
+  local out
+  out=$(strace -f -qq -e trace=clone3 -o "$work/strace" "$bin" run --image "$image" - \
+    <<<'print(6 * 7)' 2>/dev/null)
+  echo "$out|$(grep -c 'CLONE_NEWUSER' "$work/strace")"
+}
+kept() { find "$root" -mindepth 1 -maxdepth 1 2>/dev/null | sort; }
+
+check "the first run compiles in a sandbox of its own, then runs" "42|2" \
+  "$(run_counting_sandboxes)"
+dir=$(kept)
+check "and keeps one copy" 1 "$(kept | wc -l)"
+check "the user's own, not writable by others" "$(id -u) 755 $(id -u) 644" \
+  "$(stat -c '%u %a' "$dir") $(stat -c '%u %a' "$dir/worker.pyc")"
+check "with the agent's files and the byte code" "key sandbox-init session_state.py worker.py worker.pyc" \
+  "$(ls "$dir" | tr '\n' ' ' | sed 's/ $//')"
+check "the next run starts one sandbox" "42|1" "$(run_counting_sandboxes)"
+
+# The worker runs from the byte code, and its results are those from source: output, the
+# traceback without the worker's frames, exit codes, the last expression's repr, stdin.
+check "the worker runs worker.pyc" "/.sandbox/worker.pyc" \
+  "$("$bin" run --image "$image" - <<<'print(open("/proc/self/cmdline").read().split(chr(0))[2])')"
+err=$("$bin" run --image "$image" - 2>&1 >/dev/null <<<'def f():
+    raise ValueError("x")
+f()')
+check "a traceback shows the cell's frames only" 'Traceback (most recent call last):
+  File "<cell-1>", line 3, in <module>
+    f()
+    ~^^
+  File "<cell-1>", line 2, in f
+    raise ValueError("x")
+ValueError: x' "$err"
+"$bin" run --image "$image" - >/dev/null 2>&1 <<<'import sys; sys.exit(3)'
+check "sys.exit's code is the exit code" 3 $?
+check "the last expression's repr" "'ab'" "$("$bin" run --image "$image" - <<<'"a" + "b"')"
+check "__name__ of the cell" "__main__" "$("$bin" run --image "$image" - <<<'print(__name__)')"
+
+# A copy others may write is not used: made again, the user's own.
+chmod 0777 "$dir"
+check "a copy others may write is made again" "42|2" "$(run_counting_sandboxes)"
+check "and is the user's own again" 755 "$(stat -c '%a' "$dir")"
+
+# Byte code that does not start (here: another Python's magic number): the sandbox does not
+# start on it, the copy is forgotten and the run starts on the plain agent dir.
+printf 'garbage that is no byte code' >"$dir/worker.pyc"
+check "a copy whose byte code does not start: the run retries on the plain agent" "42|2" \
+  "$(run_counting_sandboxes)"
+check "and forgets the copy" 0 "$(kept | wc -l)"
+check "the next run makes it again" "42|2" "$(run_counting_sandboxes)"
+check "nothing half made is left" "$dir" "$(kept)"
+exit $fail
