@@ -69,4 +69,24 @@ check "a copy whose byte code does not start: the run retries on the plain agent
 check "and forgets the copy" 0 "$(kept | wc -l)"
 check "the next run makes it again" "42|2" "$(run_counting_sandboxes)"
 check "nothing half made is left" "$dir" "$(kept)"
+
+# An ordinary user (the CI recipe's), here nobody with a state dir of its own borrowing the same
+# images: its own copy, and its sandboxes run the byte code too.
+if command -v setpriv >/dev/null; then
+  chmod 711 "$work"
+  mkdir -p "$work/user/state"
+  for part in images archives; do ln -s "$SANDBOX_STATE_DIR/$part" "$work/user/state/$part"; done
+  chown -R 65534:65534 "$work/user"
+  as_nobody() {
+    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work/user" \
+      SANDBOX_STATE_DIR="$work/user/state" "$bin" run --image "$image" - 2>/dev/null
+  }
+  check "as an ordinary user, the first run" 42 "$(as_nobody <<<'print(6 * 7)')"
+  check "the next runs the byte code" "/.sandbox/worker.pyc" \
+    "$(as_nobody <<<'print(open("/proc/self/cmdline").read().split(chr(0))[2])')"
+  check "from the user's own copy" "65534 755" \
+    "$(stat -c '%u %a' "$work"/user/state/probe-cache/agent.65534/*)"
+else
+  echo "skip the ordinary user: no setpriv (util-linux)"
+fi
 exit $fail
