@@ -34,7 +34,7 @@ check "and keeps one copy" 1 "$(kept | wc -l)"
 check "the user's own, not writable by others" "$(id -u) 755 $(id -u) 644" \
   "$(stat -c '%u %a' "$dir") $(stat -c '%u %a' "$dir/worker.pyc")"
 check "with the agent's files and the byte code" "key sandbox-init session_state.py worker.py worker.pyc" \
-  "$(ls "$dir" | tr '\n' ' ' | sed 's/ $//')"
+  "$(find "$dir" -mindepth 1 -printf '%f\n' | sort | tr '\n' ' ' | sed 's/ $//')"
 check "the next run starts one sandbox" "42|1" "$(run_counting_sandboxes)"
 
 # The worker runs from the byte code, and its results are those from source: output, the
