@@ -4,7 +4,8 @@
 # (runtime/docker/libcurl_on_demand.h), and libsystemd only when an ordinary user's limits need
 # a scope from its systemd manager (runtime/cgroup/libsystemd_on_demand.cc), so a run on the
 # namespace backend as root loads neither; the Docker backend loads libcurl at its first request
-# and runs the same snippet. The dynamic
+# and runs the same snippet. libarchive is opened at its first use too (an image import), never
+# by a run of a stored image (rootfs/libarchive_on_demand.h). The dynamic
 # linker's own log (LD_DEBUG=files) says what was loaded. Needs root (the shared store); the
 # Docker part needs a daemon that answers.
 # Usage: run_loading_test.sh /path/to/mcp-sandbox
@@ -44,6 +45,26 @@ if command -v setpriv >/dev/null; then
     "$out|$(cat "$work/user/ld".* | grep -c 'file=libcurl\.so\.4 .*generating link map')"
 else
   echo "skip the ordinary user: no setpriv (util-linux)"
+fi
+# libarchive and the ten libraries it pulls in: opened only when an archive is read or written
+# (rootfs/libarchive_on_demand.h), as by an image import, never by a run of a stored image.
+check "the binary does not name libarchive among its DT_NEEDED libraries" 0 \
+  "$(readelf -d "$bin" | grep -c 'NEEDED.*libarchive')"
+out=$(LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.archive" "$bin" run --backend namespace \
+  --image "$image" - <<<'print(6 * 7)' 2>/dev/null)
+check "a one-shot run loads no libarchive" "42|0" \
+  "$out|$(cat "$work/ld.archive".* | grep -c 'file=libarchive\.so\.13 .*generating link map')"
+rm -f "$work/ld.archive".*
+archive=$(find -L "$SANDBOX_STATE_DIR/archives" -maxdepth 1 -name "python-small-small-*.tar" 2>/dev/null | head -n 1)
+if [ -n "$archive" ]; then
+  LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.import" SANDBOX_STATE_DIR="$work/import" \
+    "$bin" image import "$archive" --name imported >/dev/null 2>&1
+  check "an image import loads libarchive at its first use and imports" "1|42" \
+    "$(cat "$work/ld.import".* | grep -c 'file=libarchive\.so\.13 .*generating link map')|$(
+      SANDBOX_STATE_DIR="$work/import" "$bin" run --backend namespace --image imported - \
+        <<<'print(6 * 7)' 2>/dev/null)"
+else
+  echo "skip the import: no archive of the small image in the store"
 fi
 if "$(dirname "$0")/../../tools/lib/dockerd.sh" status >/dev/null 2>&1; then
   check "the Docker backend loads libcurl at its first request and runs the snippet" "42|1|0" \

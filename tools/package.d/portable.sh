@@ -4,9 +4,9 @@
 #   bin/mcp-sandbox                  the server and command line
 #   lib/mcp-sandbox/                 its agent, sandbox-init (static: it runs inside any image)
 #                                    and worker.py, where the binary looks (bin/../lib/mcp-sandbox)
-#   lib/*.so.*                       every shared library the binary loads but glibc's, libcurl
-#                                    and libsystemd (opened at their first use) and their
-#                                    dependencies included
+#   lib/*.so.*                       every shared library the binary loads but glibc's, libcurl,
+#                                    libsystemd and libarchive (opened at their first use) and
+#                                    their dependencies included
 #   share/doc/                       LICENSE, the package's copyright file, and the copyright
 #                                    file of each bundled library's Debian package, the ones
 #                                    linked in statically (cjose, jansson: MIT, whose notice
