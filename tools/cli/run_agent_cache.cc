@@ -61,7 +61,7 @@ Result<std::string> KeyFor(const SessionConfig& config, const ImageResolver& res
 // which is never used and is made again.
 std::string DirNameFor(std::string_view key) {
   uint64_t hash = 0xcbf29ce484222325ull;
-  for (unsigned char c : key) hash = (hash ^ c) * 0x100000001b3ull;
+  for (char c : key) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
   return fmt::format("{:016x}", hash);
 }
 
