@@ -14,10 +14,16 @@ namespace {
 
 // The call's own usage (RunResult's figures, measured by the session manager).
 Json RunUsageJson(const RunResult& run) {
-  Json usage = {{"wall_seconds", run.duration_s}, {"cpu_seconds", run.cpu_seconds}};
+  // Built in place: a braced list makes each member a two-element array first and then copies
+  // it into the object: 1.3 µs against 0.7 µs for the two members every run has, on the reply's
+  // path (docs/benchmarks.md "Usage and metrics").
+  Json usage(Json::value_t::object);
+  auto& members = usage.get_ref<Json::object_t&>();
+  members.emplace("wall_seconds", run.duration_s);
+  members.emplace("cpu_seconds", run.cpu_seconds);
   if (!run.memory_peak_scope.empty()) {
-    usage["memory_peak_bytes"] = run.memory_peak_bytes;
-    usage["memory_peak_scope"] = run.memory_peak_scope;
+    members.emplace("memory_peak_bytes", run.memory_peak_bytes);
+    members.emplace("memory_peak_scope", run.memory_peak_scope);
   }
   return usage;
 }

@@ -23,9 +23,10 @@ borrow_shared_store "$bin" "$work/state"
 export SANDBOX_LOG_LEVEL=info SANDBOX_IMAGE=python SANDBOX_BACKEND=$backend
 export PYTHONPATH=$root/tests/support${PYTHONPATH:+:$PYTHONPATH}
 python3 - "$bin" "$SANDBOX_STATE_DIR" "$backend" <<'PY'
-import json, os, signal, subprocess, sys, time
+import os, signal, subprocess, sys, time
 
 import mcp_stdio
+import sandbox_records
 
 BIN, STATE, BACKEND = sys.argv[1], sys.argv[2], sys.argv[3]
 # The stop's bound: the kill and teardown of one sandbox take well under a second (a few in a
@@ -42,30 +43,8 @@ def check(ok, what):
 
 def records():
     """The sandboxes that exist, by session id: the namespace backend's records (session id ->
-    init pid), or the containers labelled with this state dir's sessions (session id ->
-    container id)."""
-    if BACKEND == "docker":
-        listed = subprocess.run(
-            ["docker", "ps", "-a", "--filter", "label=mcp-sandbox.session", "--format",
-             '{{.ID}} {{.Label "mcp-sandbox.session"}} {{.Label "mcp-sandbox.owner"}}'],
-            capture_output=True, text=True)
-        out = {}
-        for line in listed.stdout.splitlines():
-            container, session, owner = (line.split(" ") + ["", ""])[:3]
-            fields = owner.split("/")
-            if len(fields) == 4 and fields[2] == str(server.proc.pid):
-                out[session] = container
-        return out
-    out = {}
-    folder = os.path.join(STATE, "sessions")
-    for name in os.listdir(folder) if os.path.isdir(folder) else []:
-        if name.endswith(".json"):
-            try:
-                with open(os.path.join(folder, name)) as f:
-                    out[name[:-5]] = json.load(f)["pid"]
-            except (OSError, ValueError, KeyError):
-                pass
-    return out
+    init pid), or the containers the server owns (session id -> container id)."""
+    return sandbox_records.records(STATE, BACKEND, {server.proc.pid})
 
 
 def cgroup_dirs(pid, name):

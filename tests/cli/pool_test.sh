@@ -26,12 +26,14 @@ skip_unless_image "$bin" python
 borrow_shared_store "$bin" "$work/state"
 export SANDBOX_LOG_LEVEL=warn SANDBOX_IMAGE=python
 export SANDBOX_BACKEND=$backend
-# The stdio client is tests/support/mcp_stdio.py.
+# The stdio client is tests/support/mcp_stdio.py; the sandboxes are listed by
+# tests/support/sandbox_records.py.
 export PYTHONPATH=$root/tests/support${PYTHONPATH:+:$PYTHONPATH}
 python3 - "$bin" "$SANDBOX_STATE_DIR" "$backend" <<'PY'
 import json, os, subprocess, sys, time
 
 import mcp_stdio
+import sandbox_records
 
 BIN, STATE, BACKEND = sys.argv[1], sys.argv[2], sys.argv[3]
 PRELOAD = ["numpy", "pandas", "matplotlib.pyplot"]
@@ -71,36 +73,9 @@ class Server(mcp_stdio.Server):
 
 
 def records():
-    """The sandboxes that exist, by session id (pooled ones too): the namespace backend's
-    crash-safe records (session id -> init pid), or the Docker containers owned by one of this
-    test's servers (session id -> container id), in any state."""
-    if BACKEND == "docker":
-        return containers()
-    out = {}
-    folder = os.path.join(STATE, "sessions")
-    for name in os.listdir(folder) if os.path.isdir(folder) else []:
-        if name.endswith(".json"):
-            try:
-                with open(os.path.join(folder, name)) as f:
-                    out[name[:-5]] = json.load(f)["pid"]
-            except (OSError, ValueError, KeyError):
-                pass
-    return out
-
-
-def containers():
-    listed = subprocess.run(
-        ["docker", "ps", "-a", "--filter", "label=mcp-sandbox.session", "--format",
-         '{{.ID}} {{.Label "mcp-sandbox.session"}} {{.Label "mcp-sandbox.owner"}}'],
-        capture_output=True, text=True)
-    out = {}
-    for line in listed.stdout.splitlines():
-        container, session, owner = (line.split(" ") + ["", ""])[:3]
-        # owner: "<boot id>/<pid namespace>/<pid>/<start time>" (runtime/docker/owner.h)
-        fields = owner.split("/")
-        if len(fields) == 4 and fields[2].isdigit() and int(fields[2]) in SERVER_PIDS:
-            out[session] = container
-    return out
+    """The sandboxes that exist, by session id (pooled ones too): sandbox_records.records for
+    this test's state dir and servers."""
+    return sandbox_records.records(STATE, BACKEND, SERVER_PIDS)
 
 
 def sandbox_pid(handle):

@@ -203,6 +203,37 @@ TEST_CASE("tools: run_python keeps state, reports errors and cuts output to the 
         "session_not_found");
 }
 
+TEST_CASE("tools: a run's usage object has the documented members, with and without a call peak",
+          "[unit]") {
+  Fixture f;
+  std::string id = f.NewSession();
+  auto member_names = [](const Json& usage) {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : usage.items()) names.push_back(name);
+    return names;
+  };
+  // Where the kernel gives no per-call peak (and the session's peak reads 0): the two times.
+  Json plain = f.Call("sandbox_run_python", {{"session_id", id}, {"code", "print(1)"}});
+  const Json& usage = plain["structuredContent"]["usage"];
+  INFO(usage.dump());
+  CHECK(member_names(usage) == std::vector<std::string>{"cpu_seconds", "wall_seconds"});
+  CHECK(usage["cpu_seconds"].is_number_float());
+  CHECK(usage["cpu_seconds"].get<double>() >= 0);
+  CHECK(usage["wall_seconds"] == plain["structuredContent"]["duration_s"]);
+
+  // With one, as a cgroup's reset high-water mark gives it: the peak and its scope beside them.
+  f.backend->started().at(0)->call_peak_bytes = 123456789;
+  Json peaked = f.Call("sandbox_run_python", {{"session_id", id}, {"code", "print(2)"}});
+  const Json& with_peak = peaked["structuredContent"]["usage"];
+  INFO(with_peak.dump());
+  CHECK(member_names(with_peak) == std::vector<std::string>{"cpu_seconds", "memory_peak_bytes",
+                                                            "memory_peak_scope", "wall_seconds"});
+  CHECK(with_peak["memory_peak_bytes"].is_number_unsigned());
+  CHECK(with_peak["memory_peak_bytes"] == 123456789);
+  CHECK(with_peak["memory_peak_scope"] == "call");
+  CHECK(with_peak["wall_seconds"] == peaked["structuredContent"]["duration_s"]);
+}
+
 TEST_CASE("tools: run_command runs the shell in /mnt/data and returns its status", "[unit]") {
   Fixture f;
   std::string id = f.NewSession();

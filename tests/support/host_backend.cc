@@ -30,6 +30,12 @@ class HostSandbox : public Sandbox {
     usage.oom_kills = control_->oom_kills;
     return usage;
   }
+  std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() override {
+    if (control_->call_peak_bytes == 0) return {};
+    return [control = control_]() -> std::optional<uint64_t> {
+      return control->call_peak_bytes.load();
+    };
+  }
   Status SetCpuPriority(CpuPriority priority) override {
     control_->cpu_priority = priority;
     return {};

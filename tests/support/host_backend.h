@@ -24,6 +24,9 @@ struct HostSandboxControl {
   pid_t init_pid = -1;                 // sandbox-init, on the host
   std::string data_dir;                // what the sandbox sees as /mnt/data
   std::atomic<uint64_t> oom_kills{0};  // reported by OomKills()/Usage(): "the limit killed it"
+  // Non-zero: each call's memory peak window (StartMemoryPeakWindow) reads this many bytes, as a
+  // cgroup's reset high-water mark would; 0: no per-call peak, as where the kernel has none.
+  std::atomic<uint64_t> call_peak_bytes{0};
   std::atomic<bool> destroyed{false};  // the manager destroyed the sandbox
   // The CPU priority it was started with, then as the manager last set it.
   std::atomic<CpuPriority> cpu_priority{CpuPriority::kNormal};

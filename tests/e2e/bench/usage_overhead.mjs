@@ -4,7 +4,7 @@
 //     every run measures its CPU and memory peak, the metrics count events) and two with
 //     SANDBOX_USAGE=off, in rounds so load on the host hits all alike (target: on within 3 % of
 //     off), the median of the per-round differences, and the noise floor (one server against
-//     the other of its mode).
+//     the other of its mode). The rounds start once every server's warm pool is full.
 //  2. GET /metrics (SANDBOX_METRICS_ADDR, one keep-alive connection) of a server holding N live
 //     sessions (BENCH_SCRAPE_SESSIONS, 500), against the same server with none (target <= 10 ms).
 // Environment: MCP_SANDBOX_BIN, BENCH_USAGE_CALLS (1000 per server), BENCH_SCRAPE_SESSIONS (500;
@@ -27,6 +27,18 @@ function summary(samples) {
 const row = (label, s, note = '') => console.log(
   `| ${label} | ${s.n} | ${s.p50.toFixed(3)} | ${s.p90.toFixed(3)} | ${s.p99.toFixed(3)} | ${note} |`);
 
+// Waits until the server's warm pool has all its sandboxes ready and none starting (at once
+// without a pool).
+async function poolFull(server, timeoutMs = 300_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pool = (await server.tool('sandbox_list_sessions', {})).pool;
+    if (!pool || (pool.ready >= pool.size && pool.starting === 0)) return;
+    if (Date.now() > deadline) throw new Error(`the warm pool did not fill: ${JSON.stringify(pool)}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 async function runOverhead() {
   // Two servers per mode, started on, off, off, on: a server's place (which started first, where
   // its sandbox landed) moved one server's p50 against an identical other by 2-3 % on this shared
@@ -36,11 +48,19 @@ async function runOverhead() {
   // BENCH_USAGE_CONTROL=1: the two "off" servers run with usage on too, so the figures below are
   // what two identical pairs give on this host at this load (the control for the ratio).
   const servers = modes.map((mode) => new RawStdioClient({ SANDBOX_USAGE: CONTROL ? 'on' : mode }));
+  // The default warm pool (2 sandboxes importing numpy, pandas and matplotlib) fills after the
+  // server starts and refills after a claim: seconds of CPU per server, and a session started
+  // cold imports the same in its own zygote later. Left to run into the rounds, that work moved
+  // the servers against each other by more than usage costs (a control run's identical pairs
+  // differed by a median 20 µs). So each server's session is taken from its full pool, and the
+  // rounds start once every pool is full again: nothing is warming while they run.
+  for (const server of servers) await server.initialize();
+  for (const server of servers) await poolFull(server);
   const sessions = [];
   for (const server of servers) {
-    await server.initialize();
     sessions.push((await server.tool('sandbox_run_python', { code: 'print(1)' })).session_id);
   }
+  for (const server of servers) await poolFull(server);
   const run = async (k) => {
     const started = process.hrtime.bigint();
     const result = await servers[k].tool('sandbox_run_python', { session_id: sessions[k], code: 'print(1)' });
