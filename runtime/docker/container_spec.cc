@@ -161,6 +161,7 @@ nlohmann::json CreateContainerBody(const ContainerSpec& spec) {
       {"RestartPolicy", {{"Name", "no"}}},
   };
   if (spec.cpu_shares > 0) host_config["CpuShares"] = spec.cpu_shares;
+  if (!spec.runtime.empty()) host_config["Runtime"] = spec.runtime;
   if (limits.cpus > 0) {
     host_config["NanoCpus"] = static_cast<int64_t>(std::llround(limits.cpus * 1e9));
   }

@@ -91,6 +91,7 @@ Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
   if (choice.backend == "docker") {
     docker::DockerBackendOptions docker_options;
     docker_options.replica = options.replica;
+    docker_options.runtime = options.docker_runtime;
     auto backend = docker::DockerBackend::Connect(std::move(docker_options));
     if (!backend) return Fail(std::move(backend.error()).Context("Docker backend"));
     spdlog::info("backend: docker ({})", choice.reason);

@@ -43,6 +43,8 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
   options.kind = *kind;
   options.state_dir = config_.state_dir;
   options.agent_dir = config_.agent_dir;
+  // The Docker part under another OCI runtime (tests/gvisor/docker_runsc_test.sh: runsc).
+  if (const char* runtime = std::getenv("SANDBOX_DOCKER_RUNTIME")) options.docker_runtime = runtime;
   auto made = MakeBackend(options);
   if (!made) {
     std::string why = backend + " backend not available here: " + made.error().message;

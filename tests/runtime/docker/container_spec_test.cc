@@ -140,6 +140,14 @@ TEST_CASE("without a profile the daemon's default seccomp profile stays on", "[u
   CHECK_FALSE(CreateContainerBody(*spec)["HostConfig"].contains("NanoCpus"));
 }
 
+TEST_CASE("the runtime is the daemon's default unless one is named", "[unit]") {
+  auto spec = ContainerSpecFor(Spec(), "img", {"h", "owner", ""}, "");
+  REQUIRE(spec);
+  CHECK_FALSE(CreateContainerBody(*spec)["HostConfig"].contains("Runtime"));
+  spec->runtime = "runsc";
+  CHECK(CreateContainerBody(*spec)["HostConfig"]["Runtime"] == "runsc");
+}
+
 TEST_CASE("a background sandbox gets the least CPU shares from creation on", "[unit]") {
   sandbox::SandboxSpec background = Spec();
   background.cpu_priority = sandbox::CpuPriority::kBackground;
