@@ -20,6 +20,10 @@ std::string MissingRuntime(const DaemonInfo& info, const std::string& runtime) {
 
 }  // namespace
 
+bool IsRunscRuntime(const std::string& runtime) {
+  return runtime.find("runsc") != std::string::npos;
+}
+
 Status RequireRuntime(const DaemonInfo& info, const std::string& runtime) {
   if (runtime.empty() || info.runtimes.count(runtime) > 0) return {};
   return Fail(ErrorCode::kSandboxUnavailable, "{}", MissingRuntime(info, runtime));

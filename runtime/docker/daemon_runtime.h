@@ -11,6 +11,10 @@
 
 namespace sandbox::docker {
 
+// True for a runtime named runsc (runsc, runsc-systrap, ...): gVisor's Sentry runs inside the
+// container's cgroup, so the container spec leaves it room and limits the guest by rlimits.
+bool IsRunscRuntime(const std::string& runtime);
+
 // Ok when `runtime` is "" (the daemon's default) or registered with the daemon `info` describes;
 // else kSandboxUnavailable naming the runtimes it has and how to register the missing one.
 Status RequireRuntime(const DaemonInfo& info, const std::string& runtime);
