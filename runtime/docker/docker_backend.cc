@@ -261,6 +261,15 @@ Result<std::string> DockerBackend::EnsureImage(const std::string& image, const s
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
   auto t0 = Clock::now();
+  if (IsRunscRuntime(runtime_) && !spec.egress_socket_path.empty()) {
+    // sandbox-init hands each connection to the proxy over the bound socket with SCM_RIGHTS,
+    // which the Sentry cannot do on a host socket (EINVAL); the gVisor backend bridges instead.
+    return Fail(ErrorCode::kSandboxUnavailable,
+                "egress (SANDBOX_EGRESS_ALLOW) does not work on Docker under runsc: gVisor's "
+                "Sentry cannot pass a socket to the host's egress proxy; use "
+                "SANDBOX_BACKEND=gvisor for egress beside gVisor's kernel, or the daemon's "
+                "default runtime (docs/docker.md \"runsc\")");
+  }
   // The daemon answers again after a failed removal (it was down): remove those first.
   if (backlog_->size() > 0) backlog_->Retry(*engine_);
   SBX_ASSIGN_OR_RETURN(
