@@ -18,7 +18,9 @@ namespace {
 // held by the Sentry's own rlimits (RLIMIT_AS per process, RLIMIT_NPROC), so a greedy cell gets
 // MemoryError or EAGAIN and the session lives on.
 constexpr uint64_t kSentryMemoryBytes = 64ull << 20;
-uint64_t SentryPidsFor(uint64_t guest_pids) { return std::max<uint64_t>(1024, guest_pids * 4); }
+// As runtime/gvisor's HostPidsFor: under ptrace a fork bomb at the guest's limit needed more
+// than 4x as many (the pids controller refused the Sentry a thread and the sandbox ended).
+uint64_t SentryPidsFor(uint64_t guest_pids) { return std::max<uint64_t>(4096, guest_pids * 32); }
 
 // A session id that can name a container: up to the longest id (a 63-character replica id).
 bool IsNameSafe(const std::string& text) {

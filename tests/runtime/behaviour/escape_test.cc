@@ -559,10 +559,6 @@ print('null', len(open('/dev/null', 'rb').read()), 'zero', len(open('/dev/zero',
 
 BEHAVIOUR_TEST(
     "escape: a fork bomb is stopped, leaves nothing behind, and the host stays responsive", "") {
-  fixture.GvisorDiffers(
-      "the sandbox ends during the bomb (not yet understood); and the Sentry's group kill is not "
-      "atomic with a fork in flight, so a bomb's children born during it survive and keep "
-      "RLIMIT_NPROC full (docs/security.md, known gaps)");
   sandbox::SessionOptions options;
   options.pids = 64;
   auto id = fixture.NewSession(options);

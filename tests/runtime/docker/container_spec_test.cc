@@ -151,7 +151,7 @@ TEST_CASE("the runtime is the daemon's default unless one is named", "[unit]") {
   // rlimits (a greedy cell fails, the sandbox lives on).
   CHECK(host["Memory"] == (256ull + 64) << 20);
   CHECK(host["MemorySwap"] == (256ull + 64) << 20);
-  CHECK(host["PidsLimit"] == 1024);
+  CHECK(host["PidsLimit"] == 4096);
   CHECK(host["Ulimits"].back() == json({{"Name", "nproc"}, {"Soft", 128}, {"Hard", 128}}));
   CHECK(host["Ulimits"][host["Ulimits"].size() - 2] ==
         json({{"Name", "as"}, {"Soft", 256ull << 20}, {"Hard", 256ull << 20}}));
