@@ -1,14 +1,26 @@
 #include "runtime/docker/container_spec.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "runtime/agent/agent_env.h"
+#include "runtime/docker/daemon_runtime.h"
 #include "runtime/sandbox_layout.h"
 
 namespace sandbox::docker {
 namespace {
+
+// Under runsc the container's cgroup holds gVisor's Sentry and Gofer beside the guest: at the
+// cgroup's memory or pids limit the host kills the Sentry, i.e. the whole sandbox. So the cgroup
+// gets room for them (as the gVisor backend's host cgroup does: runtime/gvisor) and the guest is
+// held by the Sentry's own rlimits (RLIMIT_AS per process, RLIMIT_NPROC), so a greedy cell gets
+// MemoryError or EAGAIN and the session lives on.
+constexpr uint64_t kSentryMemoryBytes = 64ull << 20;
+// As runtime/gvisor's HostPidsFor: under ptrace a fork bomb at the guest's limit needed more
+// than 4x as many (the pids controller refused the Sentry a thread and the sandbox ended).
+uint64_t SentryPidsFor(uint64_t guest_pids) { return std::max<uint64_t>(4096, guest_pids * 32); }
 
 // A session id that can name a container: up to the longest id (a 63-character replica id).
 bool IsNameSafe(const std::string& text) {
@@ -161,6 +173,15 @@ nlohmann::json CreateContainerBody(const ContainerSpec& spec) {
       {"RestartPolicy", {{"Name", "no"}}},
   };
   if (spec.cpu_shares > 0) host_config["CpuShares"] = spec.cpu_shares;
+  if (!spec.runtime.empty()) host_config["Runtime"] = spec.runtime;
+  if (IsRunscRuntime(spec.runtime)) {
+    const uint64_t with_sentry = limits.memory_bytes + kSentryMemoryBytes;
+    host_config["Memory"] = with_sentry;
+    host_config["MemorySwap"] = with_sentry;
+    host_config["PidsLimit"] = SentryPidsFor(limits.pids);
+    host_config["Ulimits"].push_back(Ulimit("as", limits.memory_bytes));
+    host_config["Ulimits"].push_back(Ulimit("nproc", limits.pids));
+  }
   if (limits.cpus > 0) {
     host_config["NanoCpus"] = static_cast<int64_t>(std::llround(limits.cpus * 1e9));
   }

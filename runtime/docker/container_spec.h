@@ -62,6 +62,8 @@ struct ContainerSpec {
   // HostConfig.CpuShares, from the sandbox's CPU priority (CpuSharesFor).
   int64_t cpu_shares = 0;
   std::string seccomp_profile_json;  // "" = the daemon's default profile
+  // HostConfig.Runtime (SANDBOX_DOCKER_RUNTIME): "" = the daemon's default (runc).
+  std::string runtime;
 };
 
 // The CpuShares a container of `priority` runs with: 1024 (the daemon's default on cgroup v1)

@@ -13,6 +13,7 @@
 #include "runtime/docker/container_cgroup.h"
 #include "runtime/docker/container_spec.h"
 #include "runtime/docker/cpu_priority_updater.h"
+#include "runtime/docker/daemon_runtime.h"
 #include "runtime/docker/docker_limits.h"
 #include "runtime/docker/owner.h"
 #include "runtime/docker/unix_http.h"
@@ -186,9 +187,15 @@ Result<std::unique_ptr<DockerBackend>> DockerBackend::Connect(DockerBackendOptio
   SBX_ASSIGN_OR_RETURN(std::unique_ptr<EngineClient> engine,
                        EngineClient::Connect(options.socket_path));
   const DaemonInfo& info = engine->info();
-  spdlog::info("Docker daemon {} at {}: API {} (daemon's newest {}), cgroup v{} ({})",
+  spdlog::info("Docker daemon {} at {}: API {} (daemon's newest {}), cgroup v{} ({}), runtime {}",
                info.server_version, options.socket_path, info.api_version.ToString(),
-               info.server_api_version.ToString(), info.cgroup_version, info.cgroup_driver);
+               info.server_api_version.ToString(), info.cgroup_version, info.cgroup_driver,
+               DescribeRuntime(info, options.runtime));
+  // Not fatal: the daemon may register it by a reload before the first session; each create
+  // then says the same (ExplainCreateError) as a tool error.
+  if (auto runtime = RequireRuntime(info, options.runtime); !runtime) {
+    spdlog::warn("{}", runtime.error().message);
+  }
   return std::unique_ptr<DockerBackend>(new DockerBackend(std::move(engine), std::move(options)));
 }
 
@@ -197,7 +204,8 @@ DockerBackend::DockerBackend(std::unique_ptr<EngineClient> engine, DockerBackend
       local_(CurrentIdentity()),
       seccomp_profile_json_(options.seccomp_profile_json ? *options.seccomp_profile_json
                                                          : DefaultSeccompProfile()),
-      usage_from_engine_api_(options.usage_from_engine_api) {
+      usage_from_engine_api_(options.usage_from_engine_api),
+      runtime_(options.runtime) {
   owner_.process = options.owner.empty() ? CurrentOwner() : options.owner;
   owner_.host = options.host.empty() ? local_.host : options.host;
   owner_.replica = options.replica;
@@ -253,6 +261,15 @@ Result<std::string> DockerBackend::EnsureImage(const std::string& image, const s
 
 Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
   auto t0 = Clock::now();
+  if (IsRunscRuntime(runtime_) && !spec.egress_socket_path.empty()) {
+    // sandbox-init hands each connection to the proxy over the bound socket with SCM_RIGHTS,
+    // which the Sentry cannot do on a host socket (EINVAL); the gVisor backend bridges instead.
+    return Fail(ErrorCode::kSandboxUnavailable,
+                "egress (SANDBOX_EGRESS_ALLOW) does not work on Docker under runsc: gVisor's "
+                "Sentry cannot pass a socket to the host's egress proxy; use "
+                "SANDBOX_BACKEND=gvisor for egress beside gVisor's kernel, or the daemon's "
+                "default runtime (docs/docker.md \"runsc\")");
+  }
   // The daemon answers again after a failed removal (it was down): remove those first.
   if (backlog_->size() > 0) backlog_->Retry(*engine_);
   SBX_ASSIGN_OR_RETURN(
@@ -262,6 +279,7 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
           .map_error([&](Error e) { return std::move(e).Context("docker image"); }));
   SBX_ASSIGN_OR_RETURN(ContainerSpec container,
                        ContainerSpecFor(spec, image, owner_, seccomp_profile_json_));
+  container.runtime = runtime_;
   auto t1 = Clock::now();
   auto create = [&] {
     return engine_->CreateContainer(container.name, CreateContainerBody(container));
@@ -273,8 +291,8 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
     }));
     made = create();
   }
-  SBX_ASSIGN_OR_RETURN(CreatedContainer created, std::move(made).map_error([](Error e) {
-    return std::move(e).Context("create container");
+  SBX_ASSIGN_OR_RETURN(CreatedContainer created, std::move(made).map_error([&](Error e) {
+    return ExplainCreateError(std::move(e), runtime_).Context("create container");
   }));
   ContainerGuard guard(*engine_, *backlog_, created.id);
   for (const std::string& warning : created.warnings) {

@@ -33,6 +33,9 @@ struct DockerBackendOptions {
   // SANDBOX_REPLICA_ID: labelled on every container; the sweep takes this replica's earlier
   // runs' containers (owner.h).
   std::string replica;
+  // SANDBOX_DOCKER_RUNTIME: the daemon-registered OCI runtime every container runs with
+  // (HostConfig.Runtime), e.g. "runsc"; "" = the daemon's default.
+  std::string runtime;
 };
 
 class DockerBackend : public Backend {
@@ -85,6 +88,7 @@ class DockerBackend : public Backend {
   LocalIdentity local_;
   std::string seccomp_profile_json_;
   bool usage_from_engine_api_;
+  std::string runtime_;  // HostConfig.Runtime of every container ("" = the daemon's default)
   std::mutex image_mutex_;
   std::mutex sweep_mutex_;
   std::set<std::string> left_alone_;  // container ids already logged as not ours to judge

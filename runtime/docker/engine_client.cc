@@ -123,6 +123,12 @@ Result<std::unique_ptr<EngineClient>> EngineClient::Connect(const std::string& s
       if (option.is_string()) out.security_options.push_back(option.get<std::string>());
     }
   }
+  if (auto it = body.find("Runtimes"); it != body.end() && it->is_object()) {
+    for (const auto& [name, runtime] : it->items()) {
+      out.runtimes[name] = runtime.is_object() ? StringField(runtime, "path") : "";
+    }
+  }
+  out.default_runtime = StringField(body, "DefaultRuntime");
   return client;
 }
 

@@ -33,7 +33,9 @@ struct DaemonInfo {
   bool swap_limit = false;
   bool pids_limit = false;
   bool cpu_cfs_quota = false;
-  std::vector<std::string> security_options;  // "name=seccomp,profile=default", ...
+  std::vector<std::string> security_options;    // "name=seccomp,profile=default", ...
+  std::map<std::string, std::string> runtimes;  // registered OCI runtimes: name -> path
+  std::string default_runtime;                  // "runc"
 };
 
 struct ContainerSummary {

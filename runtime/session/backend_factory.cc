@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/cgroup/cgroup_limits.h"
+#include "runtime/docker/daemon_runtime.h"
 #include "runtime/docker/docker_backend.h"
+#include "runtime/gvisor/guest_seccomp.h"
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/ns/namespace_backend.h"
 #include "runtime/probe/host_probe.h"
@@ -91,6 +93,13 @@ Result<SelectedBackend> MakeBackend(const BackendOptions& options) {
   if (choice.backend == "docker") {
     docker::DockerBackendOptions docker_options;
     docker_options.replica = options.replica;
+    docker_options.runtime = options.docker_runtime;
+    if (docker::IsRunscRuntime(options.docker_runtime)) {
+      // runsc (registered with --oci-seccomp, docs/docker.md) has the Sentry enforce the
+      // profile, answering every refusal EPERM: the gVisor backend's form of the policy, whose
+      // clone3 stays the Sentry's ENOSYS so that glibc falls back to clone for threads.
+      docker_options.seccomp_profile_json = gvisor::GuestSeccomp().dump();
+    }
     auto backend = docker::DockerBackend::Connect(std::move(docker_options));
     if (!backend) return Fail(std::move(backend.error()).Context("Docker backend"));
     spdlog::info("backend: docker ({})", choice.reason);

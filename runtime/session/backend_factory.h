@@ -37,6 +37,7 @@ struct BackendOptions {
   std::string probe_cache;
   std::string runsc = "runsc";             // SANDBOX_RUNSC (gvisor)
   std::string gvisor_platform = "ptrace";  // SANDBOX_GVISOR_PLATFORM (gvisor)
+  std::string docker_runtime;              // SANDBOX_DOCKER_RUNTIME (docker; "" = its default)
 };
 
 // Fails with kSandboxUnavailable, naming every reason, when no backend can be used.

@@ -2,7 +2,10 @@
 # The gVisor backend (issue #39) beside the namespace backend, one run side by side: a one-shot
 # `mcp-sandbox run` of print(1) (create, boot, print, tear down: what a fresh session costs), then
 # a warm print(1) in a live session of `serve` over stdio (the agent round trip plus the Sentry's
-# system calls). Needs root (the namespace backend's default path and runsc's cgroups), runsc
+# system calls). Beside them, where a daemon answers with the image loaded: the Docker backend with
+# the daemon's runc, and with runsc (SANDBOX_DOCKER_RUNTIME=runsc) on the daemon at
+# $SANDBOX_BENCH_RUNSC_DOCKER_HOST (default the one tests/runtime/gvisor/docker_runsc_test.sh
+# starts; run that first). Needs root (the namespace backend's default path and runsc's cgroups), runsc
 # (`apt-get install runsc`) and the image in the store ($SANDBOX_BENCH_IMAGE, default python).
 # Prints markdown.
 set -euo pipefail
@@ -24,14 +27,33 @@ trap 'rm -rf "$work"' EXIT
 echo 'print(1)' >"$work/print1.py"
 runs=${SANDBOX_BENCH_RUNS:-10}
 export SANDBOX_POOL_SIZE=0 SANDBOX_HIBERNATE_AFTER_S=0
+# Each row: a label and the environment its commands run with (env(1), so hyperfine -N runs it).
+labels=(namespace "gvisor ($(runsc --version | head -n 1 | awk '{print $3}'), ${SANDBOX_GVISOR_PLATFORM:-ptrace})")
+envs=("SANDBOX_BACKEND=namespace" "SANDBOX_BACKEND=gvisor")
+docker_has_image() {
+  DOCKER_HOST=$1 timeout 30 docker image inspect mcp-sandbox/python:latest >/dev/null 2>&1
+}
+shared_docker=${DOCKER_HOST:-unix:///var/run/docker.sock}
+if docker_has_image "$shared_docker"; then
+  labels+=("docker (runc)"); envs+=("SANDBOX_BACKEND=docker DOCKER_HOST=$shared_docker")
+fi
+runsc_docker=${SANDBOX_BENCH_RUNSC_DOCKER_HOST:-unix:///run/mcp-sandbox-dockerd-runsc/docker.sock}
+if docker_has_image "$runsc_docker" &&
+  DOCKER_HOST=$runsc_docker docker info 2>/dev/null | grep -q 'Runtimes:.*runsc'; then
+  labels+=("docker (runsc)")
+  envs+=("SANDBOX_BACKEND=docker DOCKER_HOST=$runsc_docker SANDBOX_DOCKER_RUNTIME=runsc")
+fi
+commands=()
+for i in "${!labels[@]}"; do
+  commands+=(-n "${labels[$i]}" "env ${envs[$i]} $bin run --image $image $work/print1.py")
+done
 hyperfine -N --style basic --warmup 1 --runs "$runs" --export-json "$work/oneshot.json" \
-  -n "namespace" "$bin run --backend namespace --image $image $work/print1.py" \
-  -n "gvisor ($(runsc --version | head -n 1 | awk '{print $3}'), ${SANDBOX_GVISOR_PLATFORM:-ptrace})" \
-  "$bin run --backend gvisor --image $image $work/print1.py" >&2
+  "${commands[@]}" >&2
 
 calls=${SANDBOX_BENCH_CALLS:-50}
-for backend in namespace gvisor; do
-  SANDBOX_BACKEND=$backend python3 - "$bin" "$calls" "$SANDBOX_ROOT/tests/support" >"$work/warm-$backend" <<'PY'
+for i in "${!labels[@]}"; do
+  # shellcheck disable=SC2086 # each entry is several VAR=value words
+  env ${envs[$i]} python3 - "$bin" "$calls" "$SANDBOX_ROOT/tests/support" >"$work/warm-$i" <<'PY'
 import statistics, sys, time
 sys.path.insert(0, sys.argv[3])
 from mcp_stdio import Server
@@ -54,8 +76,8 @@ python3 - "$work" <<'PY'
 import json, statistics, sys
 work = sys.argv[1]
 results = json.load(open(work + "/oneshot.json"))["results"]
-for r, backend in zip(results, ["namespace", "gvisor"]):
-    warm_median, warm_min = open("%s/warm-%s" % (work, backend)).read().split()
+for i, r in enumerate(results):
+    warm_median, warm_min = open("%s/warm-%d" % (work, i)).read().split()
     t = r["times"]
     print("| %s | %.0f ms | %.0f ms | %s ms | %s ms |" % (
         r["command"], statistics.median(t) * 1e3, min(t) * 1e3, warm_median, warm_min))

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,9 @@
 #include "rootfs/store.h"
 #include "runtime/base/result.h"
 #include "runtime/base/units.h"
+#include "runtime/docker/daemon_runtime.h"
+#include "runtime/docker/engine_client.h"
+#include "runtime/docker/unix_http.h"
 #include "runtime/egress/egress_report.h"
 #include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/limits.h"
@@ -65,6 +70,22 @@ std::string PoolDetail(const ServeConfig& config) {
   if (config.pool_size == 0) return "off (SANDBOX_POOL_SIZE=0): every session starts cold";
   return fmt::format("{} sandbox(es) of {} kept ready, preload {}", config.pool_size, config.image,
                      config.pool_preload.empty() ? "none" : config.pool_preload);
+}
+
+// SANDBOX_DOCKER_RUNTIME against the daemon's registered runtimes: whether Docker sandboxes would
+// run under it (runsc: gVisor's kernel), or what to do when the daemon lacks it.
+struct DockerRuntimeCheck {
+  bool ok = false;
+  std::string detail;
+};
+
+DockerRuntimeCheck CheckDockerRuntime(const ServeConfig& config) {
+  auto socket = docker::DockerSocketPath(std::getenv("DOCKER_HOST"));
+  if (!socket) return {false, socket.error().message};
+  auto engine = docker::EngineClient::Connect(*socket);
+  if (!engine) return {false, "no daemon to ask: " + engine.error().message};
+  return {static_cast<bool>(docker::RequireRuntime((*engine)->info(), config.docker_runtime)),
+          docker::DescribeRuntime((*engine)->info(), config.docker_runtime)};
 }
 
 // Hibernation (docs/sessions.md "Hibernate, resume, fork"): when, where and by what mechanism.
@@ -249,15 +270,30 @@ int DoctorCommand(const Argv& argv) {
                      : fmt::format("issuer {}: {}", config.oauth_issuer, fetched.error().message);
   }
   if (issuer_rule && !issuer_rule->empty()) oauth["warning"] = *issuer_rule;
+  // Asked only where it matters: a runtime was named, or Docker is the backend.
+  std::optional<DockerRuntimeCheck> docker_runtime;
+  if (report.docker.api_ok &&
+      (!config.docker_runtime.empty() || report.backend.backend == "docker")) {
+    docker_runtime = CheckDockerRuntime(config);
+  }
   if (args.Has("--json")) {
     nlohmann::json out = ReportJson(report, state_dir, config, checked.errors);
     out["egress"] = egress::EgressJson(policy, /*with_usage=*/false);
     out["oauth"] = oauth;
+    if (docker_runtime) {
+      out["docker_runtime"] = {{"name", config.docker_runtime},
+                               {"ok", docker_runtime->ok},
+                               {"detail", docker_runtime->detail}};
+    }
     std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     PrintHuman(std::cout, report, state_dir, config, checked.errors);
     std::cout << "egress: " << egress::EgressLine(policy, /*with_usage=*/false) << "\n";
     std::cout << "oauth: " << oauth_line << "\n";
+    if (docker_runtime) {
+      std::cout << "docker runtime: " << (docker_runtime->ok ? "" : "FAILED: ")
+                << docker_runtime->detail << "\n";
+    }
     if (issuer_rule && !issuer_rule->empty())
       std::cout << "oauth: warning: " << *issuer_rule << "\n";
   }

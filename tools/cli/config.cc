@@ -549,6 +549,21 @@ const std::vector<ConfigVariable> kVariables = {
        config.gvisor_platform = value;
        return {};
      }},
+    {"SANDBOX_DOCKER_RUNTIME", "--docker-runtime", "",
+     "Docker backend: the OCI runtime the daemon runs sandboxes with (HostConfig.Runtime), e.g. "
+     "runsc for gVisor's kernel as a second wall; the daemon must have it registered "
+     "(`dockerd --add-runtime` or daemon.json). Default: the daemon's own (runc)",
+     [](ServeConfig& config, const std::string& value) -> Status {
+       for (char c : value) {
+         if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+           return Invalid(
+               "must be a runtime name as the daemon registers it (a-z, 0-9, '-', "
+               "'_', '.')");
+         }
+       }
+       config.docker_runtime = value;
+       return {};
+     }},
     {"SANDBOX_STATE_DIR", "--state-dir", "",
      "Images, session records and cgroups state; default /var/lib/mcp-sandbox as root, else "
      "$XDG_STATE_HOME/mcp-sandbox",

@@ -62,6 +62,7 @@ struct ServeConfig {
   std::string backend;            // auto | namespace | docker | gvisor
   std::string runsc;              // SANDBOX_RUNSC (gvisor)
   std::string gvisor_platform;    // SANDBOX_GVISOR_PLATFORM (gvisor)
+  std::string docker_runtime;     // SANDBOX_DOCKER_RUNTIME (docker; "" = the daemon's default)
   std::string state_dir;          // "" = the image store's default
   std::string wheelhouse;         // "" = none
   std::string egress_allow;       // SANDBOX_EGRESS_ALLOW as given ("" = no network)

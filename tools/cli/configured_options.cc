@@ -57,6 +57,7 @@ Result<ConfiguredOptions> ConfiguredOptionsFor(const ServeConfig& config) {
   backend.replica = config.replica_id;
   backend.runsc = config.runsc;
   backend.gvisor_platform = config.gvisor_platform;
+  backend.docker_runtime = config.docker_runtime;
 
   options.tools.exec_timeout_s = config.exec_timeout_s;
   options.tools.max_upload_bytes = config.max_upload_bytes;

@@ -7,7 +7,10 @@
 #
 # Environment: DOCKER_HOST (unix://PATH, default unix:///var/run/docker.sock),
 #   SANDBOX_DOCKERD_STATE (pidfile + log dir, default /tmp/mcp-sandbox-dockerd),
-#   SANDBOX_DOCKERD_DATA (data root, default /var/lib/docker).
+#   SANDBOX_DOCKERD_DATA (data root, default /var/lib/docker),
+#   SANDBOX_DOCKERD_RUNTIMES (extra OCI runtimes: daemon.json's "runtimes" object, e.g.
+#   '{"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}}'; a daemon already
+#   answering is checked for each name, never restarted with other flags).
 set -euo pipefail
 
 socket=${DOCKER_HOST:-unix:///var/run/docker.sock}
@@ -19,6 +22,7 @@ state=${SANDBOX_DOCKERD_STATE:-/tmp/mcp-sandbox-dockerd}
 data_root=${SANDBOX_DOCKERD_DATA:-/var/lib/docker}
 pidfile=$state/dockerd.pid  # ours: "this script started that daemon" (dockerd keeps its own)
 logfile=$state/dockerd.log
+runtimes=${SANDBOX_DOCKERD_RUNTIMES:-}
 
 log() { printf 'dockerd.sh: %s\n' "$*" >&2; }
 
@@ -32,6 +36,19 @@ answers() {
   fi
 }
 
+# True (and says which) when the daemon answering lacks a runtime SANDBOX_DOCKERD_RUNTIMES names.
+lacks_runtimes() {
+  [ -n "$runtimes" ] || return 1
+  local missing
+  missing=$(curl -fsS --max-time 5 --unix-socket "$socket" http://docker/info |
+    python3 -c 'import json,sys
+have = json.load(sys.stdin).get("Runtimes", {})
+print(" ".join(name for name in json.loads(sys.argv[1]) if name not in have))' "$runtimes")
+  [ -n "$missing" ] || return 1
+  log "the daemon on $socket lacks the runtimes: $missing (SANDBOX_DOCKERD_RUNTIMES)"
+  return 0
+}
+
 ours_running() {
   [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null
 }
@@ -39,6 +56,7 @@ ours_running() {
 start() {
   if answers; then
     log "a daemon answers on $socket"
+    lacks_runtimes && return 1
     return 0
   fi
   if [ "$(id -u)" -ne 0 ]; then
@@ -55,10 +73,16 @@ start() {
   else
     rm -f "$pidfile"
     log "starting dockerd (log: $logfile)"
+    local config_args=()
+    if [ -n "$runtimes" ]; then
+      python3 -c 'import json,sys; print(json.dumps({"runtimes": json.loads(sys.argv[1])}))' \
+        "$runtimes" >"$state/daemon.json"
+      config_args=(--config-file "$state/daemon.json")
+    fi
     # setsid: the daemon outlives the shell that started it and is not in its process group.
     setsid dockerd --iptables=false --ip-masq=false --bridge=none \
       --host "unix://$socket" --data-root "$data_root" --pidfile "$state/daemon.pid" \
-      --exec-root "$state/exec" </dev/null >"$logfile" 2>&1 &
+      --exec-root "$state/exec" "${config_args[@]}" </dev/null >"$logfile" 2>&1 &
     echo $! >"$pidfile"
   fi
   for _ in $(seq 1 150); do

@@ -13,6 +13,7 @@
 #include "runtime/agent/init/agent.h"
 #include "runtime/agent/init/disk_use.h"
 #include "runtime/agent/init/init_io.h"
+#include "runtime/agent/init/process_group.h"
 #include "runtime/agent/mime.h"
 #include "runtime/agent/run_limits.h"
 
@@ -173,6 +174,9 @@ void Agent::KillRun() {
   // The whole group: background children of the cell go too. The result is sent when the
   // worker (or shell) has been reaped.
   ::kill(-run_->proc->child.pid, SIGKILL);
+  // gVisor's group kill is not atomic with a fork in flight: a child born during it lives on
+  // (a fork bomb kept the pids limit full). The passes over /proc catch those.
+  KillGroupExcept(run_->proc->child.pid, 0);
 }
 
 std::optional<Agent::Clock::time_point> Agent::NextTimer() const {

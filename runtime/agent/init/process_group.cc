@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -37,7 +38,10 @@ pid_t ProcessGroupOf(const char* pid) {
   return static_cast<pid_t>(pgrp);
 }
 
-// One pass over /proc: SIGKILLs the members not signalled before; returns how many it found.
+// One pass over /proc: SIGKILLs every live member, those signalled before too: gVisor's Sentry
+// hands a freed pid to the next fork at once, so a pid signalled in an earlier pass may be a new
+// child of the group by now (a fork bomb then outlived the kill); a member still dying takes
+// one more SIGKILL harmlessly. Returns how many it found.
 int KillPass(pid_t pgid, pid_t keep, std::set<long>& signalled) {
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return 0;
@@ -46,7 +50,7 @@ int KillPass(pid_t pgid, pid_t keep, std::set<long>& signalled) {
     char* end = nullptr;
     long pid = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0' || pid == keep || pid == ::getpid()) continue;
-    if (signalled.count(pid) != 0 || ProcessGroupOf(entry->d_name) != pgid) continue;
+    if (ProcessGroupOf(entry->d_name) != pgid) continue;
     if (::kill(static_cast<pid_t>(pid), SIGKILL) == 0) {
       signalled.insert(pid);
       ++killed;
@@ -62,6 +66,7 @@ int KillGroupExcept(pid_t pgid, pid_t keep, std::vector<pid_t>* killed) {
   std::set<long> signalled;
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     if (KillPass(pgid, keep, signalled) == 0) break;
+    ::sched_yield();  // the killed ones die (become zombies) before the next look
   }
   if (killed != nullptr) {
     for (long pid : signalled) killed->push_back(static_cast<pid_t>(pid));

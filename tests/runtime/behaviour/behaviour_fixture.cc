@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "rootfs/store.h"
+#include "runtime/docker/daemon_runtime.h"
 #include "runtime/session/backend_factory.h"
 #include "tests/support/test_support.h"
 #include "tools/cli/wiring.h"
@@ -43,6 +44,10 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
   options.kind = *kind;
   options.state_dir = config_.state_dir;
   options.agent_dir = config_.agent_dir;
+  // The Docker part under another OCI runtime (tests/gvisor/docker_runsc_test.sh: runsc).
+  if (const char* runtime = std::getenv("SANDBOX_DOCKER_RUNTIME")) options.docker_runtime = runtime;
+  docker_runsc_ = *kind == BackendKind::kDocker && docker::IsRunscRuntime(options.docker_runtime);
+  gvisor_kernel_ = *kind == BackendKind::kGvisor || docker_runsc_;
   auto made = MakeBackend(options);
   if (!made) {
     std::string why = backend + " backend not available here: " + made.error().message;
@@ -54,8 +59,11 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
 }
 
 void BehaviourFixture::GvisorDiffers(const std::string& why) const {
-  if (backend_ == "gvisor")
-    SkipTest("gvisor differs (docs/security.md \"gVisor backend\"): " + why);
+  if (gvisor_kernel_) SkipTest("gvisor differs (docs/security.md \"gVisor backend\"): " + why);
+}
+
+void BehaviourFixture::DockerRunscDiffers(const std::string& why) const {
+  if (docker_runsc_) SkipTest("Docker under runsc differs (docs/docker.md \"runsc\"): " + why);
 }
 
 void BehaviourFixture::Reconfigure(const std::function<void(SessionConfig&)>& tweak) {

@@ -23,9 +23,15 @@ class BehaviourFixture {
   // "namespace", "docker" or "gvisor": for the few expectations docs/docker.md and
   // docs/security.md "gVisor" document as different.
   const std::string& backend() const { return backend_; }
-  // Skips on the gVisor backend, whose answer differs from the one this test holds the others
-  // to for the reason given (listed in docs/security.md "gVisor backend").
+  // Code runs on gVisor's kernel: the gvisor backend, or Docker with SANDBOX_DOCKER_RUNTIME=runsc
+  // (tests/runtime/gvisor/docker_runsc_test.sh), whose answers are the Sentry's too.
+  bool gvisor_kernel() const { return gvisor_kernel_; }
+  // Skips on gVisor's kernel (gvisor_kernel()), whose answer differs from the one this test holds
+  // the others to for the reason given (listed in docs/security.md "gVisor backend").
   void GvisorDiffers(const std::string& why) const;
+  // Skips on Docker under runsc, where the daemon's container cgroup holds the Sentry itself, so
+  // a cell that reaches its memory or pids limit ends the whole sandbox (docs/docker.md "runsc").
+  void DockerRunscDiffers(const std::string& why) const;
   // Replaces the manager with one whose config `tweak` changed (closes the old sessions).
   void Reconfigure(const std::function<void(SessionConfig&)>& tweak);
   // Creates a session or fails the test.
@@ -35,6 +41,8 @@ class BehaviourFixture {
 
  private:
   std::string backend_;
+  bool gvisor_kernel_ = false;
+  bool docker_runsc_ = false;
   SessionConfig config_;
   std::shared_ptr<Backend> backend_impl_;
   ImageResolver resolver_;

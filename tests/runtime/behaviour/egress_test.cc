@@ -418,4 +418,28 @@ BEHAVIOUR_TEST("egress: a pooled sandbox carries its session's egress", "[egress
   CHECK(left == "");
 }
 
+BEHAVIOUR_TEST("egress: a hibernated session resumes with its egress and its state", "[egress]") {
+  EchoServer echo;
+  fixture.Reconfigure([&](SessionConfig& config) {
+    auto allow = egress::Allowlist::Parse("127.0.0.1:" + std::to_string(echo.port()));
+    REQUIRE(allow);
+    config.egress.allow = *allow;
+    config.hibernate_after = std::chrono::hours(1);  // on; the test hibernates by hand
+  });
+  std::string session = fixture.NewSession();
+  CHECK(fixture.Python(session, "x = 41").exit_code == 0);
+  CHECK(fixture.Python(session, TunnelProbe("127.0.0.1", echo.port())).stdout_text ==
+        "connected\n");
+  REQUIRE(fixture.manager().Hibernate(session));
+  CHECK(fixture.manager().HibernatedCount() == 1);
+  // The next call resumes it in a new sandbox, which gets the session's egress again (on
+  // gVisor a new bridge to the proxy), and the allowlist still holds.
+  CHECK(fixture.Python(session, TunnelProbe("127.0.0.1", echo.port())).stdout_text ==
+        "connected\n");
+  CHECK(fixture.Python(session, "print(x + 1)").stdout_text == "42\n");
+  CHECK(fixture.Python(session, TunnelProbe("example.com", 443)).stdout_text ==
+        "Tunnel connection failed: 403 egress refused: example.com port 443 is not on the "
+        "allowlist\n");
+}
+
 }  // namespace sandbox::testing

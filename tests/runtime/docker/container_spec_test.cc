@@ -140,6 +140,23 @@ TEST_CASE("without a profile the daemon's default seccomp profile stays on", "[u
   CHECK_FALSE(CreateContainerBody(*spec)["HostConfig"].contains("NanoCpus"));
 }
 
+TEST_CASE("the runtime is the daemon's default unless one is named", "[unit]") {
+  auto spec = ContainerSpecFor(Spec(), "img", {"h", "owner", ""}, "");
+  REQUIRE(spec);
+  CHECK_FALSE(CreateContainerBody(*spec)["HostConfig"].contains("Runtime"));
+  spec->runtime = "runsc";
+  json host = CreateContainerBody(*spec)["HostConfig"];
+  CHECK(host["Runtime"] == "runsc");
+  // The cgroup holds the Sentry too: room beside the guest, whose own limits are the Sentry's
+  // rlimits (a greedy cell fails, the sandbox lives on).
+  CHECK(host["Memory"] == (256ull + 64) << 20);
+  CHECK(host["MemorySwap"] == (256ull + 64) << 20);
+  CHECK(host["PidsLimit"] == 4096);
+  CHECK(host["Ulimits"].back() == json({{"Name", "nproc"}, {"Soft", 128}, {"Hard", 128}}));
+  CHECK(host["Ulimits"][host["Ulimits"].size() - 2] ==
+        json({{"Name", "as"}, {"Soft", 256ull << 20}, {"Hard", 256ull << 20}}));
+}
+
 TEST_CASE("a background sandbox gets the least CPU shares from creation on", "[unit]") {
   sandbox::SandboxSpec background = Spec();
   background.cpu_priority = sandbox::CpuPriority::kBackground;

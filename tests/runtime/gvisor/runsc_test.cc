@@ -31,6 +31,6 @@ TEST_CASE("a missing runsc is named with how to install it", "[unit]") {
 }
 
 TEST_CASE("the host pids cap leaves the Sentry room for its threads", "[unit]") {
-  CHECK(HostPidsFor(16) == 1024);
-  CHECK(HostPidsFor(1000) == 4000);
+  CHECK(HostPidsFor(16) == 4096);
+  CHECK(HostPidsFor(1000) == 32000);
 }
