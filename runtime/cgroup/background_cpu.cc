@@ -1,5 +1,7 @@
 #include "runtime/cgroup/background_cpu.h"
 
+#include <errno.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -212,8 +214,10 @@ void BackgroundCpuCap::Apply(bool cap) {
     std::optional<size_t> wanted = cap ? std::optional<size_t>(members) : std::nullopt;
     if (has == wanted) continue;
     if (auto written = group->Apply(wanted); !written) {
-      // Not fatal: an uncapped group only competes at its normal weight.
-      spdlog::debug("background cpu: {}", written.error().message);
+      // Not fatal: an uncapped group only competes at its normal weight. A group whose
+      // directory is gone (a sandbox killed from outside, not yet reaped) is expected.
+      spdlog::log(written.error().sys_errno == ENOENT ? spdlog::level::debug : spdlog::level::warn,
+                  "background cpu: {}", written.error().message);
       continue;
     }
     has = wanted;
