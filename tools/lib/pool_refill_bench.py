@@ -1,8 +1,7 @@
 """The warm pool's refill rate (issue #38): how fast `mcp-sandbox serve` warms pooled sandboxes
-(started, agent up, preload imported) on an idle server, as sandboxes per second. Run on the
-host and inside ../shared/tools/run-in-vm (tools/bench.d/pool_refill.sh), where the background
-CPU scheme differs by kernel (runtime/cgroup/background_cpu.h): on CFS kernels a background
-sandbox is capped at a tenth of a CPU, which slows a refill even with the CPU otherwise idle.
+(started, agent up, preload imported) on an idle server, as sandboxes per second. Run it on the
+host or inside ../shared/tools/run-in-vm. With no call running the background CPU cap is off
+(runtime/cgroup/background_cpu.h), so this times a refill at full speed.
 usage: pool_refill_bench.py BINARY STATE_DIR POOL_SIZE TIMEOUT_S
 Prints one JSON line: {"binary", "pool", "ready_s": [seconds until 1, 2, ... were ready],
 "per_s": sandboxes per second over the whole fill, "refill_s": one claimed and replaced}."""
