@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/base/files.h"
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
 #include "runtime/cgroup/usage_files.h"
@@ -123,8 +124,13 @@ class Cgroup1Group final : public SandboxCgroup {
     std::string cpu = DirFor("cpu");
     if (cpu.empty()) return {};
     bool background = priority == CpuPriority::kBackground;
-    // 2 is the least the kernel takes; 1024 is every session's default.
-    SBX_TRY(WriteControl(cpu + "/cpu.shares", background ? "2" : "1024"));
+    // cpu.shares stays the default (1024) either way: background_cpu.h says why.
+    if (!background) {
+      background_.reset();  // gives the group its own quota back if it was capped
+    } else if (!background_) {
+      SBX_ASSIGN_OR_RETURN(
+          background_, BackgroundCpuGroup::Join(cpu, /*v2=*/false, BackgroundCpuCap::Instance()));
+    }
     bool uncounted = background && attached_;
     if (uncounted != uncounted_) {
       uncounted_ = uncounted;
@@ -191,6 +197,7 @@ class Cgroup1Group final : public SandboxCgroup {
 
   Status Destroy() override {
     if (destroyed_) return {};
+    background_.reset();  // before its directories go
     SBX_TRY(KillAll());
     usage_files_.Close();
     for (const auto& dir : dirs_) SBX_TRY(RemoveCgroupDir(dir, kDrainTimeout));
@@ -221,6 +228,7 @@ class Cgroup1Group final : public SandboxCgroup {
   bool destroyed_ = false;
   bool attached_ = false;   // a process has joined (SetCpuPriority before that: a pooled start)
   bool uncounted_ = false;  // counted in background_groups
+  std::unique_ptr<BackgroundCpuGroup> background_;  // while at background priority
 };
 
 class Cgroup1Manager final : public CgroupManager {

@@ -16,6 +16,7 @@
 
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/limits_plan.h"
 #include "runtime/cgroup/systemd_scope.h"
@@ -193,11 +194,16 @@ class Cgroup2Group final : public SandboxCgroup {
 
   int DirFd() const override { return dir_fd_.get(); }
 
+  // The weight stays the default (100) either way: background_cpu.h says why.
   Status SetCpuPriority(CpuPriority priority) override {
-    std::string weight = dir_ + "/cpu.weight";
-    if (!PathExists(weight)) return {};  // the cpu controller is not enabled for the group
-    // 1 is the least the kernel takes; 100 is every session's default.
-    return WriteControl(weight, priority == CpuPriority::kBackground ? "1" : "100");
+    if (priority == CpuPriority::kNormal) {
+      background_.reset();  // gives the group its own quota back if it was capped
+      return {};
+    }
+    if (background_ || !PathExists(dir_ + "/cpu.max")) return {};  // no cpu controller: none
+    SBX_ASSIGN_OR_RETURN(background_,
+                         BackgroundCpuGroup::Join(dir_, /*v2=*/true, BackgroundCpuCap::Instance()));
+    return {};
   }
 
   Status KillAll() override {
@@ -249,6 +255,7 @@ class Cgroup2Group final : public SandboxCgroup {
 
   Status Destroy() override {
     if (destroyed_) return {};
+    background_.reset();  // before its directory goes
     SBX_TRY(KillAll());
     // Killed tasks leave the group asynchronously; cgroup.events says when it is empty.
     auto deadline = std::chrono::steady_clock::now() + kDrainTimeout;
@@ -271,6 +278,7 @@ class Cgroup2Group final : public SandboxCgroup {
   Fd dir_fd_;
   CgroupUsageFiles usage_files_;  // read around every run, open while the group lives
   bool destroyed_ = false;
+  std::unique_ptr<BackgroundCpuGroup> background_;  // while at background priority
 };
 
 class Cgroup2Manager final : public CgroupManager {

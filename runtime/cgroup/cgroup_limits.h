@@ -53,8 +53,8 @@ class SandboxCgroup {
   // Kills every process, waits (briefly) for the group to drain and removes its directories.
   // Idempotent; the destructor calls it and logs a failure it cannot return.
   virtual Status Destroy() = 0;
-  // The group's share of contended CPU next to its siblings (v2 cpu.weight, v1 cpu.shares).
-  // A no-op where no cpu controller is in force.
+  // kBackground: the group keeps its weight and is capped while foreground calls run
+  // (background_cpu.h); kNormal: its own quota again. A no-op without a cpu controller.
   virtual Status SetCpuPriority(CpuPriority /*priority*/) { return {}; }
   // Resets the memory high-water mark for one call (memory_peak.h); fails where the kernel
   // cannot.

@@ -77,9 +77,7 @@ const nlohmann::json& ReadonlyPaths() {
 
 std::string ContainerNameFor(const std::string& session_id) { return "mcp-sandbox-" + session_id; }
 
-int64_t CpuSharesFor(CpuPriority priority) {
-  return priority == CpuPriority::kBackground ? 2 : 1024;
-}
+int64_t CpuSharesFor(CpuPriority /*priority*/) { return 1024; }
 
 Result<ContainerSpec> ContainerSpecFor(const SandboxSpec& spec, const std::string& image,
                                        const ContainerOwner& owner,

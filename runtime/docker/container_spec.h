@@ -67,9 +67,9 @@ struct ContainerSpec {
 };
 
 // The CpuShares a container of `priority` runs with: 1024 (the daemon's default on cgroup v1)
-// for kNormal, 2 (the least the kernel takes) for kBackground. Every container says it
-// explicitly, so a claimed pooled sandbox, raised by POST /containers/{id}/update, weighs what a
-// session started cold weighs on both cgroup versions (on v2 runc converts shares to cpu.weight).
+// for both. A background container is capped, not lowered (runtime/cgroup/background_cpu.h:
+// a low weight leaves CFS a debt that delays the raised container). Every container says it
+// explicitly, so all weigh the same on both cgroup versions (on v2 runc converts shares).
 int64_t CpuSharesFor(CpuPriority priority);
 
 // "mcp-sandbox-<session id>".

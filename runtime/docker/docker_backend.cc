@@ -8,11 +8,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/usage_files.h"
 #include "runtime/docker/attach_stream.h"
 #include "runtime/docker/container_cgroup.h"
 #include "runtime/docker/container_spec.h"
-#include "runtime/docker/cpu_priority_updater.h"
 #include "runtime/docker/daemon_runtime.h"
 #include "runtime/docker/docker_limits.h"
 #include "runtime/docker/owner.h"
@@ -23,10 +23,6 @@ namespace sandbox::docker {
 namespace {
 
 using Millis = std::chrono::duration<double, std::milli>;
-
-// How long a priority the kernel already holds must stay unchanged before the daemon is told
-// (cpu_priority_updater.h): longer than the gap between a client's calls.
-constexpr std::chrono::milliseconds kDaemonSettle{1000};
 
 uint64_t UintAt(const nlohmann::json& object, const nlohmann::json::json_pointer& pointer) {
   if (!object.contains(pointer)) return 0;
@@ -49,11 +45,10 @@ class DockerSandbox : public Sandbox {
         cgroup_(std::move(cgroup)),
         usage_files_(cgroup_ ? CgroupUsageFiles::Open(cgroup_->v2, cgroup_->memory, cgroup_->cpu)
                              : CgroupUsageFiles()),
-        started_unix_(started_unix),
-        priority_(std::make_unique<CpuPriorityUpdater>(engine_, id_, session_id_)) {}
+        started_unix_(started_unix) {}
 
   ~DockerSandbox() override {
-    priority_.reset();  // no update of a container being removed
+    background_.reset();  // no quota written to a container being removed
     // DELETE ?force=1 kills what still runs; the attach stream then ends.
     if (auto removed = engine_->RemoveContainer(id_); !removed) {
       spdlog::error("session {}: remove container {}: {} (retried before the next start)",
@@ -67,21 +62,22 @@ class DockerSandbox : public Sandbox {
   const EnforcedLimits& enforced_limits() const override { return limits_; }
   std::string backend_name() const override { return "docker"; }
 
-  // Through the daemon, so inspect and `docker update` agree with what the kernel holds; the
-  // daemon writes cpu.shares (v1) or, converted, cpu.weight (v2). Asynchronous
-  // (cpu_priority_updater.h): a claim does not wait the 20-50 ms of the update. On v1 the same
-  // value goes into the cgroup at once too, so the session's first cell does not run at the
-  // pool's background priority meanwhile, and the daemon hears of it once it has settled.
+  // The container keeps its CPU shares (1024) either way; at background priority it is capped
+  // while foreground calls run (runtime/cgroup/background_cpu.h), by writing its cgroup's quota
+  // on this host: the cap comes and goes with every first and last call, far too often for
+  // the daemon's update (20-50 ms each, per container). The container's own quota, as the
+  // daemon set it (NanoCpus), is read first and written back at the raise. Where the cgroup is
+  // not visible from here (a daemon in another machine or pid namespace) there is no cap: the
+  // container then competes at its normal weight, which costs a call at most a fair share.
   Status SetCpuPriority(CpuPriority priority) override {
-    if (cgroup_ && !cgroup_->v2) {
-      if (auto written = WriteContainerCpuShares(*cgroup_, CpuSharesFor(priority)); written) {
-        priority_->Request(priority, kDaemonSettle);
-        return {};
-      } else {
-        spdlog::debug("session {}: cpu.shares: {}", session_id_, written.error().message);
-      }
+    if (priority == CpuPriority::kNormal) {
+      background_.reset();
+      return {};
     }
-    priority_->Request(priority);
+    if (background_ || !cgroup_ || cgroup_->cpu_control.empty()) return {};
+    SBX_ASSIGN_OR_RETURN(background_,
+                         cgroup::BackgroundCpuGroup::Join(cgroup_->cpu_control, cgroup_->v2,
+                                                          cgroup::BackgroundCpuCap::Instance()));
     return {};
   }
 
@@ -146,7 +142,7 @@ class DockerSandbox : public Sandbox {
   // The largest v1 high-water mark seen just before a per-call reset (memory_peak.h).
   std::atomic<uint64_t> peak_before_resets_{0};
   int64_t started_unix_;
-  std::unique_ptr<CpuPriorityUpdater> priority_;
+  std::unique_ptr<cgroup::BackgroundCpuGroup> background_;  // while at background priority
 };
 
 // Removes a half-made container unless released.
@@ -335,9 +331,16 @@ Result<std::unique_ptr<Sandbox>> DockerBackend::Start(const SandboxSpec& spec) {
       "start {:.1f} ms, inspect {:.1f} ms",
       spec.session_id, created.id.substr(0, 12), Millis(t1 - t0).count(), Millis(t2 - t1).count(),
       Millis(t3 - t2).count(), Millis(t4 - t3).count(), Millis(Clock::now() - t4).count());
-  return std::unique_ptr<Sandbox>(new DockerSandbox(engine_, backlog_, created.id, spec.session_id,
-                                                    std::move(stream), std::move(limits),
-                                                    std::move(cgroup), started_unix));
+  std::unique_ptr<Sandbox> sandbox(new DockerSandbox(engine_, backlog_, created.id, spec.session_id,
+                                                     std::move(stream), std::move(limits),
+                                                     std::move(cgroup), started_unix));
+  if (spec.cpu_priority != CpuPriority::kNormal) {
+    // A hint: uncapped, the container still works, at its normal weight.
+    if (auto set = sandbox->SetCpuPriority(spec.cpu_priority); !set) {
+      spdlog::warn("session {}: background CPU cap: {}", spec.session_id, set.error().message);
+    }
+  }
+  return sandbox;
 }
 
 EnforcedLimits DockerBackend::PlanLimits(const Limits& limits) const {

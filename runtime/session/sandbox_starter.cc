@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "runtime/agent/agent_env.h"
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/sandbox_layout.h"
 #include "runtime/session/egress_bytes_file.h"
@@ -122,7 +123,13 @@ Result<WarmSandbox> SandboxStarter::StartPooled(const PoolKey& key, StartCancel*
                                                true, key.egress, CpuPriority::kBackground, cancel));
   // The preload's import is the long part of a pooled start: a stop cancels it too.
   StartCancel::Shown shown = StartCancel::Show(cancel, *warm.sandbox);
-  if (auto warmed = warm.agent->WaitWarm(kWarmTimeout); !warmed) {
+  // The limit counts the time the warm-up could run: the stretches the background cap held it
+  // to its small part of a CPU (while calls ran) do not count, or a busy server would kill
+  // every refill (at a tenth of a CPU one takes ten times as long).
+  auto& cap = cgroup::BackgroundCpuCap::Instance();
+  const auto capped_before = cap.CappedTime();
+  auto capped_since = [&] { return cap.CappedTime() - capped_before; };
+  if (auto warmed = warm.agent->WaitWarm(kWarmTimeout, capped_since); !warmed) {
     return Fail(std::move(warmed.error()).Context("preload"));
   }
   static std::atomic<bool> failures_logged{false};

@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/metrics/sandbox_metrics.h"
 #include "runtime/session/session_hibernator.h"
 #include "runtime/session/session_id.h"
@@ -117,6 +118,7 @@ Result<BusyLease> SessionLifecycle::Acquire(const std::string& id, bool for_hibe
 void SessionLifecycle::EndCall(const std::shared_ptr<LiveSession>& session) {
   MarkActivity();
   --calls_in_flight_;
+  cgroup::BackgroundCpuCap::Instance().ForegroundEnds();
   session->Touch(Now());
   if (session->preload_priority && !session->closed) {
     session->preload_priority->CallEnds(session->agent->preload_pending());
@@ -132,6 +134,8 @@ void SessionLifecycle::EndCall(const std::shared_ptr<LiveSession>& session) {
 BusyLease::BusyLease(std::shared_ptr<LiveSession> session, SessionLifecycle& lifecycle)
     : session_(std::move(session)), lifecycle_(&lifecycle) {
   ++lifecycle_->calls_in_flight_;
+  // Someone waits for this call: background work is capped until the last such call ends.
+  cgroup::BackgroundCpuCap::Instance().ForegroundBegins();
 }
 
 BusyLease::~BusyLease() {
@@ -181,6 +185,8 @@ Result<std::shared_ptr<LiveSession>> SessionLifecycle::Create(const SessionOptio
 Result<std::shared_ptr<LiveSession>> SessionLifecycle::StartSession(const SessionOptions& options,
                                                                     const std::string& fixed_id,
                                                                     const std::string& owner) {
+  // Someone waits for this start: background work is capped meanwhile (background_cpu.h).
+  cgroup::ForegroundCall foreground;
   SessionOptions fitted = options;
   const SubjectQuota quota = SubjectQuotaOf(config_, owner);
   if (!owner.empty()) {

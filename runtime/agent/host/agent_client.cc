@@ -61,7 +61,8 @@ Status AgentClient::SendRequest(const Json& request, std::string_view payload) {
   return {};
 }
 
-Result<agent::Message> AgentClient::ReadMessage(Clock::time_point deadline) {
+Result<agent::Message> AgentClient::ReadMessage(Clock::time_point deadline,
+                                                const DeadlineExtension& extended) {
   for (;;) {
     auto next = decoder_->Next();
     if (!next) return Broken("malformed frame from the agent: " + next.error().message);
@@ -69,6 +70,12 @@ Result<agent::Message> AgentClient::ReadMessage(Clock::time_point deadline) {
     char buf[65536];
     auto n = stream_.Read(buf, sizeof buf, deadline);
     if (!n) {
+      if (n.error().code == ErrorCode::kTimeout && extended) {
+        if (Clock::time_point later = extended(); later > deadline) {
+          deadline = later;
+          continue;
+        }
+      }
       if (n.error().code == ErrorCode::kTimeout) return Broken("the agent did not answer in time");
       return Broken("reading from the agent: " + n.error().message);
     }
@@ -90,9 +97,9 @@ void AgentClient::RecordHello(const Json& message) {
 
 Result<agent::Message> AgentClient::Await(
     uint64_t id, Clock::time_point deadline,
-    const std::function<void(const agent::Message&)>& on_event) {
+    const std::function<void(const agent::Message&)>& on_event, const DeadlineExtension& extended) {
   for (;;) {
-    SBX_ASSIGN_OR_RETURN(agent::Message received, ReadMessage(deadline));
+    SBX_ASSIGN_OR_RETURN(agent::Message received, ReadMessage(deadline, extended));
     const Json& message = received.json;
     std::string type = agent::GetString(message, "type");
     if (type == "hello") {
@@ -244,11 +251,15 @@ void AgentClient::Cancel() {
   }
 }
 
-Status AgentClient::WaitWarm(std::chrono::milliseconds timeout) {
+Status AgentClient::WaitWarm(std::chrono::milliseconds timeout,
+                             const std::function<Clock::duration()>& uncounted) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   uint64_t id = next_id_++;
   SBX_TRY(SendRequest(agent::WarmRequest{}.ToJson(id)));
-  SBX_ASSIGN_OR_RETURN(agent::Message awaited, Await(id, Clock::now() + timeout, {}));
+  const Clock::time_point deadline = Clock::now() + timeout;
+  DeadlineExtension extended;
+  if (uncounted) extended = [&] { return deadline + uncounted(); };
+  SBX_ASSIGN_OR_RETURN(agent::Message awaited, Await(id, deadline, {}, extended));
   const Json& answer = awaited.json;
   if (agent::GetString(answer, "type") != "warm") {
     return Broken(fmt::format("unexpected answer '{}' to warm", agent::GetString(answer, "type")));

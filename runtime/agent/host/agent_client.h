@@ -70,8 +70,11 @@ class AgentClient {
 
   // Waits until the persistent worker has the preload imported (SANDBOX_AGENT_PRELOAD; at once
   // without one). What was imported, and one line per module that failed, are kept in
-  // preload(). kSandboxUnavailable when the agent does not answer within `timeout`.
-  Status WaitWarm(std::chrono::milliseconds timeout);
+  // preload(). kSandboxUnavailable when the agent does not answer within `timeout`, not
+  // counting the time `uncounted` says (since the call) the sandbox was held back (the
+  // background CPU cap: runtime/cgroup/background_cpu.h).
+  Status WaitWarm(std::chrono::milliseconds timeout,
+                  const std::function<Clock::duration()>& uncounted = {});
   struct Preload {
     std::vector<std::string> imported;
     std::vector<std::string> failed;
@@ -107,9 +110,13 @@ class AgentClient {
   Status SendRequest(const nlohmann::json& request, std::string_view payload = {});
   // Reads until the answer to `id` (skipping stale answers and the hello); an "error" answer
   // becomes its Error. Output events of `id` (their bytes the payload) go to `on_event`.
+  // `extended`, if given, is asked again when `deadline` passes and may move it later.
+  using DeadlineExtension = std::function<Clock::time_point()>;
   Result<agent::Message> Await(uint64_t id, Clock::time_point deadline,
-                               const std::function<void(const agent::Message&)>& on_event);
-  Result<agent::Message> ReadMessage(Clock::time_point deadline);
+                               const std::function<void(const agent::Message&)>& on_event,
+                               const DeadlineExtension& extended = {});
+  Result<agent::Message> ReadMessage(Clock::time_point deadline,
+                                     const DeadlineExtension& extended = {});
   // Sends `request` (a typed message's ToJson(next_id_++)) and waits for its answer of
   // `expected_type`.
   Result<agent::Message> Exchange(const nlohmann::json& request, const char* expected_type,

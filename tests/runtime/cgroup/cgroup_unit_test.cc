@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "runtime/base/fd.h"
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/cgroup/fallback_hint.h"
@@ -352,6 +353,23 @@ TEST_CASE("without a user bus the scope request fails saying what is missing", "
     REQUIRE_FALSE(scope);
     CHECK(scope.error().message.find("/nonexistent/bus") != std::string::npos);
   }
+}
+
+TEST_CASE("the background CPU cap: each group's part and cpu.max text", "[unit]") {
+  using cgroup::CappedQuotaMicros;
+  // A tenth of a CPU in all, split among the background groups, at least 1 ms per period.
+  CHECK(CappedQuotaMicros(1, -1, 100000) == 10000);
+  CHECK(CappedQuotaMicros(2, 100000, 100000) == 5000);
+  CHECK(CappedQuotaMicros(50, -1, 100000) == 1000);
+  CHECK(CappedQuotaMicros(0, -1, 100000) == 10000);
+  // Never above the group's own quota.
+  CHECK(CappedQuotaMicros(1, 4000, 100000) == 4000);
+  CHECK(CappedQuotaMicros(1, -1, 10000) == 1000);
+  CHECK(cgroup::ParseCpuMax("max 100000\n") == std::pair<long, long>{-1, 100000});
+  CHECK(cgroup::ParseCpuMax("50000 100000") == std::pair<long, long>{50000, 100000});
+  CHECK_FALSE(cgroup::ParseCpuMax("50000"));
+  CHECK_FALSE(cgroup::ParseCpuMax("x 100000"));
+  CHECK_FALSE(cgroup::ParseCpuMax("max 0"));
 }
 
 }  // namespace

@@ -11,12 +11,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 #include "tests/runtime/cgroup/cgroup_test_util.h"
 #include "tests/support/cpu_window.h"
@@ -38,6 +40,27 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
   return done();
 }
 
+// The group's CPU quota in microseconds per 100 ms (-1: none): v2 cpu.max, v1 cpu.cfs_quota_us.
+long QuotaOf(const SandboxCgroup& group) {
+  for (const auto& dir : group.paths()) {
+    if (auto v2 = cgroup::ReadControl(dir + "/cpu.max")) {
+      auto parsed = cgroup::ParseCpuMax(*v2);
+      return parsed ? parsed->first : -2;
+    }
+    if (auto v1 = cgroup::ReadControl(dir + "/cpu.cfs_quota_us")) return std::stol(*v1);
+  }
+  return -2;
+}
+
+// v2 cpu.weight or v1 cpu.shares, as text ("" where neither is found).
+std::string WeightOf(const SandboxCgroup& group) {
+  for (const auto& dir : group.paths()) {
+    if (auto v2 = cgroup::ReadControl(dir + "/cpu.weight")) return *v2;
+    if (auto v1 = cgroup::ReadControl(dir + "/cpu.shares")) return *v1;
+  }
+  return "";
+}
+
 }  // namespace
 
 void CheckBackgroundCpuPriority(CgroupManager& manager) {
@@ -49,12 +72,17 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   if (!cpu) SkipTest("no cpu controller for session groups: " + plan.reason);
   Limits limits = SmallLimits();
   limits.pids = 64;
-  limits.cpus = 1.0;  // a whole CPU each: only the weights decide who gets the one they share
+  limits.cpus = 1.0;  // a whole CPU each: only the priorities decide who gets the one they share
   auto normal = manager.Create("sess_cpunormal0001", limits);
   REQUIRE(normal.has_value());
   auto background = manager.Create("sess_cpubackgrnd01", limits);
   REQUIRE(background.has_value());
   REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground).has_value());
+  // Its weight stays the default and, with no foreground call running, its quota its own.
+  auto& cap = cgroup::BackgroundCpuCap::Instance();
+  cap.Settle();
+  CHECK(WeightOf(**background) == WeightOf(**normal));
+  CHECK(QuotaOf(**background) == 100000);
   auto spin_on_cpu0 = [] {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -70,35 +98,93 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   busy_normal.Go();
   busy_background.Go();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // both spinning
-  auto [fore, back] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
-  INFO("over 500 ms on one CPU: normal " << fore << " s, background " << back << " s");
-  CHECK(fore > 0.1);
-  CHECK(back * 5 < fore);
+  // Nobody waits: background work runs at full speed, an equal share of the CPU.
+  auto [alone_normal, alone_back] =
+      CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
+  INFO("no foreground call, over 500 ms on one CPU: normal " << alone_normal << " s, background "
+                                                             << alone_back << " s");
+  CHECK(alone_back * 3 > alone_normal);
+  CHECK(alone_normal * 3 > alone_back);
 
-  REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal).has_value());
-  // CFS (Linux < 6.6) keeps the virtual runtime a group ran up while its weight was low when the
-  // weight changes (reweight_entity() does not rescale it): the last tick the background group
-  // ran counted ~100 times, so once raised it waits until the normal group has caught up, up to
-  // ~100 ticks, and only then do they share evenly. In the emulated VM that was 0.2-0.5 s as root
-  // and up to 1.4 s in a delegated subtree (the debt is as long as the last run at weight 1), so
-  // a 0.5 s window taken right after the raise failed 2 runs in 3. EEVDF (6.6+) scales that lag
-  // with the weight. So: the raised group must run again within a bound, and the shares are
-  // compared after that, not over a window that holds the catch-up.
-  auto raised_at = std::chrono::steady_clock::now();
-  double waited_s = 0;
-  for (;;) {
-    auto [a, b] = CpuOver(**normal, **background, std::chrono::milliseconds(50));
-    waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - raised_at).count();
-    if (b > 0.005 || waited_s > 10) break;
+  // A foreground call runs (the normal group stands for it): the background group is capped to
+  // kBackgroundCpuShare of a CPU, its weight unchanged.
+  cgroup::ForegroundCall foreground;
+  cap.Settle();
+  CHECK(cap.capped());
+  CHECK(QuotaOf(**background) == 10000);
+  CHECK(QuotaOf(**normal) == 100000);
+  auto [fore, back] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
+  INFO("under a foreground call, over 500 ms on one CPU: normal " << fore << " s, background "
+                                                                  << back << " s");
+  CHECK(fore > back);
+  // The cap is a bound of its own, whatever else runs on the CPU: 10 % of it, 0.05 s of the
+  // 0.5 s (up to 19 % measured in the emulated VM, where the quota is checked at each 4 ms tick
+  // and a window can last longer than asked); at most twice that.
+  CHECK(back < 2 * cgroup::kBackgroundCpuShare * 0.5);
+
+  // Issue #38: the raised group gets its share within 50 ms of every raise, a foreground call
+  // running all the while. With the former weight scheme on CFS (Linux < 6.6) it did not: the
+  // ticks it ran at weight 1 left it a virtual runtime lead that reweight_entity() keeps, so it
+  // waited 0.2-1.4 s (in the emulated VM) for the normal group to catch up (background_cpu.h);
+  // in 5 of 8 raises measured there it did not run at all in 0.6 s. Five raises, each after
+  // 300 ms capped: each must give the raised group a quarter of the 50 ms after it. A window in
+  // which the two together ran under 10 ms says nothing (an emulated VM on a loaded host loses
+  // whole windows to the host; a host at load 17 on two cores leaves them 10-15 ms), nor does
+  // one that lasted over 75 ms: each is taken again, up to 20 raises in all. Also measured: the
+  // time from the raise to the raised group's first CPU time, read every 0.5 ms from another
+  // CPU (the issue's goal: 10 ms at p99).
+  int judged = 0, got_share = 0;
+  std::string windows, first_slices;
+  constexpr auto kWindow = std::chrono::milliseconds(50);
+  for (int attempt = 0; attempt < 20 && judged < 5; ++attempt) {
+    if (attempt > 0) {
+      REQUIRE((*background)->SetCpuPriority(CpuPriority::kBackground).has_value());
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it runs a little, capped
+    }
+    double normal0 = (*normal)->Usage().cpu_seconds;
+    double raised0 = (*background)->Usage().cpu_seconds;
+    REQUIRE((*background)->SetCpuPriority(CpuPriority::kNormal).has_value());
+    auto raised_at = std::chrono::steady_clock::now();
+    double first_slice_ms = -1;  // none within the window
+    while (std::chrono::steady_clock::now() - raised_at < kWindow) {
+      if ((*background)->Usage().cpu_seconds > raised0) {
+        first_slice_ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - raised_at)
+                .count();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    std::this_thread::sleep_until(raised_at + kWindow);
+    double normal_ran = (*normal)->Usage().cpu_seconds - normal0;
+    double raised_ran = (*background)->Usage().cpu_seconds - raised0;
+    auto lasted = std::chrono::steady_clock::now() - raised_at;
+    windows += fmt::format(" {:.3f}/{:.3f}", normal_ran, raised_ran);
+    // A window this thread overslept (the emulated VM's host took the CPU: 0.104 s of "normal"
+    // in a 50 ms window once) measures the stretch, not the raise.
+    if (lasted > kWindow * 3 / 2) {
+      windows += "(late)";
+      continue;
+    }
+    if (normal_ran + raised_ran < 0.01) continue;
+    ++judged;
+    first_slices += fmt::format(" {:.1f}", first_slice_ms);
+    if (raised_ran * 3 > normal_ran) ++got_share;
   }
-  INFO("the raised group ran again after " << waited_s << " s");
-  CHECK(waited_s < 5);
+  INFO("the 50 ms after each raise, normal/raised s:" << windows);
+  INFO("first CPU time after each raise, ms (-1: none in 50 ms):" << first_slices);
+  CHECK(judged == 5);
+  CHECK(got_share == judged);
+  CHECK(QuotaOf(**background) == 100000);  // its own quota again
   auto [first, raised] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
   std::cerr << fmt::format(
-      "[{}] cpu after the raise: ran again after {:.2f} s, then normal {:.2f} s, raised {:.2f} s "
-      "of 0.5 s\n",
-      manager.mode(), waited_s, first, raised);
+      "[{}] cpu (cap under foreground calls): uncapped: normal {:.3f} s, background {:.3f} s; "
+      "lowered: normal {:.3f} s, background {:.3f} s of 0.5 s; the 50 ms after "
+      "each raise, normal/raised s:{} ({} of {} with a quarter); first slice after each raise, "
+      "ms:{}; the 0.5 s after: {:.3f} s, {:.3f} s\n",
+      manager.mode(), alone_normal, alone_back, fore, back, windows, got_share, judged,
+      first_slices, first, raised);
   CHECK(raised * 3 > first);
   CHECK(first * 3 > raised);
   REQUIRE((*normal)->Destroy().has_value());

@@ -1,0 +1,227 @@
+#include "runtime/cgroup/background_cpu.h"
+
+#include <errno.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "runtime/cgroup/cgroup_fs.h"
+
+namespace sandbox::cgroup {
+namespace {
+
+std::optional<long> ParseLong(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  long value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+long CappedQuotaMicros(size_t members, long own_quota_micros, long period_micros) {
+  double part = kBackgroundCpuShare * static_cast<double>(period_micros) /
+                static_cast<double>(std::max<size_t>(members, 1));
+  long quota = std::max(1000L, std::lround(part));  // the kernel refuses quotas under 1 ms
+  return own_quota_micros < 0 ? quota : std::min(own_quota_micros, quota);
+}
+
+std::optional<std::pair<long, long>> ParseCpuMax(std::string_view cpu_max) {
+  while (!cpu_max.empty() && (cpu_max.back() == '\n' || cpu_max.back() == ' ')) {
+    cpu_max.remove_suffix(1);
+  }
+  size_t space = cpu_max.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::string_view quota = cpu_max.substr(0, space);
+  auto period = ParseLong(cpu_max.substr(space + 1));
+  if (!period || *period <= 0) return std::nullopt;
+  std::optional<long> quota_micros = quota == "max" ? std::optional<long>(-1) : ParseLong(quota);
+  if (!quota_micros) return std::nullopt;
+  return std::pair{*quota_micros, *period};
+}
+
+// ---- BackgroundCpuGroup ----
+
+Result<std::unique_ptr<BackgroundCpuGroup>> BackgroundCpuGroup::Join(std::string dir, bool v2,
+                                                                     BackgroundCpuCap& cap) {
+  long quota = -1, period = 0;
+  if (v2) {
+    SBX_ASSIGN_OR_RETURN(std::string text, ReadControl(dir + "/cpu.max"));
+    auto parsed = ParseCpuMax(text);
+    if (!parsed) return Fail(ErrorCode::kInternal, "{}/cpu.max: unexpected '{}'", dir, text);
+    std::tie(quota, period) = *parsed;
+  } else {
+    SBX_ASSIGN_OR_RETURN(std::string quota_text, ReadControl(dir + "/cpu.cfs_quota_us"));
+    SBX_ASSIGN_OR_RETURN(std::string period_text, ReadControl(dir + "/cpu.cfs_period_us"));
+    auto parsed_quota = ParseLong(quota_text);
+    auto parsed_period = ParseLong(period_text);
+    if (!parsed_quota || !parsed_period || *parsed_period <= 0) {
+      return Fail(ErrorCode::kInternal, "{}: unexpected cpu.cfs_quota_us '{}' or period '{}'", dir,
+                  quota_text, period_text);
+    }
+    quota = *parsed_quota < 0 ? -1 : *parsed_quota;
+    period = *parsed_period;
+  }
+  std::unique_ptr<BackgroundCpuGroup> group(
+      new BackgroundCpuGroup(std::move(dir), v2, quota, period, cap));
+  cap.Add(group.get());
+  return group;
+}
+
+BackgroundCpuGroup::BackgroundCpuGroup(std::string dir, bool v2, long own_quota, long period,
+                                       BackgroundCpuCap& cap)
+    : dir_(std::move(dir)),
+      v2_(v2),
+      own_quota_micros_(own_quota),
+      period_micros_(period),
+      cap_(cap) {}
+
+BackgroundCpuGroup::~BackgroundCpuGroup() {
+  if (!cap_.Remove(this)) return;  // never capped: nothing to give back
+  if (auto restored = WriteQuota(own_quota_micros_); !restored) {
+    spdlog::debug("background cpu: giving {} its quota back: {}", dir_, restored.error().message);
+  }
+}
+
+Status BackgroundCpuGroup::Apply(std::optional<size_t> members) {
+  return WriteQuota(members ? CappedQuotaMicros(*members, own_quota_micros_, period_micros_)
+                            : own_quota_micros_);
+}
+
+Status BackgroundCpuGroup::WriteQuota(long quota_micros) {
+  if (v2_) {
+    std::string quota = quota_micros < 0 ? "max" : std::to_string(quota_micros);
+    return WriteControl(dir_ + "/cpu.max", fmt::format("{} {}", quota, period_micros_));
+  }
+  return WriteControl(dir_ + "/cpu.cfs_quota_us",
+                      std::to_string(quota_micros < 0 ? -1 : quota_micros));
+}
+
+// ---- BackgroundCpuCap ----
+
+BackgroundCpuCap& BackgroundCpuCap::Instance() {
+  // Never destroyed: sandboxes may still leave it while static destructors run.
+  static auto* cap = new BackgroundCpuCap();
+  return *cap;
+}
+
+BackgroundCpuCap::BackgroundCpuCap(std::chrono::milliseconds lift_delay)
+    : lift_delay_(lift_delay) {}
+
+BackgroundCpuCap::~BackgroundCpuCap() {
+  {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    stop_ = true;
+    changed_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void BackgroundCpuCap::ForegroundBegins() {
+  if (foreground_.fetch_add(1) != 0) return;  // the cap is on already (or on its way)
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  if (thread_.joinable()) Wake();
+}
+
+void BackgroundCpuCap::ForegroundEnds() {
+  if (foreground_.fetch_sub(1) != 1) return;
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  if (thread_.joinable()) Wake();
+}
+
+bool BackgroundCpuCap::capped() const {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  return capped_;
+}
+
+std::chrono::steady_clock::duration BackgroundCpuCap::CappedTime() const {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  auto total = capped_total_;
+  if (capped_) total += std::chrono::steady_clock::now() - capped_since_;
+  return total;
+}
+
+void BackgroundCpuCap::Settle() {
+  std::unique_lock<std::mutex> lock(state_mutex_);
+  uint64_t asked = asked_;
+  settled_.wait(lock, [&] { return applied_ >= asked || !thread_.joinable(); });
+}
+
+void BackgroundCpuCap::Add(BackgroundCpuGroup* group) {
+  {
+    std::lock_guard<std::mutex> lock(members_mutex_);
+    members_.emplace(group, std::nullopt);
+  }
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  Wake();
+}
+
+bool BackgroundCpuCap::Remove(BackgroundCpuGroup* group) {
+  bool was_capped = false;
+  {
+    std::lock_guard<std::mutex> lock(members_mutex_);
+    auto it = members_.find(group);
+    if (it == members_.end()) return false;
+    was_capped = it->second.has_value();
+    members_.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  if (capped_) Wake();  // the others' parts of the cap grow
+  return was_capped;
+}
+
+void BackgroundCpuCap::Wake() {
+  ++asked_;
+  changed_.notify_all();
+}
+
+void BackgroundCpuCap::Run() {
+  std::unique_lock<std::mutex> lock(state_mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stop_ || applied_ != asked_; });
+    if (stop_) return;
+    uint64_t asked = asked_;
+    bool cap = foreground_.load() > 0;
+    if (!cap && capped_) {
+      // The last call ended: lift the cap unless another begins within lift_delay_.
+      cap = changed_.wait_for(lock, lift_delay_, [&] { return stop_ || foreground_.load() > 0; });
+      if (stop_) return;
+      asked = asked_;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (cap && !capped_) capped_since_ = now;
+    if (!cap && capped_) capped_total_ += now - capped_since_;
+    capped_ = cap;
+    lock.unlock();
+    Apply(cap);
+    lock.lock();
+    applied_ = asked;
+    settled_.notify_all();
+  }
+}
+
+void BackgroundCpuCap::Apply(bool cap) {
+  std::lock_guard<std::mutex> lock(members_mutex_);
+  size_t members = members_.size();
+  for (auto& [group, has] : members_) {
+    std::optional<size_t> wanted = cap ? std::optional<size_t>(members) : std::nullopt;
+    if (has == wanted) continue;
+    if (auto written = group->Apply(wanted); !written) {
+      // Not fatal: an uncapped group only competes at its normal weight. A group whose
+      // directory is gone (a sandbox killed from outside, not yet reaped) is expected.
+      spdlog::log(written.error().sys_errno == ENOENT ? spdlog::level::debug : spdlog::level::warn,
+                  "background cpu: {}", written.error().message);
+      continue;
+    }
+    has = wanted;
+  }
+}
+
+}  // namespace sandbox::cgroup

@@ -1,0 +1,144 @@
+// How a sandbox waits at background CPU priority (CpuPriority::kBackground: a warm pool's refill,
+// a cold session's zygote importing its preload) without ever costing a call a user waits for
+// (issue #38).
+//
+// Background work keeps its normal weight (cpu.weight 100, cpu.shares 1024) at all times. A
+// lowered weight yields well, but on CFS (Linux before 6.6) it leaves a debt: each tick a group
+// runs at weight 1 advances its virtual runtime a hundred times faster, and reweight_entity()
+// keeps that lead when the weight is raised again, so the raised group is not picked until every
+// busy group has caught up (0.2-1.4 s in Debian 12's 6.1; docs/benchmarks.md). cpu.idle and
+// SCHED_IDLE are weights too, with the same debt.
+//
+// Instead, background groups are capped by CPU bandwidth (cpu.max on v2, cpu.cfs_quota_us on v1)
+// while at least one foreground call runs, and uncapped when the last one ends: with nobody
+// waiting, a refill runs at full speed. Throttling builds no virtual-runtime lead (a throttled
+// group is dequeued, and placed like a waking one when its quota comes back), and a raise that
+// lifts the cap unthrottles the group at once (tg_set_cfs_bandwidth). The cap, kBackgroundCpuShare
+// of one CPU, is shared among the background groups (each gets its part, at least the kernel's
+// 1 ms per period), so one refill alone still makes progress and fifty cold preloads together do
+// not take the host.
+//
+// BackgroundCpuCap counts the foreground calls (runtime/session begins and ends them) and applies
+// the cap from one thread of its own, so a call pays one atomic increment and, when it is the
+// first, one notify: no cgroup write runs on a request's path. The cap is lifted kLiftDelay after
+// the last call ends, so back-to-back calls do not rewrite every group between them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "runtime/base/result.h"
+
+namespace sandbox::cgroup {
+
+// The CPU all background groups together may use while a foreground call runs.
+inline constexpr double kBackgroundCpuShare = 0.1;
+
+// Pure: the quota (microseconds per `period_micros`) of one of `members` background groups
+// under the cap, its own quota being `own_quota_micros` (negative: none): its part of
+// kBackgroundCpuShare, at least 1 ms (the kernel refuses less), at most its own quota.
+long CappedQuotaMicros(size_t members, long own_quota_micros, long period_micros);
+// Pure: v2's cpu.max text ("max 100000", "50000 100000") as {quota (-1: max), period};
+// nullopt when it is not cpu.max text.
+std::optional<std::pair<long, long>> ParseCpuMax(std::string_view cpu_max);
+
+class BackgroundCpuCap;
+
+// One group waiting at background priority: a member of the cap from its construction to its
+// destruction (the raise), which gives the group its own quota back if it was capped.
+class BackgroundCpuGroup {
+ public:
+  // `dir` holds the group's cpu.max (`v2`) or cpu.cfs_quota_us and cpu.cfs_period_us (v1).
+  // Reads the group's own quota (fails naming the file), then joins `cap`, which caps it at
+  // once if a foreground call runs.
+  static Result<std::unique_ptr<BackgroundCpuGroup>> Join(std::string dir, bool v2,
+                                                          BackgroundCpuCap& cap);
+  ~BackgroundCpuGroup();
+  BackgroundCpuGroup(const BackgroundCpuGroup&) = delete;
+  BackgroundCpuGroup& operator=(const BackgroundCpuGroup&) = delete;
+
+  // Writes the group's quota: capped as one of `members` (nullopt: its own quota again).
+  // Called by the cap's thread only.
+  Status Apply(std::optional<size_t> members);
+
+ private:
+  BackgroundCpuGroup(std::string dir, bool v2, long own_quota, long period, BackgroundCpuCap& cap);
+  Status WriteQuota(long quota_micros);
+
+  const std::string dir_;
+  const bool v2_;
+  const long own_quota_micros_;  // -1: none
+  const long period_micros_;
+  BackgroundCpuCap& cap_;
+};
+
+// The process's count of foreground calls and the cap it puts on the background groups.
+class BackgroundCpuCap {
+ public:
+  static constexpr std::chrono::milliseconds kLiftDelay{10};
+
+  // The process's one instance (its thread starts at the first member).
+  static BackgroundCpuCap& Instance();
+  explicit BackgroundCpuCap(std::chrono::milliseconds lift_delay = kLiftDelay);
+  ~BackgroundCpuCap();
+  BackgroundCpuCap(const BackgroundCpuCap&) = delete;
+  BackgroundCpuCap& operator=(const BackgroundCpuCap&) = delete;
+
+  // A call someone waits for begins / ends (thread-safe, cheap: no cgroup write here).
+  void ForegroundBegins();
+  void ForegroundEnds();
+
+  // Whether the background groups are capped now, and for how long they have been in all
+  // (a warm-up's time limit leaves this time out: runtime/session/sandbox_starter.cc).
+  bool capped() const;
+  std::chrono::steady_clock::duration CappedTime() const;
+  // Blocks until the cap thread has applied everything asked of it so far (tests).
+  void Settle();
+
+ private:
+  friend class BackgroundCpuGroup;
+  void Add(BackgroundCpuGroup* group);
+  // Returns whether the group was capped (its quota then needs restoring).
+  bool Remove(BackgroundCpuGroup* group);
+  void Run();
+  void Wake();  // under state_mutex_
+  void Apply(bool cap);
+
+  const std::chrono::milliseconds lift_delay_;
+  std::atomic<int> foreground_{0};
+
+  mutable std::mutex state_mutex_;  // guards what follows down to the thread
+  std::condition_variable changed_;
+  std::condition_variable settled_;
+  uint64_t asked_ = 0;    // changes asked for
+  uint64_t applied_ = 0;  // changes the thread has applied
+  bool stop_ = false;
+  bool capped_ = false;
+  std::chrono::steady_clock::time_point capped_since_;
+  std::chrono::steady_clock::duration capped_total_{};
+  std::thread thread_;
+
+  // Held while a group's quota is written: a group leaves only between writes.
+  std::mutex members_mutex_;
+  std::map<BackgroundCpuGroup*, std::optional<size_t>> members_;  // each with what it has
+};
+
+// For the duration of a call someone waits for (runtime/session).
+class ForegroundCall {
+ public:
+  ForegroundCall() { BackgroundCpuCap::Instance().ForegroundBegins(); }
+  ~ForegroundCall() { BackgroundCpuCap::Instance().ForegroundEnds(); }
+  ForegroundCall(const ForegroundCall&) = delete;
+  ForegroundCall& operator=(const ForegroundCall&) = delete;
+};
+
+}  // namespace sandbox::cgroup

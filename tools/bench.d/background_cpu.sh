@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Background CPU priority per kernel (issue #38): the test "a background group yields the CPU
+# until raised" run $SANDBOX_BENCH_CPU_RUNS times (default 5) on this host's kernel and in
+# ../shared/tools/run-in-vm (Debian 12's kernel 6.1, CFS, cgroup v2, software emulation), its
+# figures gathered: the lowered group's CPU time against the normal one's over 0.5 s, and the
+# raised group's share of the 50 ms after each raise, and the time from each raise to its first
+# CPU time. Emulation is slow in absolute terms:
+# compare the ratios within one kernel, never times across kernels.
+set -euo pipefail
+source "$(dirname "$0")/../lib/common.sh"
+
+vm=${RUN_IN_VM:-$SANDBOX_ROOT/../shared/tools/run-in-vm}  # RUN_IN_VM: where shared/ is elsewhere
+runs=${SANDBOX_BENCH_CPU_RUNS:-5}
+if [ "$(id -u)" -ne 0 ]; then echo "n/a: needs root (cgroup v1 on the host, the VM)"; exit 0; fi
+cmake --build "$BUILD_DIR" --target cgroup_tests cgroup2_tests >&2
+work=$BUILD_DIR/bench/background-cpu
+rm -rf "$work"; mkdir -p "$work"
+name="a background group yields the CPU until raised"
+
+# The host: whichever of the two the host's cgroups give (the other skips).
+for _ in $(seq "$runs"); do
+  "$BUILD_DIR/tests/runtime/cgroup_tests" "cgroup1: $name" 2>&1 | grep '^\[cgroup' >> "$work/host.txt" || true
+  "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "$work/host.txt" || true
+done
+if [ -x "$vm" ]; then
+  cat > "$work/in-vm.sh" <<GUEST
+for i in \$(seq $runs); do
+  "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "$work/vm.txt"
+done
+uname -r > "$work/vm-kernel.txt"
+GUEST
+  VM_WORKDIR="$work" "$vm" bash "$work/in-vm.sh" >&2 || echo "the VM run failed (exit $?)" >&2
+fi
+
+# One row per kernel from the test's lines: "[cgroupN] cpu (SCHEME): lowered: normal A s,
+# background B s of 0.5 s; the 50 ms after each raise, normal/raised s: N/R ...".
+summarize() {  # summarize KERNEL FILE
+  python3 - "$1" "$2" <<'PY'
+import re, statistics, sys
+kernel, path = sys.argv[1], sys.argv[2]
+try:
+    lines = [l for l in open(path) if "cpu (" in l]
+except OSError:
+    lines = []
+if not lines:
+    print("| %s | n/a | | | | |" % kernel)
+    sys.exit()
+scheme = re.search(r"cpu \(([^)]*)\)", lines[0]).group(1)
+lowered, shares, judged, quarter, firsts = [], [], 0, 0, []
+for line in lines:
+    m = re.search(r"lowered: normal ([\d.]+) s, background ([\d.]+) s", line)
+    if m and float(m.group(1)) > 0:
+        lowered.append(float(m.group(2)) / float(m.group(1)))
+    f = re.search(r"first slice after each raise, ms:(.*?);", line)
+    firsts += [float(x) for x in (f.group(1).split() if f else [])]
+    w = re.search(r"normal/raised s:(.*?) \(", line)
+    for pair in (w.group(1).split() if w else []):
+        if pair.endswith("(late)"):
+            continue
+        normal, raised = (float(x) for x in pair.split("/"))
+        if normal + raised < 0.02:
+            continue
+        judged += 1
+        quarter += raised * 3 > normal
+        shares.append(raised / (normal + raised))
+# The first CPU time after each raise (-1: none within the 50 ms window, counted as 50+).
+firsts = sorted(50.0 if x < 0 else x for x in firsts)
+p99 = firsts[min(len(firsts) - 1, int(round(0.99 * (len(firsts) - 1))))] if firsts else float("nan")
+p50 = statistics.median(firsts) if firsts else float("nan")
+print("| %s | %s | %.3f | %.2f | %d of %d | %.1f / %.1f |" % (
+    kernel, scheme, statistics.median(lowered), statistics.median(shares), quarter, judged,
+    p50, p99))
+PY
+}
+echo "The test \"$name\", $runs runs per kernel (five raises each):"
+echo
+echo "| kernel | background scheme | lowered / normal CPU, median | raised share of the 50 ms after a raise, median | raises with a quarter or more | first CPU time after a raise, p50 / p99 ms (goal p99 <= 10) |"
+echo "|---|---|---:|---:|---:|---:|"
+summarize "$(uname -r) (host)" "$work/host.txt"
+summarize "$(cat "$work/vm-kernel.txt" 2>/dev/null || echo VM) (VM)" "$work/vm.txt"
