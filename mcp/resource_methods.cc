@@ -19,7 +19,7 @@ std::string VersionOf(const Reply& reply, std::string connection_version) {
   return connection_version;
 }
 
-void Answer(const std::shared_ptr<Reply>& reply, const Json& response) {
+void SendAndClose(const std::shared_ptr<Reply>& reply, const Json& response) {
   reply->Send(response);
   reply->Close();
 }
@@ -38,8 +38,8 @@ void Connection::OnResourcesList(Message& message, const std::shared_ptr<Reply>&
   if (message.params.is_object()) {
     if (auto it = message.params.find("cursor"); it != message.params.end() && !it->is_null()) {
       if (!it->is_string()) {
-        return Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
-                                               "Invalid params: cursor must be a string"));
+        return SendAndClose(reply, MakeErrorResponse(message.id, kInvalidParams,
+                                                     "Invalid params: cursor must be a string"));
       }
       cursor = it->get<std::string>();
     }
@@ -68,22 +68,23 @@ void Connection::OnResourceTemplatesList(Message& message, const std::shared_ptr
                                          bool) {
   if (message.params.is_object() && message.params.contains("cursor") &&
       !message.params["cursor"].is_null()) {
-    return Answer(reply,
-                  MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
+    return SendAndClose(
+        reply, MakeErrorResponse(message.id, kInvalidParams, "Invalid params: unknown cursor"));
   }
-  Answer(reply, MakeResponse(message.id,
-                             {{"resourceTemplates", server_.options().resources->Templates()}}));
+  SendAndClose(
+      reply,
+      MakeResponse(message.id, {{"resourceTemplates", server_.options().resources->Templates()}}));
 }
 
 void Connection::OnResourcesRead(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   const std::string* uri = UriParam(message.params);
   if (uri == nullptr) {
-    return Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
-                                           "Invalid params: uri (a string) is required"));
+    return SendAndClose(reply, MakeErrorResponse(message.id, kInvalidParams,
+                                                 "Invalid params: uri (a string) is required"));
   }
   if (DeclaresUi(*reply)) {
     if (auto view = apps::ReadUiResource(*uri)) {
-      return Answer(reply, MakeResponse(message.id, {{"contents", std::move(*view)}}));
+      return SendAndClose(reply, MakeResponse(message.id, {{"contents", std::move(*view)}}));
     }
   }
   auto provider = server_.options().resources;
@@ -99,8 +100,8 @@ void Connection::OnResourcesRead(Message& message, const std::shared_ptr<Reply>&
 void Connection::OnResourcesSubscribe(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   const std::string* uri = UriParam(message.params);
   if (uri == nullptr) {
-    return Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
-                                           "Invalid params: uri (a string) is required"));
+    return SendAndClose(reply, MakeErrorResponse(message.id, kInvalidParams,
+                                                 "Invalid params: uri (a string) is required"));
   }
   // The subscriptions live as long as this connection: the task holds it.
   auto self = shared_from_this();
@@ -117,18 +118,18 @@ void Connection::OnResourcesUnsubscribe(Message& message, const std::shared_ptr<
                                         bool) {
   const std::string* uri = UriParam(message.params);
   if (uri == nullptr) {
-    return Answer(reply, MakeErrorResponse(message.id, kInvalidParams,
-                                           "Invalid params: uri (a string) is required"));
+    return SendAndClose(reply, MakeErrorResponse(message.id, kInvalidParams,
+                                                 "Invalid params: uri (a string) is required"));
   }
   subscriptions_->Unsubscribe(*uri);
-  Answer(reply, MakeResponse(message.id, Json::object()));
+  SendAndClose(reply, MakeResponse(message.id, Json::object()));
 }
 
 void Connection::OnComplete(Message& message, const std::shared_ptr<Reply>& reply, bool) {
   const Json& params = message.params;
   auto invalid = [&](std::string_view text) {
-    Answer(reply,
-           MakeErrorResponse(message.id, kInvalidParams, fmt::format("Invalid params: {}", text)));
+    SendAndClose(reply, MakeErrorResponse(message.id, kInvalidParams,
+                                          fmt::format("Invalid params: {}", text)));
   };
   if (!params.is_object() || !params.contains("ref") || !params["ref"].is_object() ||
       !params["ref"].contains("type") || !params["ref"]["type"].is_string()) {
@@ -143,10 +144,10 @@ void Connection::OnComplete(Message& message, const std::shared_ptr<Reply>& repl
   std::string type = ref["type"].get<std::string>();
   if (type == "ref/prompt") {
     // This server has no prompts, so no prompt argument has values to offer.
-    return Answer(reply,
-                  MakeResponse(message.id,
-                               {{"completion",
-                                 {{"values", Json::array()}, {"total", 0}, {"hasMore", false}}}}));
+    return SendAndClose(
+        reply, MakeResponse(message.id,
+                            {{"completion",
+                              {{"values", Json::array()}, {"total", 0}, {"hasMore", false}}}}));
   }
   if (type != "ref/resource" || !ref.contains("uri") || !ref["uri"].is_string()) {
     return invalid(fmt::format("ref must be ref/resource (with a uri) or ref/prompt, not {}",

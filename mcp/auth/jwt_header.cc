@@ -14,7 +14,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-tl::unexpected<Error> Invalid(std::string_view why) {
+tl::unexpected<Error> InvalidToken(std::string_view why) {
   return Fail(ErrorCode::kInvalidArgument, "{}", why);
 }
 
@@ -49,25 +49,25 @@ bool IsAccessTokenType(std::string_view typ) {
 
 Result<JwtHeader> ParseJwtHeader(std::string_view encoded) {
   auto header = DecodeJsonPart(encoded);
-  if (!header) return Invalid("the token's header is not base64url JSON");
+  if (!header) return InvalidToken("the token's header is not base64url JSON");
   auto alg = header->find("alg");
   // The allow-list is checked before a key is chosen: "none" has no signature to check, and an
   // HS* token "signed" with our public key would verify under a library that uses the key's
   // bytes as the HMAC secret.
   if (alg == header->end() || !alg->is_string() ||
       !IsAllowedJwsAlgorithm(alg->get_ref<const std::string&>())) {
-    return Invalid("the token's alg is not accepted (asymmetric signatures only)");
+    return InvalidToken("the token's alg is not accepted (asymmetric signatures only)");
   }
-  if (header->contains("crit")) return Invalid("the token has critical header parameters");
+  if (header->contains("crit")) return InvalidToken("the token has critical header parameters");
   if (auto typ = header->find("typ"); typ != header->end()) {
     if (!typ->is_string() || !IsAccessTokenType(typ->get_ref<const std::string&>())) {
-      return Invalid("the token's typ is not at+jwt (not an access token)");
+      return InvalidToken("the token's typ is not at+jwt (not an access token)");
     }
   }
   JwtHeader parsed;
   parsed.alg = alg->get<std::string>();
   if (auto kid = header->find("kid"); kid != header->end()) {
-    if (!kid->is_string()) return Invalid("the token's kid is not a string");
+    if (!kid->is_string()) return InvalidToken("the token's kid is not a string");
     parsed.kid = kid->get<std::string>();
   }
   return parsed;

@@ -7,7 +7,7 @@ namespace {
 
 using nlohmann::json;
 
-json Descriptor(std::string_view media_type, const Blob& blob) {
+json DescriptorJson(std::string_view media_type, const Blob& blob) {
   return {{"mediaType", media_type}, {"digest", "sha256:" + blob.hex}, {"size", blob.size}};
 }
 
@@ -60,14 +60,14 @@ std::string ImageManifestJson(const Blob& config, const Blob& layer) {
   json doc = {
       {"schemaVersion", 2},
       {"mediaType", kOciManifestMediaType},
-      {"config", Descriptor(kOciConfigMediaType, config)},
-      {"layers", json::array({Descriptor(kOciLayerMediaType, layer)})},
+      {"config", DescriptorJson(kOciConfigMediaType, config)},
+      {"layers", json::array({DescriptorJson(kOciLayerMediaType, layer)})},
   };
   return doc.dump();
 }
 
 std::string ImageIndexJson(const Blob& manifest, std::string_view reference) {
-  json entry = Descriptor(kOciManifestMediaType, manifest);
+  json entry = DescriptorJson(kOciManifestMediaType, manifest);
   entry["annotations"] = {
       {"io.containerd.image.name", FullReference(reference)},
       {"org.opencontainers.image.ref.name", TagOf(reference)},

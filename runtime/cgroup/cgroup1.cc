@@ -29,7 +29,6 @@ bool Cgroup1Hierarchy::Has(const std::string& controller) const {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kDrainTimeout{2000};
 
 // The controllers we place sandboxes in; the first one must exist.
 constexpr const char* kControllers[] = {"memory", "pids", "cpu", "cpuacct", "freezer"};

@@ -27,7 +27,6 @@ namespace sandbox::cgroup {
 namespace {
 
 using std::chrono::milliseconds;
-constexpr milliseconds kDrainTimeout{2000};
 
 bool HasWord(std::string_view list, std::string_view word) {
   size_t pos = 0;

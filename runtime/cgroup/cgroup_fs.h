@@ -56,6 +56,9 @@ Result<std::vector<pid_t>> ReadPids(const std::string& procs_file);
 // Returns the number of kill(2) calls made. Used where cgroup.kill is unavailable.
 Result<int> KillListedUntilEmpty(const std::string& procs_file, std::chrono::milliseconds timeout);
 
+// How long both hierarchies wait for a group's tasks to be killed and its directory removed.
+inline constexpr std::chrono::milliseconds kDrainTimeout{2000};
+
 // rmdir(2) of a cgroup directory and, depth first, of any child groups in it, retrying while
 // the kernel still reports EBUSY (exiting tasks drain asynchronously). ENOENT is success.
 Status RemoveCgroupDir(const std::string& dir, std::chrono::milliseconds timeout);

@@ -32,16 +32,16 @@ size_t ColdPreloadQueue::waiting() const {
 }
 
 void ColdPreloadQueue::Loop() {
-  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(mutex_);
-  std::optional<Clock::time_point> waiting_since;  // the front turn's wait for a quiet moment
+  // The front turn's wait for a quiet moment.
+  std::optional<std::chrono::steady_clock::time_point> waiting_since;
   while (!stopping_) {
     if (turns_.empty()) {
       waiting_since.reset();
       wake_.wait(lock, [this] { return stopping_ || !turns_.empty(); });
       continue;
     }
-    auto now = Clock::now();
+    auto now = std::chrono::steady_clock::now();
     if (now < next_turn_) {
       wake_.wait_until(lock, next_turn_);
       continue;
@@ -64,7 +64,7 @@ void ColdPreloadQueue::Loop() {
     if (outcome == Outcome::kGone) continue;  // nothing started: the next may go at once
     if (outcome == Outcome::kRetry) turns_.push_front(std::move(turn));
     waiting_since.reset();
-    next_turn_ = Clock::now() + timing_.spacing;
+    next_turn_ = std::chrono::steady_clock::now() + timing_.spacing;
   }
 }
 

@@ -16,7 +16,7 @@
 namespace sandbox {
 namespace {
 
-constexpr char kSuffix[] = ".bytes";
+constexpr char kBytesSuffix[] = ".bytes";
 constexpr size_t kSize = sizeof(uint64_t);
 
 bool ValidSessionId(const std::string& session_id) {
@@ -35,7 +35,7 @@ Result<std::unique_ptr<EgressBytesFile>> EgressBytesFile::Create(const std::stri
   }
   SBX_TRY(MakeDirs(dir, 0700));
   std::unique_ptr<EgressBytesFile> published(new EgressBytesFile());
-  published->path_ = dir + "/" + session_id + kSuffix;
+  published->path_ = dir + "/" + session_id + kBytesSuffix;
   // Made and locked under a name of its own, then renamed: the final name is never unlocked
   // while its server lives, so a concurrent sweep cannot take it.
   std::string temporary = published->path_ + ".new." + std::to_string(::getpid());
@@ -68,7 +68,7 @@ EgressBytesFile::~EgressBytesFile() {
 
 std::optional<uint64_t> ReadEgressBytes(const std::string& dir, const std::string& session_id) {
   if (!ValidSessionId(session_id)) return std::nullopt;
-  std::string path = dir + "/" + session_id + kSuffix;
+  std::string path = dir + "/" + session_id + kBytesSuffix;
   Fd file(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!file) return std::nullopt;
   // Nobody holding it: a crashed server's count, not a session's.
@@ -87,7 +87,8 @@ int SweepEgressBytesFiles(const std::string& dir) {
   while (struct dirent* entry = ::readdir(listing)) {
     std::string_view name = entry->d_name;
     if (!name.starts_with(layout::kSessionIdPrefix) ||
-        (!name.ends_with(kSuffix) && name.find(std::string(kSuffix) + ".new.") == name.npos)) {
+        (!name.ends_with(kBytesSuffix) &&
+         name.find(std::string(kBytesSuffix) + ".new.") == name.npos)) {
       continue;
     }
     Fd file(::openat(::dirfd(listing), entry->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));

@@ -20,17 +20,17 @@
 namespace sandbox {
 namespace {
 
-constexpr char kSuffix[] = ".sock";
+constexpr char kSocketSuffix[] = ".sock";
 
 // The socket's file name: the session id without its replica, sess_<replica>_<hex> as
 // sess_<hex>. A replica id may be 63 characters, and the whole id would not fit sun_path; the
 // 128 random bits alone tell sessions apart, also between replicas that share a state dir.
 std::string SocketNameFor(const std::string& session_id) {
   auto parsed = ParseSessionId(session_id);
-  if (!parsed || parsed->replica.empty()) return session_id + kSuffix;
+  if (!parsed || parsed->replica.empty()) return session_id + kSocketSuffix;
   std::string_view prefix = layout::kSessionIdPrefix;
   return std::string(prefix) + session_id.substr(prefix.size() + parsed->replica.size() + 1) +
-         kSuffix;
+         kSocketSuffix;
 }
 
 // Opens `dir` (made if missing) and makes sure only its owner, this process's user, can enter.
@@ -138,7 +138,7 @@ int SweepEgressSockets(const std::string& dir, std::chrono::seconds older_than) 
   int removed = 0;
   while (struct dirent* entry = ::readdir(listing)) {
     std::string_view name = entry->d_name;
-    if (!name.starts_with(layout::kSessionIdPrefix) || !name.ends_with(kSuffix)) continue;
+    if (!name.starts_with(layout::kSessionIdPrefix) || !name.ends_with(kSocketSuffix)) continue;
     struct stat st = {};
     if (::fstatat(::dirfd(listing), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
     if (!S_ISSOCK(st.st_mode) || st.st_mtime > cutoff) continue;

@@ -35,7 +35,7 @@
 namespace sandbox::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: mcp-sandbox doctor [--json]
+constexpr const char* kDoctorHelp = R"(usage: mcp-sandbox doctor [--json]
 
 Probes this host for real and reports what the sandbox can use: user namespaces (a child
 creates one, writes its uid/gid maps and mounts a tmpfs), seccomp (a child installs a filter),
@@ -216,7 +216,7 @@ int DoctorCommand(const Argv& argv) {
   Args args("doctor", {}, {"--json"});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
-    std::cout << kHelp;
+    std::cout << kDoctorHelp;
     return kExitOk;
   }
   if (!args.positional().empty())

@@ -44,7 +44,7 @@
 namespace sandbox::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: mcp-sandbox run [flags] FILE|-
+constexpr const char* kRunHelp = R"(usage: mcp-sandbox run [flags] FILE|-
        mcp-sandbox run --batch FILE|- [--parallel N] [flags]
 
 Runs a Python snippet (or a shell command with --shell) once in a fresh sandbox, streams its
@@ -199,7 +199,7 @@ int RunCommand(const Argv& argv) {
             {"--json", "--shell"});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
-    std::cout << kHelp;
+    std::cout << kRunHelp;
     return kExitOk;
   }
   const bool batch = args.Has("--batch");

@@ -26,7 +26,7 @@
 namespace sandbox::cli {
 namespace {
 
-constexpr const char* kHelp = R"(usage: mcp-sandbox sessions ls [--json] [--state-dir DIR]
+constexpr const char* kSessionsHelp = R"(usage: mcp-sandbox sessions ls [--json] [--state-dir DIR]
        mcp-sandbox sessions gc [--state-dir DIR]
        mcp-sandbox sessions rm ID... [--state-dir DIR]
 
@@ -141,7 +141,7 @@ int SessionsCommand(const Argv& argv) {
   Args args("sessions", {"--state-dir"}, {"--json"});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
-    std::cout << kHelp;
+    std::cout << kSessionsHelp;
     return kExitOk;
   }
   if (args.positional().empty()) return args.UsageError("expects ls, gc or rm (see --help)");

@@ -31,7 +31,7 @@
 namespace sandbox::cli {
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kTopHelp =
     R"(usage: mcp-sandbox top [--once] [--interval SECONDS] [--state-dir DIR]
 
 A live view of the namespace sandboxes recorded in the state dir (what `sessions ls` lists),
@@ -122,8 +122,8 @@ std::string RenderFrame(const std::string& state_dir, const Sample& before, cons
   return frame;
 }
 
-std::atomic<bool> interrupted{false};
-extern "C" void OnInterrupt(int) { interrupted = true; }
+std::atomic<bool> interrupt_seen{false};
+extern "C" void OnInterrupt(int) { interrupt_seen = true; }
 
 // Raw keys (no echo, no line buffering) on a terminal stdin while the view runs.
 class RawKeys {
@@ -145,7 +145,7 @@ class RawKeys {
   // Waits up to `timeout` for a key; true when it was q (or stdin ended).
   bool WaitForQuit(std::chrono::milliseconds timeout) const {
     auto deadline = Clock::now() + timeout;
-    while (!interrupted) {
+    while (!interrupt_seen) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) return false;
       struct pollfd in = {STDIN_FILENO, POLLIN, 0};
@@ -196,7 +196,7 @@ int TopCommand(const Argv& argv) {
   Args args("top", {"--state-dir", "--interval"}, {"--once"});
   if (!args.Parse(argv)) return kExitUsage;
   if (args.Has("--help")) {
-    std::cout << kHelp;
+    std::cout << kTopHelp;
     return kExitOk;
   }
   if (!args.positional().empty()) return args.UsageError("takes no arguments (see --help)");

@@ -21,7 +21,7 @@ if [ -f "$asan_dir/CMakeCache.txt" ] &&
   rm -rf "$asan_dir"
 fi
 CC=clang CXX=clang++ SANDBOX_BUILD_TARGETS="sandbox_unit_tests fuzz_targets" \
-  build_project "$asan_dir" -DSANDBOX_SANITIZE=ON -DSANDBOX_FUZZ=ON -DSANDBOX_WERROR=ON \
+  build_project "$asan_dir" -DSANDBOX_SANITIZE=ON -DSANDBOX_FUZZ=ON -DSANDBOX_WERROR=ON -DSANDBOX_UNITY=ON \
   2> "$results/asan-build.log"
 build_rc=$?
 [ "$build_only" != --build-only ] || exit "$build_rc"

@@ -42,6 +42,18 @@ fi
 mkdir -p "$work"/{home,store,containerd,dockerd,docker-data}
 touch "$work/.fresh-run"
 git clone --quiet --no-hardlinks "$source_root" "$work/src"
+# The VM tests (the cgroup v2 tiers, the systemd unit) boot ../shared/tools/run-in-vm, found
+# beside the checkout: the clone gets the same neighbour, a link to the shared/ beside this
+# checkout or, from a git worktree, beside its main checkout. Without one they skip.
+for shared in "$source_root/../shared" \
+    "$(dirname "$(git -C "$source_root" rev-parse --path-format=absolute --git-common-dir)")/../shared"; do
+  if [ -x "$shared/tools/run-in-vm" ]; then
+    ln -s "$(cd "$shared" && pwd)" "$work/shared"
+    break
+  fi
+done
+[ -e "$work/shared" ] ||
+  echo "fresh_run.sh: no shared/tools/run-in-vm beside $source_root: the VM tests will skip" >&2
 echo "fresh_run.sh: $* in a clone of $(git -C "$work/src" log --oneline -1 | cut -c1-60)" >&2
 mkdir -p /var/lib/mcp-sandbox
 

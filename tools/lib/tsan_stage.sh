@@ -24,7 +24,7 @@ declare -A test_spec=(
 
 # Only these executables and what they link: not the whole tree.
 { cmake -S "$SANDBOX_ROOT" -B "$tsan_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSANDBOX_TSAN=ON &&
+    -DSANDBOX_TSAN=ON -DSANDBOX_UNITY=ON &&
   cmake --build "$tsan_dir" -j "$(nproc)" --target "${executables[@]}"; } \
   >"$results/tsan-build.log" 2>&1
 build_rc=$?

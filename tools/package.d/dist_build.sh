@@ -13,7 +13,7 @@ step "configure ($(g++ --version | head -1))"
 # CMAKE_SKIP_INSTALL_ALL_DEPENDENCY: cpack installs what was built, instead of building `all`
 # (every test and benchmark) first.
 cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON >&2
+  -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON -DSANDBOX_UNITY=ON >&2
 step "build: the binary, its agent, the package's docs and the [unit] tier"
 cmake --build /build -j "$(nproc)" \
   --target mcp-sandbox sandbox-init sandbox_package_docs sandbox_unit_tests >&2
