@@ -3,7 +3,8 @@
 # a fresh machine, without wiping this machine's caches. A clean clone of this checkout's HEAD
 # runs in a mount namespace of its own where every place tools/test and its scripts keep
 # something between runs is an empty directory under WORK_DIR (default
-# /var/tmp/mcp-sandbox-fresh, made anew each run):
+# /srv/mcp-sandbox-fresh, made anew each run; not under /tmp or /var/tmp, which run-in-vm's
+# guest mounts empty, so the VM tests would not find the clone's binaries):
 #   $HOME                  ccache (~/.cache/ccache), the Debian root tarballs and the dist
 #                          build roots' ccache (~/.cache/mcp-sandbox, SANDBOX_CACHE_DIR),
 #                          clang-tidy's results (~/.cache/mcp-sandbox/clang-tidy), npm's cache
@@ -20,7 +21,7 @@ set -euo pipefail
 [ "$(id -u)" -eq 0 ] ||
   { echo "fresh_run.sh: needs root (a mount namespace, the store)" >&2; exit 1; }
 source_root=$(cd "$(dirname "$0")/../.." && pwd)
-work=${1:-/var/tmp/mcp-sandbox-fresh}
+work=${1:-/srv/mcp-sandbox-fresh}
 shift || true
 [ $# -gt 0 ] || set -- tools/test
 case $work in
@@ -30,6 +31,10 @@ esac
 case $work/ in
   "$HOME"/*)
     echo "fresh_run.sh: WORK_DIR must lie outside \$HOME, which the run sees empty" >&2
+    exit 1 ;;
+  /tmp/* | /var/tmp/*)
+    echo "fresh_run.sh: WORK_DIR must lie outside /tmp and /var/tmp: run-in-vm's guest mounts" \
+      "them empty, so the VM tests could not run the clone's binaries" >&2
     exit 1 ;;
 esac
 
