@@ -130,7 +130,7 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   // 300 ms capped: each must give the raised group a quarter of the 50 ms after it. A window in
   // which the two together ran under 10 ms says nothing (an emulated VM on a loaded host loses
   // whole windows to the host; a host at load 17 on two cores leaves them 10-15 ms), nor does
-  // one that lasted over 75 ms: each is taken again, up to 20 raises in all. Also measured: the
+  // one that lasted over 62.5 ms: each is taken again, up to 20 raises in all. Also measured: the
   // time from the raise to the raised group's first CPU time, read every 0.5 ms from another
   // CPU (the goal: 10 ms at p99).
   int judged = 0, got_share = 0;
@@ -160,9 +160,11 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
     double raised_ran = (*background)->Usage().cpu_seconds - raised0;
     auto lasted = std::chrono::steady_clock::now() - raised_at;
     windows += fmt::format(" {:.3f}/{:.3f}", normal_ran, raised_ran);
-    // A window this thread overslept (the emulated VM's host took the CPU: 0.104 s of "normal"
-    // in a 50 ms window once) measures the stretch, not the raise.
-    if (lasted > kWindow * 3 / 2) {
+    // A window this thread overslept by over a quarter measures the stretch, not the raise: the
+    // emulated VM's host took the vCPUs (0.104 s of "normal" in a 50 ms window once; in a CI run,
+    // a 72 ms window whose raised group started 27 ms late). Windows that ran to time last
+    // 51-60 ms there.
+    if (lasted > kWindow * 5 / 4) {
       windows += "(late)";
       continue;
     }
