@@ -52,6 +52,24 @@ std::optional<Json> ReadRequest(int fd) {
   }
 }
 
+// A client whose fake agent has said hello: `agent` is the agent's end of the socket.
+struct ReadyClient {
+  ReadyClient() : ReadyClient(SocketPair()) {}
+  Fd agent;
+  sandbox::FdByteStream stream;
+  sandbox::AgentClient client{stream};
+
+ private:
+  explicit ReadyClient(std::pair<Fd, Fd> ends)
+      : agent(std::move(ends.second)), stream(std::move(ends.first)) {
+    REQUIRE(sandbox::WriteAll(
+        agent.get(),
+        EncodeFrame(
+            Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
+    REQUIRE(client.WaitReady(5s));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("frames survive being split at every byte and merged", "[unit]") {
@@ -386,15 +404,9 @@ TEST_CASE("AgentClient: no hello in time, malformed frames and EOF mean unavaila
 TEST_CASE("AgentClient bounds a run result from init: figures and artifacts", "[unit]") {
   // init runs inside the sandbox; a subverted one may report anything. The host keeps at most
   // kMaxRunFigures figures and kMaxRunArtifacts artifacts (issue #12).
-  auto [ours, theirs] = SocketPair();
-  sandbox::FdByteStream stream(std::move(ours));
-  sandbox::AgentClient client(stream);
-  REQUIRE(sandbox::WriteAll(
-      theirs.get(),
-      EncodeFrame(
-          Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
-  REQUIRE(client.WaitReady(5s));
-  std::thread agent([fd = theirs.get()] {
+  ReadyClient ready;
+  auto& client = ready.client;
+  std::thread agent([fd = ready.agent.get()] {
     std::optional<Json> request = ReadRequest(fd);
     if (!request) return;
     Json figures = Json::array();
@@ -426,15 +438,9 @@ TEST_CASE("AgentClient: a warm-up's limit leaves out the time it was held back",
   // agent answers the warm request 400 ms late: past a 150 ms limit, within it once the 400 ms
   // said to have been capped are left out.
   for (bool held_back : {false, true}) {
-    auto [ours, theirs] = SocketPair();
-    sandbox::FdByteStream stream(std::move(ours));
-    sandbox::AgentClient client(stream);
-    REQUIRE(sandbox::WriteAll(
-        theirs.get(),
-        EncodeFrame(
-            Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
-    REQUIRE(client.WaitReady(5s));
-    std::thread agent([fd = theirs.get()] {
+    ReadyClient ready;
+    auto& client = ready.client;
+    std::thread agent([fd = ready.agent.get()] {
       std::optional<Json> request = ReadRequest(fd);
       if (!request) return;
       std::this_thread::sleep_for(400ms);
@@ -453,20 +459,14 @@ TEST_CASE("AgentClient: a warm-up's limit leaves out the time it was held back",
 }
 
 TEST_CASE("AgentClient passes output events' payloads on as raw bytes, then the rest", "[unit]") {
-  auto [ours, theirs] = SocketPair();
-  sandbox::FdByteStream stream(std::move(ours));
-  sandbox::AgentClient client(stream);
-  REQUIRE(sandbox::WriteAll(
-      theirs.get(),
-      EncodeFrame(
-          Json{{"type", "hello"}, {"id", 0}, {"protocol", sandbox::agent::kProtocolVersion}})));
-  REQUIRE(client.WaitReady(5s));
+  ReadyClient ready;
+  auto& client = ready.client;
   const std::string captured(
       "\xff\x00"
       "a\n"
       "bc",
       6);  // not UTF-8, with a NUL
-  std::thread agent([fd = theirs.get(), &captured] {
+  std::thread agent([fd = ready.agent.get(), &captured] {
     std::optional<Json> request = ReadRequest(fd);
     if (!request) return;
     Json id = (*request)["id"];
