@@ -270,6 +270,7 @@ Result<RunscProcesses> ForkRunsc(const std::vector<std::string>& argv, int strea
   if (forked.reaper < 0) return FailSys("fork", "runsc reaper");
   if (forked.reaper == 0) {
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) ::_exit(126);
+    (void)::prctl(PR_SET_NAME, "runsc-reaper", 0, 0, 0);  // what ps shows for it
     ::signal(SIGCHLD, SIG_DFL);  // its children's statuses are kept for waitpid
     const pid_t runsc = ::fork();
     if (runsc == 0) {
