@@ -44,6 +44,12 @@ struct Fixture {
   }
 
   std::string Bundle() const { return state.path() + "/gvisor/bundles/" + spec.session_id; }
+  // The host cgroups named `name` (a session's group or this server's parent), in any hierarchy.
+  static std::string CgroupsNamed(const std::string& name) {
+    std::string found;
+    testing::RunShell("find /sys/fs/cgroup -maxdepth 4 -type d -name '" + name + "'", &found);
+    return found;
+  }
   bool Exists(const std::string& path) const {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;
@@ -132,6 +138,12 @@ TEST_CASE("gvisor backend: a sandbox that cannot start says why, from runsc's lo
   CHECK(sandbox.error().message.find("runsc log") != std::string::npos);
   CHECK(sandbox.error().message.find("/no/such/program") != std::string::npos);
   CHECK_FALSE(f.Exists(f.Bundle()));
+  CHECK(Fixture::CgroupsNamed(f.spec.session_id) == "");
+  // The server's own parents go with its backend (a state dir of its own).
+  const std::string owner = gvisor::GvisorCgroupOwner(f.state.path());
+  CHECK(Fixture::CgroupsNamed(owner) != "");
+  f.backend.reset();
+  CHECK(Fixture::CgroupsNamed(owner) == "");
 }
 
 TEST_CASE("gvisor backend: the sweep removes the bundle of a server that is gone", "[gvisor]") {
