@@ -272,7 +272,8 @@ Result<RunscProcesses> ForkRunsc(const std::vector<std::string>& argv, int strea
     if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) ::_exit(126);
     (void)::prctl(PR_SET_NAME, "runsc-reaper", 0, 0, 0);  // what ps shows for it
     ::signal(SIGCHLD, SIG_DFL);  // its children's statuses are kept for waitpid
-    const pid_t runsc = ::fork();
+    // _Fork: no fork handlers here, where a lock another server thread held stays held.
+    const pid_t runsc = ::_Fork();
     if (runsc == 0) {
       if (::dup2(stream_fd, 0) < 0 || ::dup2(stream_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
         ::_exit(126);
