@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -116,16 +117,20 @@ class GvisorSandbox final : public Sandbox {
   ~GvisorSandbox() override {
     int status = -1;
     const auto closing = Clock::now();
-    if (pidfd_ && stream_) {
+    // The reaper's end is the end of `runsc run` and of every process it started (ForkRunsc),
+    // and its status is that of `runsc run`.
+    if (reaper_pidfd_ && stream_) {
       // The orderly way first: at the end of its input sandbox-init exits, and `runsc run` with
       // it, removing its container (about 20 ms). A killed one leaves it for `runsc delete`.
       stream_->CloseWrite();
-      status = WaitAndReap(pidfd_.get(), kOrderlyExit);
+      status = WaitAndReap(reaper_pidfd_.get(), kOrderlyExit);
     }
-    if (pidfd_ && status < 0) {
+    if (reaper_pidfd_ && status < 0) {
       (void)Kill();
-      status = WaitAndReap(pidfd_.get(), kReapTimeout);
-      if (status < 0) spdlog::error("sandbox {}: runsc pid {} did not exit", id_, pid_);
+      status = WaitAndReap(reaper_pidfd_.get(), kReapTimeout);
+      if (status < 0) {
+        spdlog::error("sandbox {}: the processes of runsc pid {} did not exit", id_, pid_);
+      }
     }
     const bool clean_exit = status >= 0 && WIFEXITED(status);
     spdlog::debug(
@@ -144,6 +149,10 @@ class GvisorSandbox final : public Sandbox {
       }
     }
     const auto deleted_at = Clock::now();
+    // A reaper still waiting above (a process that outlived the kill) ends with the delete.
+    if (reaper_pidfd_ && status < 0 && WaitAndReap(reaper_pidfd_.get(), kReapTimeout) < 0) {
+      spdlog::error("sandbox {}: runsc reaper pid {} left running", id_, reaper_pid_);
+    }
     if (cgroup_) {
       if (auto destroyed = cgroup_->Destroy(); !destroyed) {
         spdlog::warn("sandbox {}: {}", id_, destroyed.error().message);
@@ -206,8 +215,10 @@ class GvisorSandbox final : public Sandbox {
   bool bundle_made_ = false;
   bool started_ = false;
   std::unique_ptr<SandboxCgroup> cgroup_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1;  // `runsc run`
   Fd pidfd_;
+  pid_t reaper_pid_ = -1;  // its parent, this server's child (ForkRunsc)
+  Fd reaper_pidfd_;
   std::unique_ptr<ByteStream> stream_;
   std::unique_ptr<EgressBridge> egress_;
   EnforcedLimits limits_;
@@ -222,28 +233,92 @@ Limits HostLimits(const Limits& limits) {
   return host;
 }
 
-// Forks `runsc run`; the child waits on `go` until the parent has moved it into the cgroup, so
-// the Sentry and the Gofer are born inside it.
-Result<pid_t> ForkRunsc(const std::vector<std::string>& argv, int stream_fd, int log_fd,
-                        int go_fd) {
+// `runsc run` and the reaper it is started from (ForkRunsc).
+struct RunscProcesses {
+  pid_t reaper = -1;  // this server's child
+  pid_t runsc = -1;   // the reaper's child: `runsc run`
+};
+
+// The reaper's exit mirrors how `runsc run` ended: its exit code, or its signal raised again.
+[[noreturn]] void ExitLike(int status) {
+  if (WIFSIGNALED(status)) {
+    ::signal(WTERMSIG(status), SIG_DFL);
+    ::kill(::getpid(), WTERMSIG(status));
+    ::kill(::getpid(), SIGKILL);  // a signal that would not end it
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 126);
+}
+
+// Forks a reaper that forks `runsc run`. runsc daemonizes the Sentry and the Gofer as children
+// of `runsc run`, so a killed `runsc run` left them to pid 1, and `runsc delete` waited for pid
+// 1 to reap them (1.1-2 s a close on this machine, whose pid 1 reaps slowly). The reaper is a
+// child subreaper: they fall to it and it reaps them at once, and it exits once every process
+// under it is gone, so its exit says the sandbox's processes are. It stays outside the sandbox's
+// cgroup (a group kill must not end it). `runsc run` waits on `go` until the parent has moved it
+// into the cgroup, so the Sentry and the Gofer are born inside it. A pipe carries its pid to the
+// parent. The children: async-signal-safe calls only.
+Result<RunscProcesses> ForkRunsc(const std::vector<std::string>& argv, int stream_fd, int log_fd,
+                                 int go_fd, int null_fd) {
+  Fd report_read, report_write;
+  SBX_TRY(MakePipe(report_read, report_write));
   std::vector<char*> args;
   args.reserve(argv.size() + 1);
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) return FailSys("fork", "runsc run");
-  if (pid != 0) return pid;
-  // The child: async-signal-safe calls only.
-  if (::dup2(stream_fd, 0) < 0 || ::dup2(stream_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) ::_exit(126);
-  char go = 0;
+  RunscProcesses forked;
+  forked.reaper = ::fork();
+  if (forked.reaper < 0) return FailSys("fork", "runsc reaper");
+  if (forked.reaper == 0) {
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) ::_exit(126);
+    (void)::prctl(PR_SET_NAME, "runsc-reaper", 0, 0, 0);  // what ps shows for it
+    ::signal(SIGCHLD, SIG_DFL);  // its children's statuses are kept for waitpid
+    // _Fork: no fork handlers here, where a lock another server thread held stays held.
+    const pid_t runsc = ::_Fork();
+    if (runsc == 0) {
+      if (::dup2(stream_fd, 0) < 0 || ::dup2(stream_fd, 1) < 0 || ::dup2(log_fd, 2) < 0) {
+        ::_exit(126);
+      }
+      // Only the read end of `go` kept: the parent's end closing (it gave up) is end of file.
+      if (go_fd > 3) ::syscall(SYS_close_range, 3u, static_cast<unsigned>(go_fd - 1), 0u);
+      ::syscall(SYS_close_range, static_cast<unsigned>(go_fd + 1), ~0u, 0u);
+      char go = 0;
+      ssize_t got;
+      do {
+        got = ::read(go_fd, &go, 1);
+      } while (got < 0 && errno == EINTR);
+      if (got != 1) ::_exit(126);  // the parent gave up
+      ::syscall(SYS_close_range, 3u, ~0u, 0u);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    const bool reported = runsc > 0 && ::write(report_write.get(), &runsc, sizeof runsc) ==
+                                           static_cast<ssize_t>(sizeof runsc);
+    // Nothing of the server's is held open here: the sandbox's stream must end with runsc.
+    if (::dup2(null_fd, 0) < 0 || ::dup2(null_fd, 1) < 0 || ::dup2(null_fd, 2) < 0) ::_exit(126);
+    ::syscall(SYS_close_range, 3u, ~0u, 0u);
+    if (!reported) ::_exit(126);
+    int runsc_status = 126 << 8;
+    for (;;) {
+      int status = 0;
+      pid_t reaped = ::waitpid(-1, &status, __WALL);
+      if (reaped == runsc) runsc_status = status;
+      if (reaped < 0 && errno == ECHILD) break;
+    }
+    ExitLike(runsc_status);
+  }
+  report_write.Reset();  // a reaper that ends before it reports: end of file
+  pid_t runsc = -1;
   ssize_t got;
   do {
-    got = ::read(go_fd, &go, 1);
+    got = ::read(report_read.get(), &runsc, sizeof runsc);
   } while (got < 0 && errno == EINTR);
-  if (got != 1) ::_exit(126);  // the parent gave up
-  ::syscall(SYS_close_range, 3u, ~0u, 0u);
-  ::execv(args[0], args.data());
-  ::_exit(127);
+  if (got != static_cast<ssize_t>(sizeof runsc) || runsc <= 0) {
+    ::kill(forked.reaper, SIGKILL);
+    ::waitpid(forked.reaper, nullptr, 0);
+    return Fail(ErrorCode::kSandboxUnavailable, "the runsc reaper could not start runsc run");
+  }
+  forked.runsc = runsc;
+  return forked;
 }
 
 Status CheckDirectory(const std::string& path, const char* what) {
@@ -345,13 +420,21 @@ Result<std::unique_ptr<GvisorSandbox>> StartSandbox(const std::shared_ptr<Backen
   std::vector<std::string> command = {"run", "--bundle", sandbox->bundle_, spec.session_id};
   if (egress) command.insert(command.begin(), "--host-uds=open");
   std::vector<std::string> run = state->Runsc(std::move(command));
-  SBX_ASSIGN_OR_RETURN(sandbox->pid_, ForkRunsc(run, stream_child.get(), log.get(), go_read.get()));
-  sandbox->pidfd_ = Fd(ns::PidfdOpen(sandbox->pid_));
-  if (!sandbox->pidfd_) {
-    ::kill(sandbox->pid_, SIGKILL);
-    ::waitpid(sandbox->pid_, nullptr, 0);
-    return FailSys("pidfd_open", "runsc run");
+  Fd null(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null) return FailSys("open", "/dev/null");
+  SBX_ASSIGN_OR_RETURN(RunscProcesses forked,
+                       ForkRunsc(run, stream_child.get(), log.get(), go_read.get(), null.get()));
+  sandbox->reaper_pidfd_ = Fd(ns::PidfdOpen(forked.reaper));
+  if (!sandbox->reaper_pidfd_) {
+    ::kill(forked.reaper, SIGKILL);  // its runsc child, waiting on `go`, gives up with it
+    ::waitpid(forked.reaper, nullptr, 0);
+    return FailSys("pidfd_open", "runsc reaper");
   }
+  sandbox->reaper_pid_ = forked.reaper;
+  // `runsc run` is the reaper's child, which reaps it only at the end: its pid stays its own.
+  sandbox->pid_ = forked.runsc;
+  sandbox->pidfd_ = Fd(ns::PidfdOpen(forked.runsc));
+  if (!sandbox->pidfd_) return FailSys("pidfd_open", "runsc run");
   if (auto joined = sandbox->cgroup_->Attach(sandbox->pid_); !joined) {
     return Fail(std::move(joined.error()).Context("move runsc into the sandbox cgroup"));
   }

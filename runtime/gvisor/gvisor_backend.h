@@ -6,7 +6,9 @@
 //
 // As root the sandbox's host processes (runsc, Sentry, Gofer) run in a cgroup of the project's
 // own (CgroupManager) for memory, CPU and a pids cap; not root, runsc runs --rootless and only the
-// Sentry-enforced rlimits hold. Never chosen by SANDBOX_BACKEND=auto. docs/security.md "gVisor".
+// Sentry-enforced rlimits hold. `runsc run` is started from a reaper of the backend's own (a
+// child subreaper outside that cgroup) that reaps what runsc daemonizes, so a close never waits
+// for pid 1. Never chosen by SANDBOX_BACKEND=auto. docs/security.md "gVisor".
 #pragma once
 
 #include <memory>

@@ -1,9 +1,14 @@
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <fstream>
 
 #include "rootfs/store.h"
+#include "runtime/cgroup/cgroup_limits.h"
 #include "runtime/docker/daemon_runtime.h"
+#include "runtime/gvisor/gvisor_backend.h"
 #include "runtime/session/backend_factory.h"
 #include "tests/support/test_support.h"
 #include "tools/cli/wiring.h"
@@ -14,6 +19,21 @@ namespace {
 std::string TestImage() {
   const char* image = std::getenv("SANDBOX_TEST_IMAGE");
   return image != nullptr && *image != '\0' ? image : "python";
+}
+
+// Writes down the name of the cgroup parent a root server of `kind` on `state_dir` makes, for
+// the check after the suite (tests/runtime/gvisor/cgroups_left_check.sh) that none is left.
+void RecordCgroupOwner(BackendKind kind, const std::string& state_dir) {
+#ifdef SANDBOX_TEST_CGROUP_OWNERS_FILE
+  if (::geteuid() != 0 || kind == BackendKind::kDocker) return;
+  std::ofstream(SANDBOX_TEST_CGROUP_OWNERS_FILE, std::ios::app)
+      << (kind == BackendKind::kGvisor ? gvisor::GvisorCgroupOwner(state_dir)
+                                       : CgroupOwnerFor(state_dir))
+      << "\n";
+#else
+  (void)kind;
+  (void)state_dir;
+#endif
 }
 }  // namespace
 
@@ -48,6 +68,7 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
   if (const char* runtime = std::getenv("SANDBOX_DOCKER_RUNTIME")) options.docker_runtime = runtime;
   docker_runsc_ = *kind == BackendKind::kDocker && docker::IsRunscRuntime(options.docker_runtime);
   gvisor_kernel_ = *kind == BackendKind::kGvisor || docker_runsc_;
+  RecordCgroupOwner(*kind, options.state_dir);
   auto made = MakeBackend(options);
   if (!made) {
     std::string why = backend + " backend not available here: " + made.error().message;
@@ -58,12 +79,18 @@ BehaviourFixture::BehaviourFixture(const std::string& backend) : backend_(backen
   manager_ = std::make_unique<SessionManager>(config_, backend_impl_, resolver_);
 }
 
-void BehaviourFixture::GvisorDiffers(const std::string& why) const {
-  if (gvisor_kernel_) SkipTest("gvisor differs (docs/security.md \"gVisor backend\"): " + why);
+void BehaviourFixture::Skip(const std::string& why) {
+  manager_.reset();
+  backend_impl_.reset();
+  SkipTest(why);
 }
 
-void BehaviourFixture::DockerRunscDiffers(const std::string& why) const {
-  if (docker_runsc_) SkipTest("Docker under runsc differs (docs/docker.md \"runsc\"): " + why);
+void BehaviourFixture::GvisorDiffers(const std::string& why) {
+  if (gvisor_kernel_) Skip("gvisor differs (docs/security.md \"gVisor backend\"): " + why);
+}
+
+void BehaviourFixture::DockerRunscDiffers(const std::string& why) {
+  if (docker_runsc_) Skip("Docker under runsc differs (docs/docker.md \"runsc\"): " + why);
 }
 
 void BehaviourFixture::Reconfigure(const std::function<void(SessionConfig&)>& tweak) {

@@ -28,10 +28,10 @@ class BehaviourFixture {
   bool gvisor_kernel() const { return gvisor_kernel_; }
   // Skips on gVisor's kernel (gvisor_kernel()), whose answer differs from the one this test holds
   // the others to for the reason given (listed in docs/security.md "gVisor backend").
-  void GvisorDiffers(const std::string& why) const;
+  void GvisorDiffers(const std::string& why);
   // Skips on Docker under runsc, where the daemon's container cgroup holds the Sentry itself, so
   // a cell that reaches its memory or pids limit ends the whole sandbox (docs/docker.md "runsc").
-  void DockerRunscDiffers(const std::string& why) const;
+  void DockerRunscDiffers(const std::string& why);
   // Replaces the manager with one whose config `tweak` changed (closes the old sessions).
   void Reconfigure(const std::function<void(SessionConfig&)>& tweak);
   // Creates a session or fails the test.
@@ -40,6 +40,10 @@ class BehaviourFixture {
   RunResult Python(const std::string& session, const std::string& code, double timeout_s = 30);
 
  private:
+  // Skips the test once the manager and the backend are gone: SkipTest ends the process without
+  // destructors, and a backend left alive leaves its cgroup parents on the host.
+  [[noreturn]] void Skip(const std::string& why);
+
   std::string backend_;
   bool gvisor_kernel_ = false;
   bool docker_runsc_ = false;
