@@ -3,7 +3,6 @@
 #include <errno.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -14,18 +13,6 @@
 #include "runtime/cgroup/cgroup_fs.h"
 
 namespace sandbox::cgroup {
-namespace {
-
-std::optional<long> ParseLong(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  long value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-}  // namespace
-
 long CappedQuotaMicros(size_t members, long own_quota_micros, long period_micros) {
   double part = kBackgroundCpuShare * static_cast<double>(period_micros) /
                 static_cast<double>(std::max<size_t>(members, 1));
@@ -40,9 +27,10 @@ std::optional<std::pair<long, long>> ParseCpuMax(std::string_view cpu_max) {
   size_t space = cpu_max.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   std::string_view quota = cpu_max.substr(0, space);
-  auto period = ParseLong(cpu_max.substr(space + 1));
+  auto period = ParseControlNumber<long>(cpu_max.substr(space + 1));
   if (!period || *period <= 0) return std::nullopt;
-  std::optional<long> quota_micros = quota == "max" ? std::optional<long>(-1) : ParseLong(quota);
+  std::optional<long> quota_micros =
+      quota == "max" ? std::optional<long>(-1) : ParseControlNumber<long>(quota);
   if (!quota_micros) return std::nullopt;
   return std::pair{*quota_micros, *period};
 }
@@ -60,8 +48,8 @@ Result<std::unique_ptr<BackgroundCpuGroup>> BackgroundCpuGroup::Join(std::string
   } else {
     SBX_ASSIGN_OR_RETURN(std::string quota_text, ReadControl(dir + "/cpu.cfs_quota_us"));
     SBX_ASSIGN_OR_RETURN(std::string period_text, ReadControl(dir + "/cpu.cfs_period_us"));
-    auto parsed_quota = ParseLong(quota_text);
-    auto parsed_period = ParseLong(period_text);
+    auto parsed_quota = ParseControlNumber<long>(quota_text);
+    auto parsed_period = ParseControlNumber<long>(period_text);
     if (!parsed_quota || !parsed_period || *parsed_period <= 0) {
       return Fail(ErrorCode::kInternal, "{}: unexpected cpu.cfs_quota_us '{}' or period '{}'", dir,
                   quota_text, period_text);

@@ -360,6 +360,17 @@ TEST_CASE("without a user bus the scope request fails saying what is missing", "
   }
 }
 
+TEST_CASE("a control file's number: the whole text, a trailing newline left out", "[unit]") {
+  CHECK(cgroup::ParseControlNumber<long>("-1\n") == -1L);
+  CHECK(cgroup::ParseControlNumber<long>("100000") == 100000L);
+  CHECK(cgroup::ParseControlNumber<uint64_t>("8589934592 \n") == uint64_t{8589934592});
+  CHECK_FALSE(cgroup::ParseControlNumber<uint64_t>("-1"));
+  CHECK_FALSE(cgroup::ParseControlNumber<long>("max"));
+  CHECK_FALSE(cgroup::ParseControlNumber<long>("12 34"));
+  CHECK_FALSE(cgroup::ParseControlNumber<long>(""));
+  CHECK_FALSE(cgroup::ParseControlNumber<int>(" 7"));
+}
+
 TEST_CASE("the background CPU cap: each group's part and cpu.max text", "[unit]") {
   using cgroup::CappedQuotaMicros;
   // A tenth of a CPU in all, split among the background groups, at least 1 ms per period.
