@@ -453,5 +453,38 @@ TEST_CASE("the background CPU cap: a raise waits for no other group's quota writ
   cap.ForegroundEnds();
 }
 
+TEST_CASE("the background CPU cap: a group that joins while a call runs is capped too", "[unit]") {
+  // A pooled sandbox started (or a cold session lowered) during a call joins a cap that is on
+  // already: it is capped as one more member, and the others' parts shrink to make room.
+  testing::TempDir dir;
+  auto make_group = [&](const std::string& name) {
+    std::string group = dir.Join(name);
+    REQUIRE(::mkdir(group.c_str(), 0755) == 0);
+    Fd made(::open((group + "/cpu.max").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(made);
+    REQUIRE(cgroup::WriteControl(group + "/cpu.max", "max 100000").has_value());
+    return group;
+  };
+  // The quota written last: a plain file, unlike cgroupfs, keeps the tail of a longer earlier
+  // write, so only the text before the first space is read.
+  auto quota = [](const std::string& group) {
+    std::string text = cgroup::ReadControl(group + "/cpu.max").value_or("");
+    return text.substr(0, text.find(' '));
+  };
+  std::string early = make_group("early"), late = make_group("late");
+  cgroup::BackgroundCpuCap cap;
+  auto early_group = cgroup::BackgroundCpuGroup::Join(early, /*v2=*/true, cap);
+  REQUIRE(early_group.has_value());
+  cap.ForegroundBegins();
+  cap.Settle();
+  CHECK(quota(early) == "10000");  // one member: the whole tenth of a CPU
+  auto late_group = cgroup::BackgroundCpuGroup::Join(late, /*v2=*/true, cap);
+  REQUIRE(late_group.has_value());
+  cap.Settle();
+  CHECK(quota(late) == "5000");
+  CHECK(quota(early) == "5000");
+  cap.ForegroundEnds();
+}
+
 }  // namespace
 }  // namespace sandbox
