@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Background CPU priority per kernel (issue #38): the test "a background group yields the CPU
 # until raised" run $SANDBOX_BENCH_CPU_RUNS times (default 5) on this host's kernel and in
-# ../shared/tools/run-in-vm (Debian 12's kernel 6.1, CFS, cgroup v2, software emulation), its
+# ../shared/tools/run-in-vm (Debian 12's kernel 6.1, CFS, cgroup v2, software emulation; more
+# kernels with SANDBOX_BENCH_VM_KERNELS, as in kernels.sh), its
 # figures gathered: the lowered group's CPU time against the normal one's over 0.5 s, and the
 # raised group's share of the 50 ms after each raise, and the time from each raise to its first
 # CPU time. Emulation is slow in absolute terms:
@@ -24,13 +25,25 @@ for _ in $(seq "$runs"); do
   "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "$work/host.txt" || true
 done
 if [ -x "$vm" ]; then
-  cat > "$work/in-vm.sh" <<GUEST
+  # Each kernel of $SANDBOX_BENCH_VM_KERNELS (as in kernels.sh; default Debian 12's 6.1).
+  for kernel in ${SANDBOX_BENCH_VM_KERNELS:-linux-image-amd64}; do
+    cache=${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm
+    [ "$kernel" = linux-image-amd64 ] || cache=$cache-$kernel
+    # (made again when the default cache's initramfs, run-in-vm's scripts, is newer)
+    if [ "$kernel" != linux-image-amd64 ] && { [ ! -s "$cache/initrd.gz" ] ||
+       ! cmp -s "$cache/initrd-version" "${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm/initrd-version"; }; then
+      "$SANDBOX_ROOT/tests/runtime/cgroup/vm_kernel_cache.sh" "$kernel" "$cache" ||
+        { echo "no VM cache for $kernel" >&2; continue; }
+    fi
+    cat > "$work/in-vm.sh" <<GUEST
+out=$work/vm-\$(uname -r).txt
 for i in \$(seq $runs); do
-  "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "$work/vm.txt"
+  "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "\$out"
 done
-uname -r > "$work/vm-kernel.txt"
 GUEST
-  VM_WORKDIR="$work" "$vm" bash "$work/in-vm.sh" >&2 || echo "the VM run failed (exit $?)" >&2
+    VM_CACHE="$cache" VM_KERNEL_PKG="$kernel" VM_WORKDIR="$work" "$vm" bash "$work/in-vm.sh" >&2 ||
+      echo "the VM run on $kernel failed (exit $?)" >&2
+  done
 fi
 
 # One row per kernel from the test's lines: "[cgroupN] cpu (SCHEME): lowered: normal A s,
@@ -44,7 +57,7 @@ try:
 except OSError:
     lines = []
 if not lines:
-    print("| %s | n/a | | | | |" % kernel)
+    print("| %s | n/a | | | | | |" % kernel)
     sys.exit()
 scheme = re.search(r"cpu \(([^)]*)\)", lines[0]).group(1)
 lowered, shares, judged, quarter, calls, busy = [], [], 0, 0, [], []
@@ -83,4 +96,8 @@ echo
 echo "| kernel | background scheme | lowered / normal CPU, median | raised share of the 50 ms after a raise, median | raises with a quarter or more | first CPU time after a raise of the call's process (woken after it), p50 / p90 / p99 ms (raises) (goal p99 <= 10) | the same of a busy process in the group |"
 echo "|---|---|---:|---:|---:|---:|---:|"
 summarize "$(uname -r) (host)" "$work/host.txt"
-summarize "$(cat "$work/vm-kernel.txt" 2>/dev/null || echo VM) (VM)" "$work/vm.txt"
+for file in "$work"/vm-*.txt; do
+  [ -e "$file" ] || continue
+  kernel=${file##*/vm-}
+  summarize "${kernel%.txt} (VM)" "$file"
+done
