@@ -3,9 +3,9 @@
 #include <errno.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -13,18 +13,6 @@
 #include "runtime/cgroup/cgroup_fs.h"
 
 namespace sandbox::cgroup {
-namespace {
-
-std::optional<long> ParseLong(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  long value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-}  // namespace
-
 long CappedQuotaMicros(size_t members, long own_quota_micros, long period_micros) {
   double part = kBackgroundCpuShare * static_cast<double>(period_micros) /
                 static_cast<double>(std::max<size_t>(members, 1));
@@ -39,9 +27,10 @@ std::optional<std::pair<long, long>> ParseCpuMax(std::string_view cpu_max) {
   size_t space = cpu_max.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   std::string_view quota = cpu_max.substr(0, space);
-  auto period = ParseLong(cpu_max.substr(space + 1));
+  auto period = ParseControlNumber<long>(cpu_max.substr(space + 1));
   if (!period || *period <= 0) return std::nullopt;
-  std::optional<long> quota_micros = quota == "max" ? std::optional<long>(-1) : ParseLong(quota);
+  std::optional<long> quota_micros =
+      quota == "max" ? std::optional<long>(-1) : ParseControlNumber<long>(quota);
   if (!quota_micros) return std::nullopt;
   return std::pair{*quota_micros, *period};
 }
@@ -59,8 +48,8 @@ Result<std::unique_ptr<BackgroundCpuGroup>> BackgroundCpuGroup::Join(std::string
   } else {
     SBX_ASSIGN_OR_RETURN(std::string quota_text, ReadControl(dir + "/cpu.cfs_quota_us"));
     SBX_ASSIGN_OR_RETURN(std::string period_text, ReadControl(dir + "/cpu.cfs_period_us"));
-    auto parsed_quota = ParseLong(quota_text);
-    auto parsed_period = ParseLong(period_text);
+    auto parsed_quota = ParseControlNumber<long>(quota_text);
+    auto parsed_period = ParseControlNumber<long>(period_text);
     if (!parsed_quota || !parsed_period || *parsed_period <= 0) {
       return Fail(ErrorCode::kInternal, "{}: unexpected cpu.cfs_quota_us '{}' or period '{}'", dir,
                   quota_text, period_text);
@@ -83,15 +72,21 @@ BackgroundCpuGroup::BackgroundCpuGroup(std::string dir, bool v2, long own_quota,
       cap_(cap) {}
 
 BackgroundCpuGroup::~BackgroundCpuGroup() {
-  if (!cap_.Remove(this)) return;  // never capped: nothing to give back
+  cap_.Remove(this);
+  // The cap thread may be writing this group's quota (not another's: each has its own lock).
+  std::lock_guard<std::mutex> write(write_mutex_);
+  if (!has_) return;  // never capped: nothing to give back
   if (auto restored = WriteQuota(own_quota_micros_); !restored) {
     spdlog::debug("background cpu: giving {} its quota back: {}", dir_, restored.error().message);
   }
 }
 
 Status BackgroundCpuGroup::Apply(std::optional<size_t> members) {
-  return WriteQuota(members ? CappedQuotaMicros(*members, own_quota_micros_, period_micros_)
-                            : own_quota_micros_);
+  if (has_ == members) return {};
+  SBX_TRY(WriteQuota(members ? CappedQuotaMicros(*members, own_quota_micros_, period_micros_)
+                             : own_quota_micros_));
+  has_ = members;
+  return {};
 }
 
 Status BackgroundCpuGroup::WriteQuota(long quota_micros) {
@@ -156,25 +151,20 @@ void BackgroundCpuCap::Settle() {
 void BackgroundCpuCap::Add(BackgroundCpuGroup* group) {
   {
     std::lock_guard<std::mutex> lock(members_mutex_);
-    members_.emplace(group, std::nullopt);
+    members_.insert(group);
   }
   std::lock_guard<std::mutex> lock(state_mutex_);
   if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
   Wake();
 }
 
-bool BackgroundCpuCap::Remove(BackgroundCpuGroup* group) {
-  bool was_capped = false;
+void BackgroundCpuCap::Remove(BackgroundCpuGroup* group) {
   {
     std::lock_guard<std::mutex> lock(members_mutex_);
-    auto it = members_.find(group);
-    if (it == members_.end()) return false;
-    was_capped = it->second.has_value();
-    members_.erase(it);
+    if (members_.erase(group) == 0) return;
   }
   std::lock_guard<std::mutex> lock(state_mutex_);
   if (capped_) Wake();  // the others' parts of the cap grow
-  return was_capped;
 }
 
 void BackgroundCpuCap::Wake() {
@@ -208,19 +198,30 @@ void BackgroundCpuCap::Run() {
 }
 
 void BackgroundCpuCap::Apply(bool cap) {
-  std::lock_guard<std::mutex> lock(members_mutex_);
-  size_t members = members_.size();
-  for (auto& [group, has] : members_) {
-    std::optional<size_t> wanted = cap ? std::optional<size_t>(members) : std::nullopt;
-    if (has == wanted) continue;
+  // The members as they are now, then one write each under that group's own lock: a raise (a
+  // member leaving) never waits for the writes of the others, nor for a slow one (lifting 50
+  // groups took 3-4 ms; a Docker container's cgroup file can be slower). A group that left
+  // meanwhile is skipped; one that joined is in the next sweep, which its Add asked for.
+  std::vector<BackgroundCpuGroup*> groups;
+  {
+    std::lock_guard<std::mutex> lock(members_mutex_);
+    groups.assign(members_.begin(), members_.end());
+  }
+  std::optional<size_t> wanted = cap ? std::optional<size_t>(groups.size()) : std::nullopt;
+  for (BackgroundCpuGroup* group : groups) {
+    std::unique_lock<std::mutex> write;
+    {
+      std::lock_guard<std::mutex> lock(members_mutex_);
+      if (members_.count(group) == 0) continue;  // raised meanwhile: its quota is its own
+      // Taken before the set's lock is let go: the group cannot be destroyed until it is free.
+      write = std::unique_lock<std::mutex>(group->write_mutex_);
+    }
     if (auto written = group->Apply(wanted); !written) {
       // Not fatal: an uncapped group only competes at its normal weight. A group whose
       // directory is gone (a sandbox killed from outside, not yet reaped) is expected.
       spdlog::log(written.error().sys_errno == ENOENT ? spdlog::level::debug : spdlog::level::warn,
                   "background cpu: {}", written.error().message);
-      continue;
     }
-    has = wanted;
   }
 }
 

@@ -28,10 +28,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -66,11 +66,12 @@ class BackgroundCpuGroup {
   BackgroundCpuGroup(const BackgroundCpuGroup&) = delete;
   BackgroundCpuGroup& operator=(const BackgroundCpuGroup&) = delete;
 
-  // Writes the group's quota: capped as one of `members` (nullopt: its own quota again).
-  // Called by the cap's thread only.
+  // Writes the group's quota: capped as one of `members` (nullopt: its own quota again),
+  // unless it has that already. Called by the cap's thread only, holding write_mutex_.
   Status Apply(std::optional<size_t> members);
 
  private:
+  friend class BackgroundCpuCap;
   BackgroundCpuGroup(std::string dir, bool v2, long own_quota, long period, BackgroundCpuCap& cap);
   Status WriteQuota(long quota_micros);
 
@@ -79,6 +80,10 @@ class BackgroundCpuGroup {
   const long own_quota_micros_;  // -1: none
   const long period_micros_;
   BackgroundCpuCap& cap_;
+  // Held while the group's quota is written: the raise (the destructor) waits for the cap
+  // thread's write of this group only, never for its sweep of the others.
+  std::mutex write_mutex_;
+  std::optional<size_t> has_;  // what its quota is now: capped as one of N, or nullopt: its own
 };
 
 // The process's count of foreground calls and the cap it puts on the background groups.
@@ -107,8 +112,7 @@ class BackgroundCpuCap {
  private:
   friend class BackgroundCpuGroup;
   void Add(BackgroundCpuGroup* group);
-  // Returns whether the group was capped (its quota then needs restoring).
-  bool Remove(BackgroundCpuGroup* group);
+  void Remove(BackgroundCpuGroup* group);
   void Run();
   void Wake();  // under state_mutex_
   void Apply(bool cap);
@@ -127,9 +131,9 @@ class BackgroundCpuCap {
   std::chrono::steady_clock::duration capped_total_{};
   std::thread thread_;
 
-  // Held while a group's quota is written: a group leaves only between writes.
+  // Guards the set; taken before a member's write_mutex_, never while holding one.
   std::mutex members_mutex_;
-  std::map<BackgroundCpuGroup*, std::optional<size_t>> members_;  // each with what it has
+  std::set<BackgroundCpuGroup*> members_;
 };
 
 // For the duration of a call someone waits for (runtime/session).

@@ -55,14 +55,6 @@ std::string_view TrimRight(std::string_view s) {
   return s;
 }
 
-template <typename T>
-std::optional<T> ParseNumber(std::string_view s) {
-  T value{};
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return value;
-}
-
 }  // namespace
 
 std::vector<CgroupMount> ParseCgroupMounts(std::string_view mountinfo) {
@@ -110,7 +102,7 @@ std::vector<ProcCgroupEntry> ParseProcCgroup(std::string_view text) {
     size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
     if (second == std::string_view::npos) continue;
     ProcCgroupEntry entry;
-    entry.hierarchy = ParseNumber<int>(line.substr(0, first)).value_or(-1);
+    entry.hierarchy = ParseControlNumber<int>(line.substr(0, first)).value_or(-1);
     std::string_view controllers = line.substr(first + 1, second - first - 1);
     if (!controllers.empty()) {
       for (std::string_view c : SplitOn(controllers, ',')) entry.controllers.emplace_back(c);
@@ -154,7 +146,7 @@ Status WriteControl(const std::string& path, std::string_view value) {
 Result<uint64_t> ReadUint(const std::string& path) {
   SBX_ASSIGN_OR_RETURN(std::string text, ReadControl(path));
   if (text == "max") return UINT64_MAX;
-  auto value = ParseNumber<uint64_t>(text);
+  auto value = ParseControlNumber<uint64_t>(text);
   if (!value) return Fail(ErrorCode::kInternal, "{}: not a number: '{}'", path, text);
   return *value;
 }
@@ -163,7 +155,7 @@ std::optional<uint64_t> FindKeyedValue(std::string_view text, std::string_view k
   for (std::string_view line : SplitOn(text, '\n')) {
     size_t space = line.find(' ');
     if (space == std::string_view::npos || line.substr(0, space) != key) continue;
-    return ParseNumber<uint64_t>(TrimRight(line.substr(space + 1)));
+    return ParseControlNumber<uint64_t>(TrimRight(line.substr(space + 1)));
   }
   return std::nullopt;
 }
@@ -179,7 +171,7 @@ Result<std::vector<pid_t>> ReadPids(const std::string& procs_file) {
   std::vector<pid_t> pids;
   for (std::string_view line : SplitOn(*text, '\n')) {
     if (line.empty()) continue;
-    if (auto pid = ParseNumber<pid_t>(line)) pids.push_back(*pid);
+    if (auto pid = ParseControlNumber<pid_t>(line)) pids.push_back(*pid);
   }
   return pids;
 }
@@ -272,13 +264,13 @@ std::pair<int, int> KernelVersion() {
   std::string_view release = uts.release;
   auto parts = SplitOn(release, '.');
   if (parts.size() >= 2) {
-    major = ParseNumber<int>(parts[0]).value_or(0);
+    major = ParseControlNumber<int>(parts[0]).value_or(0);
     std::string_view minor_text = parts[1];
     size_t digits = 0;
     while (digits < minor_text.size() && minor_text[digits] >= '0' && minor_text[digits] <= '9') {
       ++digits;
     }
-    minor = ParseNumber<int>(minor_text.substr(0, digits)).value_or(0);
+    minor = ParseControlNumber<int>(minor_text.substr(0, digits)).value_or(0);
   }
   return {major, minor};
 }

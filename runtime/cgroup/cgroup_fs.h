@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -42,6 +43,16 @@ std::optional<std::string> V2PathOf(const std::vector<ProcCgroupEntry>& entries)
 
 // The contents of a control file with trailing whitespace removed.
 Result<std::string> ReadControl(const std::string& path);
+// The number a control file's text holds (cpu.cfs_quota_us's "-1", memory.peak's bytes), a
+// trailing newline or spaces left out; nullopt when the text is anything but that one number.
+template <typename Number>
+std::optional<Number> ParseControlNumber(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  Number value{};
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 // Writes one value to a control file in a single write(2); the kernel's errno is kept (EBUSY,
 // EINVAL, EOPNOTSUPP say different things for cgroup files).
 Status WriteControl(const std::string& path, std::string_view value);

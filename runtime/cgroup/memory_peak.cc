@@ -3,27 +3,20 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <string_view>
+
+#include "runtime/cgroup/cgroup_fs.h"
 
 namespace sandbox {
 
 namespace {
-
-std::optional<uint64_t> ParseCount(std::string_view text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
 
 // The number in the file, read from its start (a cgroup file regenerates its text at offset 0).
 std::optional<uint64_t> ReadCount(const Fd& file) {
   char buffer[32];
   ssize_t n = ::pread(file.get(), buffer, sizeof buffer - 1, 0);
   if (n <= 0) return std::nullopt;
-  return ParseCount(std::string_view(buffer, static_cast<size_t>(n)));
+  return cgroup::ParseControlNumber<uint64_t>(std::string_view(buffer, static_cast<size_t>(n)));
 }
 
 }  // namespace

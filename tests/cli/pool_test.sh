@@ -136,13 +136,32 @@ def capped(p):
     return p is not None and 0 <= p[2] <= 10000
 
 
+def session_state(sid):
+    """The session's state in the list ("busy" while a call holds it), or None."""
+    for listed in server.tool("sandbox_list_sessions")["sessions"]:
+        if listed["session_id"] == sid:
+            return listed.get("state")
+    return None
+
+
 def during_call(sid, look, seconds=1.5):
-    """What `look()` returns while a call of session `sid` runs (a shell sleep)."""
+    """What `look()` returns while a call of session `sid` runs (a shell sleep): a quarter of the
+    sleep after the server lists the session busy (its call counted: the cap is on its way), and
+    checked to have ended before the sleep could have. `look` reads files only: the pids it
+    needs are found before (one `docker inspect` or `docker ps` takes 10-60 ms here, more under
+    a loaded tools/test, and a look that asked the CLI several times once ran past the call's end:
+    it found the pool uncapped, as it is 10 ms after the last call)."""
+    sent = time.monotonic()
     call = server.send_request("tools/call", {"name": "sandbox_run_command", "arguments": {
         "session_id": sid, "command": "sleep %s" % seconds}})
-    time.sleep(seconds / 2)
+    while session_state(sid) != "busy" and time.monotonic() - sent < seconds:
+        time.sleep(0.01)
+    time.sleep(seconds / 4)
     seen = look()
+    looked = time.monotonic() - sent
     server.wait_for(call)
+    check(looked < seconds, "the look during a call of %.1f s ended %.2f s after it was sent"
+          % (seconds, looked))
     return seen
 
 
@@ -272,9 +291,11 @@ check(len(pooled_ids) == 2, "2 pooled sandboxes have records (swept like session
 # Pooled sandboxes wait at background CPU priority: their normal weight (a low one would leave
 # CFS a debt that delays the claim: issue #38), capped to a tenth of a CPU while a call runs and
 # uncapped once none does. A claimed one is never capped.
+now = records()
+claimed_pids = [sandbox_pid(now[sid]) for sid in sessions if sid in now]
+pooled_pids = [sandbox_pid(now[sid]) for sid in pooled_ids if sid in now]
 def priorities_now():
-    return ([cpu_priority(sandbox_pid(records()[sid])) for sid in sessions if sid in records()],
-            [cpu_priority(sandbox_pid(records()[sid])) for sid in pooled_ids])
+    return [cpu_priority(pid) for pid in claimed_pids], [cpu_priority(pid) for pid in pooled_pids]
 claimed_priority, pooled_priority = during_call(first, priorities_now)
 time.sleep(0.3)
 _, pooled_idle = priorities_now()
@@ -341,9 +362,10 @@ else:
     # calls), then waits at background priority: capped while the other one's calls run.
     pooled_one = [sid for sid, z in with_zygote.items() if z][:1]
     deadline = time.monotonic() + 10
+    pids = {sid: sandbox_pid(started[sid]) for sid in answers.values()}
     while pooled_one:
         priorities = during_call(pooled_one[0], lambda: {
-            sid: cpu_priority(sandbox_pid(started[sid])) for sid in answers.values()}, 0.6)
+            sid: cpu_priority(pid) for sid, pid in pids.items()}, 0.6)
         background = [sid for sid, p in priorities.items() if capped(p)]
         if background or time.monotonic() > deadline:
             break

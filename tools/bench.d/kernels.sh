@@ -2,7 +2,9 @@
 # The session, pool and burst benches per kernel (issue #38): tools/lib/kernel_bench.py on this
 # host's kernel and inside ../shared/tools/run-in-vm on each kernel of $SANDBOX_BENCH_VM_KERNELS
 # (run-in-vm's VM_KERNEL_PKG values, space-separated; default linux-image-amd64, Debian 12's
-# 6.1; a Debian 13 kernel needs a trixie package source on the host). Per kernel: create +
+# 6.1; a Debian 13 kernel, e.g. linux-image-6.12.117+deb13-amd64, needs APT_CONFIG naming a
+# trixie package source on the host, and its cache is made by
+# tests/runtime/cgroup/vm_kernel_cache.sh). Per kernel: create +
 # print(1) with the pool on vs off, a burst's call p99 with the pool on vs off, and the pool's
 # fill rate. The VM is emulated (no KVM on most build hosts): compare the ratios within one
 # kernel, never times across kernels. The burst's shape: BENCH_KERNEL_BURST_SESSIONS (50; 0 skips
@@ -45,6 +47,14 @@ if [ -x "$vm" ]; then
     # run-in-vm caches one kernel per cache dir: another kernel gets a dir of its own.
     cache=${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm
     [ "$kernel" = linux-image-amd64 ] || cache=$cache-$kernel
+    # A kernel whose modules run-in-vm cannot pick (Debian 13's: built-in virtio, modules under
+    # /usr/lib) gets its cache from vm_kernel_cache.sh; a concrete package name is needed then.
+    # (made again when the default cache's initramfs, run-in-vm's scripts, is newer)
+    if [ "$kernel" != linux-image-amd64 ] && { [ ! -s "$cache/initrd.gz" ] ||
+       ! cmp -s "$cache/initrd-version" "${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm/initrd-version"; }; then
+      "$SANDBOX_ROOT/tests/runtime/cgroup/vm_kernel_cache.sh" "$kernel" "$cache" ||
+        { echo "no VM cache for $kernel" >&2; continue; }
+    fi
     VM_CACHE=$cache VM_KERNEL_PKG=$kernel VM_WORKDIR="$work" "$vm" \
       "SHAPE='$vm_samples $vm_sessions $vm_calls' bash $work/run.sh" >&2 ||
       echo "the VM run on $kernel failed (exit $?)" >&2

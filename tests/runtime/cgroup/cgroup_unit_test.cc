@@ -1,11 +1,16 @@
 // Pure tests of the limits room: parsers, the plan per mode, rlimits, the backend choice and the
 // Docker probe against a stand-in daemon on a local socket. No privileges, no forks.
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <future>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -355,6 +360,17 @@ TEST_CASE("without a user bus the scope request fails saying what is missing", "
   }
 }
 
+TEST_CASE("a control file's number: the whole text, a trailing newline left out", "[unit]") {
+  CHECK(cgroup::ParseControlNumber<long>("-1\n") == -1L);
+  CHECK(cgroup::ParseControlNumber<long>("100000") == 100000L);
+  CHECK(cgroup::ParseControlNumber<uint64_t>("8589934592 \n") == uint64_t{8589934592});
+  CHECK_FALSE(cgroup::ParseControlNumber<uint64_t>("-1"));
+  CHECK_FALSE(cgroup::ParseControlNumber<long>("max"));
+  CHECK_FALSE(cgroup::ParseControlNumber<long>("12 34"));
+  CHECK_FALSE(cgroup::ParseControlNumber<long>(""));
+  CHECK_FALSE(cgroup::ParseControlNumber<int>(" 7"));
+}
+
 TEST_CASE("the background CPU cap: each group's part and cpu.max text", "[unit]") {
   using cgroup::CappedQuotaMicros;
   // A tenth of a CPU in all, split among the background groups, at least 1 ms per period.
@@ -370,6 +386,104 @@ TEST_CASE("the background CPU cap: each group's part and cpu.max text", "[unit]"
   CHECK_FALSE(cgroup::ParseCpuMax("50000"));
   CHECK_FALSE(cgroup::ParseCpuMax("x 100000"));
   CHECK_FALSE(cgroup::ParseCpuMax("max 0"));
+}
+
+// Whether a thread of this process is blocked in openat(2) (a writer opening a FIFO that has no
+// reader yet), from /proc/self/task/*/syscall ("257 ..." on x86-64).
+bool AThreadBlocksInOpen() {
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    auto syscall = cgroup::ReadControl(task.path().string() + "/syscall");
+    if (syscall && syscall->rfind("257 ", 0) == 0) return true;
+  }
+  return false;
+}
+
+TEST_CASE("the background CPU cap: a raise waits for no other group's quota write", "[unit]") {
+  // The cap thread once held one lock over its whole sweep of the background groups, so a raise
+  // (a group leaving) waited for every write to the others: 3-4 ms while 50 were lifted. Here
+  // another group's cpu.max is a FIFO with no reader: the cap thread's write to it blocks until
+  // the test reads it, and the raise of the first group must not wait for that.
+  testing::TempDir dir;
+  std::string raised = dir.Join("raised"), stuck = dir.Join("stuck");
+  for (const auto& group : {raised, stuck}) {
+    REQUIRE(::mkdir(group.c_str(), 0755) == 0);
+    Fd made(::open((group + "/cpu.max").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(made);
+    REQUIRE(cgroup::WriteControl(group + "/cpu.max", "max 100000").has_value());
+  }
+  cgroup::BackgroundCpuCap cap;
+  auto raised_group = cgroup::BackgroundCpuGroup::Join(raised, /*v2=*/true, cap);
+  auto stuck_group = cgroup::BackgroundCpuGroup::Join(stuck, /*v2=*/true, cap);
+  REQUIRE(raised_group.has_value());
+  REQUIRE(stuck_group.has_value());
+  cap.Settle();
+  std::string fifo = stuck + "/cpu.max";
+  REQUIRE(::unlink(fifo.c_str()) == 0);
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+
+  cap.ForegroundBegins();  // the cap thread caps both: the write to the FIFO blocks in its open
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!AThreadBlocksInOpen() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(AThreadBlocksInOpen());
+  auto raise = std::async(std::launch::async, [&] { raised_group->reset(); });
+  bool prompt = raise.wait_for(std::chrono::seconds(2)) == std::future_status::ready;
+  // Let the cap thread go on: read what it writes (the cap, one of two groups' part; then,
+  // raised already, one group's part: the next sweep may have written it too).
+  Fd reader(::open(fifo.c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE(reader);
+  char buffer[64] = {};
+  ssize_t n = ::read(reader.get(), buffer, sizeof buffer - 1);
+  raise.wait();
+  CHECK(prompt);
+  CHECK(std::string_view(buffer, n > 0 ? static_cast<size_t>(n) : 0).substr(0, 11) ==
+        "5000 100000");
+  cap.Settle();
+  // The raised group has its own quota, whether the sweep capped it before the raise or not (a
+  // plain file, unlike cgroupfs, keeps the tail of a longer earlier write: "5000 100000").
+  CHECK(cgroup::ReadControl(raised + "/cpu.max").value_or("").substr(0, 10) == "max 100000");
+  // The stuck group gets its quota back into a plain file again.
+  reader.Reset();
+  REQUIRE(::unlink(fifo.c_str()) == 0);
+  Fd plain(::open(fifo.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  REQUIRE(plain);
+  stuck_group->reset();
+  CHECK(cgroup::ReadControl(fifo).value_or("") == "max 100000");
+  cap.ForegroundEnds();
+}
+
+TEST_CASE("the background CPU cap: a group that joins while a call runs is capped too", "[unit]") {
+  // A pooled sandbox started (or a cold session lowered) during a call joins a cap that is on
+  // already: it is capped as one more member, and the others' parts shrink to make room.
+  testing::TempDir dir;
+  auto make_group = [&](const std::string& name) {
+    std::string group = dir.Join(name);
+    REQUIRE(::mkdir(group.c_str(), 0755) == 0);
+    Fd made(::open((group + "/cpu.max").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(made);
+    REQUIRE(cgroup::WriteControl(group + "/cpu.max", "max 100000").has_value());
+    return group;
+  };
+  // The quota written last: a plain file, unlike cgroupfs, keeps the tail of a longer earlier
+  // write, so only the text before the first space is read.
+  auto quota = [](const std::string& group) {
+    std::string text = cgroup::ReadControl(group + "/cpu.max").value_or("");
+    return text.substr(0, text.find(' '));
+  };
+  std::string early = make_group("early"), late = make_group("late");
+  cgroup::BackgroundCpuCap cap;
+  auto early_group = cgroup::BackgroundCpuGroup::Join(early, /*v2=*/true, cap);
+  REQUIRE(early_group.has_value());
+  cap.ForegroundBegins();
+  cap.Settle();
+  CHECK(quota(early) == "10000");  // one member: the whole tenth of a CPU
+  auto late_group = cgroup::BackgroundCpuGroup::Join(late, /*v2=*/true, cap);
+  REQUIRE(late_group.has_value());
+  cap.Settle();
+  CHECK(quota(late) == "5000");
+  CHECK(quota(early) == "5000");
+  cap.ForegroundEnds();
 }
 
 }  // namespace
