@@ -197,7 +197,10 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   // ticks it ran at weight 1 left it a virtual runtime lead that reweight_entity() keeps, so it
   // waited 0.2-1.4 s (in the emulated VM) for the normal group to catch up (background_cpu.h);
   // in 5 of 8 raises measured there it did not run at all in 0.6 s. Five raises, each after
-  // 300 ms capped: each must give the raised group a quarter of the 50 ms after it. A window in
+  // 300 ms capped: each must give the raised group a tenth of the 50 ms after it, and the five
+  // together a quarter (its fair share is a half). Each window a quarter was the rule until CI
+  // runs in the emulated VM lost one window in about ten runs to the host (a raised group that
+  // started 27 ms late, then ran its share): the old scheme fails both rules. A window in
   // which the two together ran under 10 ms says nothing (an emulated VM on a loaded host loses
   // whole windows to the host; a host at load 17 on two cores leaves them 10-15 ms), nor does
   // one that lasted over 62.5 ms: each is taken again, up to 20 raises in all.
@@ -207,7 +210,8 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   // quota write unthrottles the group at once, but the kernel reschedules the CPU only for a
   // wakeup or at a tick (unthrottle_cfs_rq() preempts nothing but the idle task): the call's
   // process preempts at once, the busy one waits for the next tick or two (4-8 ms at HZ 250).
-  int judged = 0, got_share = 0;
+  int judged = 0, got_share = 0, got_tenth = 0;
+  double normal_total = 0, raised_total = 0;
   std::string windows, call_firsts, busy_firsts;
   constexpr auto kWindow = std::chrono::milliseconds(50);
   for (int attempt = 0; attempt < 20 && judged < 5; ++attempt) {
@@ -238,7 +242,10 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
     }
     if (normal_ran + raised_ran < 0.01) continue;
     ++judged;
+    normal_total += normal_ran;
+    raised_total += raised_ran;
     if (raised_ran * 3 > normal_ran) ++got_share;
+    if (raised_ran * 9 > normal_ran) ++got_tenth;
     int64_t woke = clocks->call_woke_ns.load();
     call_firsts += woke > raised_ns
                        ? fmt::format(" {:.2f}", static_cast<double>(woke - raised_ns) / 1e6)
@@ -256,8 +263,10 @@ void CheckBackgroundCpuPriority(CgroupManager& manager) {
   INFO("the 50 ms after each raise, normal/raised s:" << windows);
   INFO("first CPU time after each raise, ms (-1: none in 50 ms): the call's"
        << call_firsts << "; the busy one's" << busy_firsts);
+  INFO("over the judged windows: normal " << normal_total << " s, raised " << raised_total << " s");
   CHECK(judged == 5);
-  CHECK(got_share == judged);
+  CHECK(got_tenth == judged);
+  CHECK(raised_total * 3 > normal_total);
   CHECK(QuotaOf(**background) == 100000);  // its own quota again
   auto [first, raised] = CpuOverEnough(**normal, **background, std::chrono::milliseconds(500), 0.1);
   INFO("raised: normal " << first << " s, formerly background " << raised << " s");
