@@ -12,6 +12,7 @@
 #include "mcp/schema_check.h"
 #include "mcp/tool_result.h"
 #include "mcp/trace_context.h"
+#include "runtime/base/after_reply.h"
 #include "runtime/base/log_fields.h"
 #include "runtime/base/quoted.h"
 #include "runtime/metrics/sandbox_metrics.h"
@@ -670,6 +671,9 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
   auto task = [self, flight, key, id, reply, work = std::move(work)] {
     std::optional<ActingSubject> acting;  // on a pool thread too, the call acts as its client
     if (self->subject_) acting.emplace(*self->subject_);
+    // What the work leaves until its reply is sent (a per-call memory peak's reset): run below,
+    // once the response is out.
+    AfterReply after_reply;
     Json response;
     try {
       response = work(flight);
@@ -690,6 +694,7 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
     if (send) reply->Send(response);
     reply->Close();
     if (flight->after_reply) flight->after_reply(response);
+    after_reply.Run();
   };
   if (run_inline_ && !streams) {
     task();
