@@ -33,6 +33,11 @@ else
     [ -n "$values" ] || continue
     echo "| $name: median of $runs runs | | $(echo "$values" | median) | | | range $(echo "$values" | sort -g | head -1) to $(echo "$values" | sort -g | tail -1) |"
   done
+  for name in 'on / off, server CPU' 'control: on / on, server CPU'; do
+    values=$(grep -F "| $name" "$out" | sed -n 's/.*difference \(-\{0,1\}[0-9.]*\) µs.*/\1/p')
+    [ -n "$values" ] || continue
+    echo "| $name per call, difference (µs): median of $runs runs | | $(echo "$values" | median) | | | range $(echo "$values" | sort -g | head -1) to $(echo "$values" | sort -g | tail -1) |"
+  done
   if [ "${BENCH_SCRAPE_SESSIONS:-500}" != 0 ]; then
     BENCH_USAGE_SKIP_OVERHEAD=1 "$node" "$e2e/bench/usage_overhead.mjs"
   fi

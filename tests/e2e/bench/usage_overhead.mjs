@@ -12,6 +12,7 @@
 // Environment: MCP_SANDBOX_BIN, BENCH_USAGE_CALLS (1000 per server), BENCH_SCRAPE_SESSIONS (500;
 // 0 skips the second part), BENCH_SCRAPES (200), BENCH_USAGE_CONTROL (1, the default: an on/on
 // group of four beside the on/off one, in the same rounds; 0: without), BENCH_USAGE_POOL (1).
+import fs from 'node:fs';
 import http from 'node:http';
 
 import { freePort } from '../lib/free_port.mjs';
@@ -43,6 +44,23 @@ async function poolFull(server, timeoutMs = 300_000) {
     if (Date.now() > deadline) throw new Error(`the warm pool did not fill: ${JSON.stringify(pool)}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+// The CPU time the server process has used so far, in ns: the sum over its threads of the time
+// the scheduler counted them on a CPU (/proc/PID/task/*/schedstat, first field). Wall time on a
+// shared host moves with the neighbours' load; CPU time much less, so the two groups' CPU per
+// call says what usage adds on the server's side without the load's noise.
+function serverCpuNs(server) {
+  let total = 0;
+  const dir = `/proc/${server.proc.pid}/task`;
+  for (const task of fs.readdirSync(dir)) {
+    try {
+      total += Number(fs.readFileSync(`${dir}/${task}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // a thread that ended between the listing and the read
+    }
+  }
+  return total;
 }
 
 async function runOverhead() {
@@ -81,6 +99,7 @@ async function runOverhead() {
   for (let i = 0; i < 30; i++) for (let k = 0; k < servers.length; k++) await run(k);
   const samples = servers.map(() => []);
   const measured = { on: {}, off: {} };
+  const cpuBefore = servers.map(serverCpuNs);
   for (let i = 0; i < CALLS; i++) {
     // Each round calls every server once, starting one further along each time, so every
     // server takes every place in the round equally often.
@@ -91,6 +110,7 @@ async function runOverhead() {
       measured[layout[k].mode] = result.usage ?? {};
     }
   }
+  const cpuPerCallUs = servers.map((server, k) => (serverCpuNs(server) - cpuBefore[k]) / CALLS / 1000);
   for (const [g, [a, b]] of groups.entries()) {
     const at = (side) => layout.map((s, k) => k).filter((k) => layout[k].group === g && layout[k].side === side);
     const pooled = (side) => at(side).flatMap((k) => samples[k]);
@@ -113,6 +133,9 @@ async function runOverhead() {
       ((samples[a1][i] + samples[a2][i]) / 2 - (samples[b1][i] + samples[b2][i]) / 2) * 1000));
     console.log(`| ${name}, paired per round (µs) | ${paired.n} | ${paired.p50.toFixed(1)} | | | `
       + `${((paired.p50 / 1000 / sb.p50) * 100).toFixed(1)} % of the second's p50 |`);
+    const cpu = (side) => at(side).reduce((sum, k) => sum + cpuPerCallUs[k], 0) / 2;
+    console.log(`| ${name}, server CPU per call (µs) | ${CALLS} | ${cpu('a').toFixed(1)} / ${cpu('b').toFixed(1)} | | | `
+      + `difference ${(cpu('a') - cpu('b')).toFixed(1)} µs |`);
     // The noise floor: two servers of the same mode, measured alike.
     const floor = (x, y) => summary(samples[x]).p50 / summary(samples[y]).p50;
     console.log(`| ${name}, noise floor: p50 of one server / the other of its side | | `
