@@ -12,6 +12,7 @@
 #include "mcp/schema_check.h"
 #include "mcp/tool_result.h"
 #include "mcp/trace_context.h"
+#include "runtime/base/after_reply.h"
 #include "runtime/base/log_fields.h"
 #include "runtime/base/quoted.h"
 #include "runtime/metrics/sandbox_metrics.h"
@@ -118,50 +119,56 @@ LogFields CallLogFields(const Tool& tool, const Json& arguments, const Json& id,
           .outcome = ""};
 }
 
-// The fields of the tool_call line itself.
-LogFields ToolCallEventFields(const std::string& session, const std::string& outcome,
-                              double duration_ms) {
-  return {.event = "tool_call",
-          .session_id = session == "-" ? std::string() : session,
-          .tool = "",
-          .request_id = "",
-          .traceparent = "",
-          .duration_ms = duration_ms,
-          .outcome = outcome};
-}
+// What a tools/call result says of itself, for the metrics and the one log line per call: views
+// into the result (or the call's session argument), so nothing is copied or formatted to count
+// the call.
+struct ToolCallOutcome {
+  std::string_view session;  // "" when neither the result nor the arguments name one
+  std::string_view word;     // ok, cancelled, or the error code: bounded, for metrics and JSON
+  std::optional<int64_t> exit_code;
+};
 
-// What a tools/call result says about itself, for the one log line per call.
-void LogToolCall(const std::string& tool, const Json& arguments, const Json& result,
-                 double duration_ms, bool cancelled) {
-  std::string session = "-";
-  std::string outcome = "ok";
-  if (const auto* structured =
-          result.contains("structuredContent") ? &result["structuredContent"] : nullptr;
-      structured != nullptr && structured->is_object()) {
-    if (auto it = structured->find("session_id"); it != structured->end() && it->is_string()) {
-      session = it->get<std::string>();
+ToolCallOutcome OutcomeOf(std::string_view argument_session, const Json& result, bool cancelled) {
+  ToolCallOutcome outcome{.session = {}, .word = "ok", .exit_code = std::nullopt};
+  if (auto structured = result.find("structuredContent");
+      structured != result.end() && structured->is_object()) {
+    if (auto id = structured->find("session_id"); id != structured->end() && id->is_string()) {
+      outcome.session = id->get_ref<const std::string&>();
     }
-    if (auto it = structured->find("error"); it != structured->end() && it->is_string()) {
-      outcome = it->get<std::string>();
+    if (auto error = structured->find("error"); error != structured->end() && error->is_string()) {
+      outcome.word = error->get_ref<const std::string&>();
     } else if (auto code = structured->find("exit_code");
                code != structured->end() && code->is_number_integer()) {
-      outcome = fmt::format("ok exit_code={}", code->get<int64_t>());
+      outcome.exit_code = code->get<int64_t>();
     }
   }
-  if (session == "-") {
-    if (auto it = arguments.find("session_id"); it != arguments.end() && it->is_string()) {
-      session = it->get<std::string>();
-    }
-  }
-  if (cancelled) outcome = "cancelled";
-  // The bounded word (ok, cancelled, an error code) for the JSON field and the metrics.
-  std::string outcome_word = outcome.rfind("ok", 0) == 0 ? "ok" : outcome;
-  ScopedLogFields event_fields(ToolCallEventFields(session, outcome_word, duration_ms));
+  if (outcome.session.empty()) outcome.session = argument_session;
+  if (cancelled) outcome = {.session = outcome.session, .word = "cancelled", .exit_code = {}};
+  return outcome;
+}
+
+// Writes the tool_call line of a call whose response was `response`, in the call's own fields
+// (`call_fields`: it runs after their scope ended, once the reply is sent).
+void LogToolCall(const LogFields& call_fields, std::string_view tool, const Json& response,
+                 double duration_ms, bool cancelled) {
+  auto result = response.find("result");
+  if (result == response.end()) return;
+  ToolCallOutcome outcome = OutcomeOf(call_fields.session_id, *result, cancelled);
+  std::string session(outcome.session);
+  ScopedLogFields call_scope(call_fields);
+  ScopedLogFields event_scope({.event = "tool_call",
+                               .session_id = session,
+                               .tool = "",
+                               .request_id = "",
+                               .traceparent = "",
+                               .duration_ms = duration_ms,
+                               .outcome = std::string(outcome.word)});
   // The session id is client input (an argument, or a result that echoes one): it goes out
   // quoted and bounded. The tool's name and the outcome are the server's own words.
+  std::string text = outcome.exit_code ? fmt::format("ok exit_code={}", *outcome.exit_code)
+                                       : std::string(outcome.word);
   spdlog::info("tool_call tool={} session={} duration_ms={:.1f} outcome={}", tool,
-               session == "-" ? session : Quoted(session), duration_ms, outcome);
-  metrics::ToolCallFinished(tool, outcome_word, duration_ms / 1000);
+               session.empty() ? std::string("-") : Quoted(session), duration_ms, text);
 }
 
 }  // namespace
@@ -224,6 +231,9 @@ struct Connection::InFlight {
   bool cancelled = false;
   bool finished = false;
   std::function<void()> cancel_hook;  // runs under `mutex`, so its guard can wait it out
+  // Runs once the response is sent (or dropped, when cancelled): work the client need not wait
+  // for, such as the tool_call log line. Set by the request's work, on its thread.
+  std::function<void(const Json& response)> after_reply;
 
   void Cancel() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -661,6 +671,9 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
   auto task = [self, flight, key, id, reply, work = std::move(work)] {
     std::optional<ActingSubject> acting;  // on a pool thread too, the call acts as its client
     if (self->subject_) acting.emplace(*self->subject_);
+    // What the work leaves until its reply is sent (a per-call memory peak's reset): run below,
+    // once the response is out.
+    AfterReply after_reply;
     Json response;
     try {
       response = work(flight);
@@ -680,6 +693,8 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
     }
     if (send) reply->Send(response);
     reply->Close();
+    if (flight->after_reply) flight->after_reply(response);
+    after_reply.Run();
   };
   if (run_inline_ && !streams) {
     task();
@@ -748,7 +763,8 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
       message, reply,
       [self, tool, arguments = std::move(arguments), progress_token, reply, id,
        traceparent = std::move(traceparent)](const std::shared_ptr<InFlight>& flight) {
-        ScopedLogFields log_fields(CallLogFields(*tool, arguments, id, traceparent));
+        LogFields call_fields = CallLogFields(*tool, arguments, id, traceparent);
+        ScopedLogFields log_fields(call_fields);
         Call call(self, flight, reply, progress_token);
         auto start = std::chrono::steady_clock::now();
         Json result;
@@ -766,7 +782,17 @@ void Connection::StartToolCall(Message& message, const std::shared_ptr<Reply>& r
         double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
-        LogToolCall(tool->name, arguments, result, ms, call.cancelled());
+        bool cancelled = call.cancelled();
+        metrics::ToolCallFinished(
+            tool->name, OutcomeOf(call_fields.session_id, result, cancelled).word, ms / 1000);
+        // The tool_call line waits for the reply to be sent; nothing of it is made when the
+        // logger does not show info lines.
+        if (spdlog::should_log(spdlog::level::info)) {
+          flight->after_reply = [tool, call_fields = std::move(call_fields), ms,
+                                 cancelled](const Json& response) {
+            LogToolCall(call_fields, tool->name, response, ms, cancelled);
+          };
+        }
         if (!tool->annotations.is_object() || !tool->annotations.value("readOnlyHint", false)) {
           self->SendResourceUpdates(*reply);
         }

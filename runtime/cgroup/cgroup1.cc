@@ -167,12 +167,7 @@ class Cgroup1Group final : public SandboxCgroup {
   }
 
   Result<MemoryPeakReader> StartMemoryPeakWindow() const override {
-    uint64_t before = 0;
-    auto reader = usage_files_.StartMemoryPeakWindow(&before);
-    uint64_t kept = peak_before_resets_.load();
-    while (before > kept && !peak_before_resets_.compare_exchange_weak(kept, before)) {
-    }
-    return reader;
+    return usage_files_.StartMemoryPeakWindow();
   }
 
   SandboxUsage Usage() const override {
@@ -181,7 +176,7 @@ class Cgroup1Group final : public SandboxCgroup {
     usage.memory_bytes = ReadUint(memory + "/memory.usage_in_bytes").value_or(0);
     // The session's peak: what the file says since the last per-call reset, or before it.
     usage.memory_peak_bytes = std::max(ReadUint(memory + "/memory.max_usage_in_bytes").value_or(0),
-                                       peak_before_resets_.load());
+                                       usage_files_.PeakBeforeResets());
     usage.oom_kills = OomKills();
     if (std::string pids = DirFor("pids"); !pids.empty()) {
       usage.pids = static_cast<uint32_t>(ReadUint(pids + "/pids.current").value_or(0));
@@ -222,8 +217,6 @@ class Cgroup1Group final : public SandboxCgroup {
   std::vector<Cgroup1Hierarchy> hierarchies_;
   std::vector<std::string> dirs_;
   CgroupUsageFiles usage_files_;  // read around every run, open while the group lives
-  // The largest high-water mark seen just before a per-call reset (memory_peak.h).
-  mutable std::atomic<uint64_t> peak_before_resets_{0};
   bool destroyed_ = false;
   bool attached_ = false;   // a process has joined (SetCpuPriority before that: a pooled start)
   bool uncounted_ = false;  // counted in background_groups

@@ -234,7 +234,7 @@ class Cgroup2Group final : public SandboxCgroup {
   }
 
   Result<MemoryPeakReader> StartMemoryPeakWindow() const override {
-    return usage_files_.StartMemoryPeakWindow(nullptr);
+    return usage_files_.StartMemoryPeakWindow();
   }
 
   SandboxUsage Usage() const override {

@@ -66,12 +66,17 @@ uint64_t CgroupUsageFiles::OomKills() const {
   return cgroup::ReadUint(memory_group_ + "/memory.failcnt").value_or(0);
 }
 
-Result<MemoryPeakReader> CgroupUsageFiles::StartMemoryPeakWindow(uint64_t* peak_before) const {
-  return sandbox::StartMemoryPeakWindow(peak_, v2_, peak_before);
+Result<MemoryPeakReader> CgroupUsageFiles::StartMemoryPeakWindow() const {
+  if (!peak_) return Fail(ErrorCode::kNotFound, "no memory peak file");
+  return peak_->StartWindow();
+}
+
+uint64_t CgroupUsageFiles::PeakBeforeResets() const {
+  return peak_ ? peak_->peak_before_resets() : 0;
 }
 
 int CgroupUsageFiles::open_files() const {
-  return (cpu_ ? 1 : 0) + (oom_ ? 1 : 0) + (peak_ && *peak_ ? 1 : 0);
+  return (cpu_ ? 1 : 0) + (oom_ ? 1 : 0) + (peak_ ? 1 : 0);
 }
 
 void CgroupUsageFiles::Close() {

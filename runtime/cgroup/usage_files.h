@@ -34,7 +34,9 @@ class CgroupUsageFiles {
   // count, memory.failcnt (read by path: such kernels are rare).
   uint64_t OomKills() const;
   // The per-call peak window over the kept peak file (memory_peak.h).
-  Result<MemoryPeakReader> StartMemoryPeakWindow(uint64_t* peak_before) const;
+  Result<MemoryPeakReader> StartMemoryPeakWindow() const;
+  // v1: the largest mark seen just before a per-call reset (0 without a peak file).
+  uint64_t PeakBeforeResets() const;
 
   // How many descriptors are held (at most 3).
   int open_files() const;
@@ -47,7 +49,7 @@ class CgroupUsageFiles {
   std::string memory_group_;
   Fd cpu_;
   Fd oom_;
-  std::shared_ptr<const Fd> peak_;
+  std::shared_ptr<MemoryPeakFile> peak_;
 };
 
 }  // namespace sandbox

@@ -85,7 +85,7 @@ class DockerSandbox : public Sandbox {
     if (cgroup_) {
       SandboxUsage usage = ReadContainerUsage(*cgroup_);
       // On cgroup v1 a per-call reset clears the session's mark: keep the larger.
-      usage.memory_peak_bytes = std::max(usage.memory_peak_bytes, peak_before_resets_.load());
+      usage.memory_peak_bytes = std::max(usage.memory_peak_bytes, usage_files_.PeakBeforeResets());
       return usage;
     }
     SandboxUsage usage;
@@ -106,11 +106,7 @@ class DockerSandbox : public Sandbox {
   // From the container's cgroup when this host can see it; the Engine API has no reset.
   std::function<std::optional<uint64_t>()> StartMemoryPeakWindow() override {
     if (!cgroup_) return {};
-    uint64_t before = 0;
-    auto reader = usage_files_.StartMemoryPeakWindow(&before);
-    uint64_t kept = peak_before_resets_.load();
-    while (before > kept && !peak_before_resets_.compare_exchange_weak(kept, before)) {
-    }
+    auto reader = usage_files_.StartMemoryPeakWindow();
     if (!reader) return {};
     return std::move(*reader);
   }
@@ -139,8 +135,6 @@ class DockerSandbox : public Sandbox {
   EnforcedLimits limits_;
   std::optional<ContainerCgroupPaths> cgroup_;
   CgroupUsageFiles usage_files_;  // the container cgroup's files read around every run
-  // The largest v1 high-water mark seen just before a per-call reset (memory_peak.h).
-  std::atomic<uint64_t> peak_before_resets_{0};
   int64_t started_unix_;
   std::unique_ptr<cgroup::BackgroundCpuGroup> background_;  // while at background priority
 };

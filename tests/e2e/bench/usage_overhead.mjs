@@ -2,13 +2,17 @@
 //  1. A warm sandbox_run_python of print(1) over stdio (raw JSON-RPC on the pipes, so the figure
 //     is the server's), on four servers side by side, two with SANDBOX_USAGE=on (the default:
 //     every run measures its CPU and memory peak, the metrics count events) and two with
-//     SANDBOX_USAGE=off, in rounds so load on the host hits all alike (target: on within 3 % of
-//     off), the median of the per-round differences, and the noise floor (one server against
-//     the other of its mode). The rounds start once every server's warm pool is full.
+//     SANDBOX_USAGE=off, and beside them a control group of four laid out alike, all on, in
+//     rounds that call all eight so load on the host hits all alike (target: on within 3 % of
+//     off, judged against the control's on/on), the median of the per-round differences, and
+//     the noise floor (one server against the other of its mode). The rounds start once every
+//     server's warm pool is full.
 //  2. GET /metrics (SANDBOX_METRICS_ADDR, one keep-alive connection) of a server holding N live
 //     sessions (BENCH_SCRAPE_SESSIONS, 500), against the same server with none (target <= 10 ms).
 // Environment: MCP_SANDBOX_BIN, BENCH_USAGE_CALLS (1000 per server), BENCH_SCRAPE_SESSIONS (500;
-// 0 skips the second part), BENCH_SCRAPES (200), BENCH_USAGE_CONTROL (1: all four servers on).
+// 0 skips the second part), BENCH_SCRAPES (200), BENCH_USAGE_CONTROL (1, the default: an on/on
+// group of four beside the on/off one, in the same rounds; 0: without), BENCH_USAGE_POOL (1).
+import fs from 'node:fs';
 import http from 'node:http';
 
 import { freePort } from '../lib/free_port.mjs';
@@ -17,7 +21,10 @@ import { RawStdioClient } from '../lib/raw_stdio_client.mjs';
 const CALLS = Number(process.env.BENCH_USAGE_CALLS ?? 1000);
 const SESSIONS = Number(process.env.BENCH_SCRAPE_SESSIONS ?? 500);
 const SCRAPES = Number(process.env.BENCH_SCRAPES ?? 200);
-const CONTROL = process.env.BENCH_USAGE_CONTROL === '1';
+const CONTROL = process.env.BENCH_USAGE_CONTROL !== '0';
+// Eight servers at once with the control: a warm pool of one sandbox each (BENCH_USAGE_POOL) is
+// enough, as each server's session is claimed once and the rounds wait for every pool to be full.
+const POOL = { SANDBOX_POOL_SIZE: process.env.BENCH_USAGE_POOL ?? '1' };
 
 function summary(samples) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -39,15 +46,36 @@ async function poolFull(server, timeoutMs = 300_000) {
   }
 }
 
+// The CPU time the server process has used so far, in ns: the sum over its threads of the time
+// the scheduler counted them on a CPU (/proc/PID/task/*/schedstat, first field). Wall time on a
+// shared host moves with the neighbours' load; CPU time much less, so the two groups' CPU per
+// call says what usage adds on the server's side without the load's noise.
+function serverCpuNs(server) {
+  let total = 0;
+  const dir = `/proc/${server.proc.pid}/task`;
+  for (const task of fs.readdirSync(dir)) {
+    try {
+      total += Number(fs.readFileSync(`${dir}/${task}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // a thread that ended between the listing and the read
+    }
+  }
+  return total;
+}
+
 async function runOverhead() {
   // Two servers per mode, started on, off, off, on: a server's place (which started first, where
   // its sandbox landed) moved one server's p50 against an identical other by 2-3 % on this shared
   // host, as much as what is measured. With two of each, started in mirrored order, that cancels
   // in the pooled figures, and the two servers of one mode measure the noise floor.
-  const modes = ['on', 'off', 'off', 'on'];
-  // BENCH_USAGE_CONTROL=1: the two "off" servers run with usage on too, so the figures below are
-  // what two identical pairs give on this host at this load (the control for the ratio).
-  const servers = modes.map((mode) => new RawStdioClient({ SANDBOX_USAGE: CONTROL ? 'on' : mode }));
+  // The control (BENCH_USAGE_CONTROL=1, the default) is a second group of four laid out the same,
+  // all with usage on, called in the same rounds: what an identical pair gives on this host at
+  // this load, measured beside the on/off pair rather than in another run. 0: the first group only.
+  const groups = CONTROL ? [['on', 'off'], ['on', 'on']] : [['on', 'off']];
+  const layout = groups.flatMap(([a, b], g) => [a, b, b, a].map((mode, k) => ({
+    group: g, side: k === 0 || k === 3 ? 'a' : 'b', mode,
+  })));
+  const servers = layout.map(({ mode }) => new RawStdioClient({ SANDBOX_USAGE: mode, ...POOL }));
   // The default warm pool (2 sandboxes importing numpy, pandas and matplotlib) fills after the
   // server starts and refills after a claim: seconds of CPU per server, and a session started
   // cold imports the same in its own zygote later. Left to run into the rounds, that work moved
@@ -71,36 +99,48 @@ async function runOverhead() {
   for (let i = 0; i < 30; i++) for (let k = 0; k < servers.length; k++) await run(k);
   const samples = servers.map(() => []);
   const measured = { on: {}, off: {} };
+  const cpuBefore = servers.map(serverCpuNs);
   for (let i = 0; i < CALLS; i++) {
-    // Each round calls the four servers once, starting one further along each time, so every
+    // Each round calls every server once, starting one further along each time, so every
     // server takes every place in the round equally often.
     for (let j = 0; j < servers.length; j++) {
       const k = (i + j) % servers.length;
       const { ms, result } = await run(k);
       samples[k].push(ms);
-      measured[modes[k]] = result.usage ?? {};
+      measured[layout[k].mode] = result.usage ?? {};
     }
   }
-  const pooled = (mode) => samples.filter((_, k) => modes[k] === mode).flat();
-  const on = summary(pooled('on'));
-  const off = summary(pooled('off'));
-  // Off, a run result still says its wall time, but no memory peak (nothing was measured).
-  row('warm sandbox_run_python, SANDBOX_USAGE=on (ms)', on,
-    `2 servers; memory_peak_scope: ${measured.on.memory_peak_scope ?? 'absent'}`);
-  row('warm sandbox_run_python, SANDBOX_USAGE=off (ms)', off,
-    `2 servers; memory_peak_scope: ${measured.off.memory_peak_scope ?? 'absent'}`);
-  console.log(`| on / off, p50 (target <= 1.03) | | ${(on.p50 / off.p50).toFixed(3)} | | | |`);
-  // The calls of one round ran under the same load: the median over rounds of (mean of the two
-  // on calls - mean of the two off calls) is what usage adds, with less of the host's noise
-  // than the ratio of two medians.
-  const mean = (mode, i) => (samples[modes.indexOf(mode)][i] + samples[modes.lastIndexOf(mode)][i]) / 2;
-  const paired = summary(samples[0].map((_, i) => (mean('on', i) - mean('off', i)) * 1000));
-  console.log(`| on - off, paired per round (µs) | ${paired.n} | ${paired.p50.toFixed(1)} | | | `
-    + `${((paired.p50 / 1000 / off.p50) * 100).toFixed(1)} % of the off p50 |`);
-  // The noise floor: two servers of the same mode, measured alike.
-  const floor = (mode) => summary(samples[modes.indexOf(mode)]).p50 / summary(samples[modes.lastIndexOf(mode)]).p50;
-  console.log(`| noise floor: p50 of one server / the other of its mode, on and off | | `
-    + `${floor('on').toFixed(3)}, ${floor('off').toFixed(3)} | | | same mode, same code |`);
+  const cpuPerCallUs = servers.map((server, k) => (serverCpuNs(server) - cpuBefore[k]) / CALLS / 1000);
+  for (const [g, [a, b]] of groups.entries()) {
+    const at = (side) => layout.map((s, k) => k).filter((k) => layout[k].group === g && layout[k].side === side);
+    const pooled = (side) => at(side).flatMap((k) => samples[k]);
+    const sa = summary(pooled('a'));
+    const sb = summary(pooled('b'));
+    const name = g === 0 ? 'on / off' : 'control: on / on';
+    const label = (mode, side) => `${mode}${g === 1 ? ` (control ${side})` : ''}`;
+    // Off, a run result still says its wall time, but no memory peak (nothing was measured).
+    row(`warm sandbox_run_python, SANDBOX_USAGE=${label(a, 'a')} (ms)`, sa,
+      `2 servers; memory_peak_scope: ${measured[a].memory_peak_scope ?? 'absent'}`);
+    row(`warm sandbox_run_python, SANDBOX_USAGE=${label(b, 'b')} (ms)`, sb,
+      `2 servers; memory_peak_scope: ${measured[b].memory_peak_scope ?? 'absent'}`);
+    console.log(`| ${name}, p50 (target <= 1.03) | | ${(sa.p50 / sb.p50).toFixed(3)} | | | |`);
+    // The calls of one round ran under the same load: the median over rounds of (mean of the
+    // two a calls - mean of the two b calls) is what usage adds, with less of the host's noise
+    // than the ratio of two medians.
+    const [a1, a2] = at('a');
+    const [b1, b2] = at('b');
+    const paired = summary(samples[a1].map((_, i) =>
+      ((samples[a1][i] + samples[a2][i]) / 2 - (samples[b1][i] + samples[b2][i]) / 2) * 1000));
+    console.log(`| ${name}, paired per round (µs) | ${paired.n} | ${paired.p50.toFixed(1)} | | | `
+      + `${((paired.p50 / 1000 / sb.p50) * 100).toFixed(1)} % of the second's p50 |`);
+    const cpu = (side) => at(side).reduce((sum, k) => sum + cpuPerCallUs[k], 0) / 2;
+    console.log(`| ${name}, server CPU per call (µs) | ${CALLS} | ${cpu('a').toFixed(1)} / ${cpu('b').toFixed(1)} | | | `
+      + `difference ${(cpu('a') - cpu('b')).toFixed(1)} µs |`);
+    // The noise floor: two servers of the same mode, measured alike.
+    const floor = (x, y) => summary(samples[x]).p50 / summary(samples[y]).p50;
+    console.log(`| ${name}, noise floor: p50 of one server / the other of its side | | `
+      + `${floor(a1, a2).toFixed(3)}, ${floor(b1, b2).toFixed(3)} | | | same mode, same code |`);
+  }
   for (const server of servers) await server.close();
 }
 
@@ -163,5 +203,5 @@ async function runScrape() {
   await server.close();
 }
 
-await runOverhead();
+if (process.env.BENCH_USAGE_SKIP_OVERHEAD !== '1') await runOverhead();
 if (SESSIONS > 0) await runScrape();

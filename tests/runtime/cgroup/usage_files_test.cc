@@ -27,15 +27,14 @@ TEST_CASE("usage files: v1 CPU, OOM kills and peak through kept descriptors [uni
   REQUIRE(WriteFile(memory.Join("memory.oom_control"), "oom_kill_disable 0\noom_kill 3\n"));
   CHECK(files.CpuSeconds() == Approx(2.5));
   CHECK(files.OomKills() == 3u);
-  uint64_t before = 0;
-  auto reader = files.StartMemoryPeakWindow(&before);
+  auto reader = files.StartMemoryPeakWindow();
   REQUIRE(reader);
-  CHECK(before == 1048576u);
+  CHECK(files.PeakBeforeResets() == 1048576u);
   files.Close();
   CHECK(files.open_files() == 0);
   CHECK(files.CpuSeconds() == 0);
   CHECK(files.OomKills() == 0u);
-  CHECK_FALSE(files.StartMemoryPeakWindow(nullptr));
+  CHECK_FALSE(files.StartMemoryPeakWindow());
   // The reader of a window still running keeps its descriptor.
   REQUIRE(WriteFile(memory.Join("memory.max_usage_in_bytes"), "4096\n"));
   CHECK((*reader)() == 4096u);
@@ -49,7 +48,7 @@ TEST_CASE("usage files: v2 cpu.stat and memory.events [unit]", "[unit]") {
   CHECK(files.open_files() == 2);  // no memory.peak here: no per-call peak
   CHECK(files.CpuSeconds() == Approx(2.0));
   CHECK(files.OomKills() == 1u);
-  CHECK_FALSE(files.StartMemoryPeakWindow(nullptr));
+  CHECK_FALSE(files.StartMemoryPeakWindow());
 }
 
 TEST_CASE("usage files: missing groups read as zero [unit]", "[unit]") {
