@@ -105,7 +105,9 @@ Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const R
           std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
       !ready) {
     metrics::SandboxStartFailed(backend_.name(), "agent");
-    if (spec.agent_dir != config_.agent_dir && config_.agent_dir_failed) {
+    // Not when a stop killed it: a kept dir is forgotten only for a worker that did not start.
+    if (spec.agent_dir != config_.agent_dir && config_.agent_dir_failed &&
+        (cancel == nullptr || !cancel->Cancelled())) {
       config_.agent_dir_failed(spec.agent_dir);  // the next start takes the plain agent dir
     }
     Error error = std::move(ready.error()).Context("sandbox agent did not start");

@@ -97,6 +97,14 @@ server = mcp_stdio.Server(BIN, client_name="agent-cache-test")
 check("the next serve keeps a copy again", 1, len(kept()))
 check("and its sessions run it", "/.sandbox/worker.pyc", script_of(server, memory_limit="256m"))
 check("serve stops cleanly", 0, server.close())
+
+# A stop that kills its pool's starts (their workers not up yet) forgets nothing: the copy was
+# not what failed them. (How many starts a stop meets varies: five stops, right after start.)
+for _ in range(5):
+    server = mcp_stdio.Server(BIN, env=dict(os.environ, SANDBOX_POOL_SIZE="4"),
+                              client_name="agent-cache-test")
+    server.close()
+check("stops during the pool's starts keep the copy", 1, len(kept()))
 sys.exit(1 if failures else 0)
 PY
 status=$?
