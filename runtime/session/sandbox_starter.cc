@@ -72,6 +72,9 @@ Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const R
   if (!image.workdir.empty()) spec.workdir = image.workdir;
   spec.limits = limits;
   spec.agent_dir = config_.agent_dir;
+  if (config_.agent_dir_for) {
+    if (std::string dir = config_.agent_dir_for(image); !dir.empty()) spec.agent_dir = dir;
+  }
   spec.wheelhouse = config_.wheelhouse;
   spec.docker = image.docker;
   WarmSandbox started;
@@ -102,6 +105,11 @@ Result<WarmSandbox> SandboxStarter::Start(const std::string& session_id, const R
           std::chrono::duration_cast<std::chrono::milliseconds>(kReadyTimeout));
       !ready) {
     metrics::SandboxStartFailed(backend_.name(), "agent");
+    // Not when a stop killed it: a kept dir is forgotten only for a worker that did not start.
+    if (spec.agent_dir != config_.agent_dir && config_.agent_dir_failed &&
+        (cancel == nullptr || !cancel->Cancelled())) {
+      config_.agent_dir_failed(spec.agent_dir);  // the next start takes the plain agent dir
+    }
     Error error = std::move(ready.error()).Context("sandbox agent did not start");
     error.code = ErrorCode::kSandboxUnavailable;
     return Fail(std::move(error));  // ~Sandbox kills and cleans the sandbox

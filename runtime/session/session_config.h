@@ -18,6 +18,8 @@
 
 namespace sandbox {
 
+struct ResolvedImage;
+
 struct SessionConfig {
   std::string state_dir;                    // SANDBOX_STATE_DIR
   std::string default_image;                // SANDBOX_IMAGE (a store name or digest)
@@ -53,6 +55,11 @@ struct SessionConfig {
   // What idleness is measured with; tests inject a clock to expire sessions without sleeping.
   // Empty: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
+  // The agent dir for sandboxes of an image when not agent_dir ("" or unset: agent_dir), and
+  // what to do when a sandbox did not start on a dir it gave: `serve`'s kept copies with the
+  // worker's byte code (tools/cli/run_agent_cache.h).
+  std::function<std::string(const ResolvedImage&)> agent_dir_for;
+  std::function<void(const std::string& dir)> agent_dir_failed;
 };
 
 // Per-session overrides; each must be <= the configured value (else invalid_argument).

@@ -18,6 +18,11 @@ StartCancel::Shown::~Shown() {
   cancel_->shown_ = nullptr;
 }
 
+bool StartCancel::Cancelled() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancelled_;
+}
+
 void StartCancel::Cancel() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (cancelled_) return;

@@ -37,6 +37,8 @@ class StartCancel {
 
   // Kills the sandbox shown now, if any, and every one shown later. Idempotent.
   void Cancel();
+  // Whether Cancel came: a start that failed after it failed for that reason.
+  bool Cancelled();
 
  private:
   std::mutex mutex_;  // held across a Kill, so the guard's end waits for it

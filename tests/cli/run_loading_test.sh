@@ -5,8 +5,10 @@
 # a scope from its systemd manager (runtime/cgroup/libsystemd_on_demand.cc), so a run on the
 # namespace backend as root loads neither; the Docker backend loads libcurl at its first request
 # and runs the same snippet. libarchive is opened at its first use too (an image import), never
-# by a run of a stored image (rootfs/libarchive_on_demand.h). The dynamic
-# linker's own log (LD_DEBUG=files) says what was loaded. Needs root (the shared store); the
+# by a run of a stored image (rootfs/libarchive_on_demand.h), and so are libcrypto
+# (runtime/crypto/libcrypto_on_demand.h: digests, HMACs, signature checks) and libcjose with its
+# jansson (mcp/auth/libcjose_on_demand.h: OAuth), which a run of a stored image never needs. The
+# dynamic linker's own log (LD_DEBUG=files) says what was loaded. Needs root (the shared store); the
 # Docker part needs a daemon that answers.
 # Usage: run_loading_test.sh /path/to/mcp-sandbox
 set -u
@@ -55,12 +57,20 @@ out=$(LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.archive" "$bin" run --backend nam
 check "a one-shot run loads no libarchive" "42|0" \
   "$out|$(cat "$work/ld.archive".* | grep -c 'file=libarchive\.so\.13 .*generating link map')"
 rm -f "$work/ld.archive".*
+check "the binary does not name libcrypto or libcjose among its DT_NEEDED libraries" 0 \
+  "$(readelf -d "$bin" | grep -c 'NEEDED.*lib\(crypto\|cjose\|jansson\)')"
+out=$(LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.crypto" "$bin" run --backend namespace \
+  --image "$image" - <<<'print(6 * 7)' 2>/dev/null)
+check "a one-shot run loads neither libcrypto nor libcjose" "42|0" \
+  "$out|$(cat "$work/ld.crypto".* | grep -c 'file=lib\(crypto\.so\.3\|cjose\.so\.0\) .*generating link map')"
+rm -f "$work/ld.crypto".*
 archive=$(find -L "$SANDBOX_STATE_DIR/archives" -maxdepth 1 -name "python-small-small-*.tar" 2>/dev/null | head -n 1)
 if [ -n "$archive" ]; then
   LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.import" SANDBOX_STATE_DIR="$work/import" \
     "$bin" image import "$archive" --name imported >/dev/null 2>&1
-  check "an image import loads libarchive at its first use and imports" "1|42" \
+  check "an image import loads libarchive and libcrypto (its digests) at their first use and imports" "1|1|42" \
     "$(cat "$work/ld.import".* | grep -c 'file=libarchive\.so\.13 .*generating link map')|$(
+      cat "$work/ld.import".* | grep -c 'file=libcrypto\.so\.3 .*generating link map')|$(
       SANDBOX_STATE_DIR="$work/import" "$bin" run --backend namespace --image imported - \
         <<<'print(6 * 7)' 2>/dev/null)"
 else

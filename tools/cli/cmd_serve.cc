@@ -38,6 +38,7 @@
 #include "tools/cli/config.h"
 #include "tools/cli/config_reference.h"
 #include "tools/cli/configured_options.h"
+#include "tools/cli/run_agent_cache.h"
 #include "tools/cli/wiring.h"
 
 namespace sandbox::cli {
@@ -204,21 +205,28 @@ int ServeCommand(const Argv& raw_args, std::vector<mcp::Tool> extra_tools,
     spdlog::warn("state dir {}: {}", session_config.state_dir, made.error().message);
   }
   std::shared_ptr<Backend> backend;
+  bool backend_selected = false;
   if (auto selected = MakeBackend(configured->backend); selected) {  // logs its choice
     backend = selected->backend;
+    backend_selected = true;
   } else {
     spdlog::error("{}", selected.error().message);
     backend = std::make_shared<UnavailableBackend>(selected.error().message);
   }
-  SessionManager sessions(
-      session_config, backend,
-      MakeImageResolver(std::make_shared<rootfs::ImageStore>(session_config.state_dir)));
+  ImageResolver resolver =
+      MakeImageResolver(std::make_shared<rootfs::ImageStore>(session_config.state_dir));
+  // The worker's byte code kept per image, as `run` keeps it (run_agent_cache.h): compiled now
+  // for the default image when missing, so the pool's sandboxes start without the compile. Its
+  // sandbox is not a session of this server: the metrics count from after it.
+  metrics::SetRecording(false);
+  if (backend_selected) UseKeptWorkerByteCode(configured->session, backend, resolver);
+  metrics::SetRecording(config.usage);
+  SessionManager sessions(session_config, backend, resolver);
   // Freed memory goes back to the kernel once the server has grown: every sandbox start copies
   // the server's page tables (runtime/base/heap_trimmer.h).
   HeapTrimmer heap_trimmer;
   // --- Metrics (runtime/metrics): the gauges read this manager; a listener of their own if set.
   metrics::SetServerInfo(config.replica_id, SANDBOX_VERSION, backend->name());
-  metrics::SetRecording(config.usage);
   SessionMetricsFeed metrics_feed = FeedSessionMetrics(sessions);
   std::unique_ptr<mcp::MetricsListener> metrics_listener;
   if (!config.metrics_addr.empty()) {

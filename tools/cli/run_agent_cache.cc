@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -47,8 +48,7 @@ std::string CacheRoot(const SessionConfig& config) {
 }
 
 // What the kept copy is for: the image and the agent's files. Kept in the copy as `key`.
-Result<std::string> KeyFor(const SessionConfig& config, const ImageResolver& resolver) {
-  SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver(config.default_image));
+std::string KeyFor(const SessionConfig& config, const ResolvedImage& image) {
   std::string key = fmt::format("rootfs={}\ndocker={}\n", image.rootfs, image.docker.reference);
   for (const char* name : kAgentFiles) {
     key += fmt::format("{}={}\n", name, FileKey(config.agent_dir + "/" + name));
@@ -99,7 +99,13 @@ bool Trusted(const std::string& dir, const std::string& key) {
 Result<std::string> CompileInSandbox(const SessionConfig& config,
                                      const std::shared_ptr<Backend>& backend,
                                      const ImageResolver& resolver) {
-  SessionManager manager(config, backend, resolver);
+  // A manager of its own for one session: no pool, no hibernation, plain agent dir.
+  SessionConfig plain = config;
+  plain.pool_size = 0;
+  plain.hibernate_after = std::chrono::milliseconds{0};
+  plain.agent_dir_for = nullptr;
+  plain.agent_dir_failed = nullptr;
+  SessionManager manager(plain, backend, resolver);
   SBX_ASSIGN_OR_RETURN(SessionInfo session, manager.Create({}));
   RunRequest request;
   request.code = kCompileCell;
@@ -140,7 +146,8 @@ Status PlaceAgentFiles(const std::string& from, const std::string& dir) {
 Result<std::string> MakeCompiledAgentDir(const SessionConfig& config,
                                          const std::shared_ptr<Backend>& backend,
                                          const ImageResolver& resolver) {
-  SBX_ASSIGN_OR_RETURN(std::string key, KeyFor(config, resolver));
+  SBX_ASSIGN_OR_RETURN(ResolvedImage image, resolver(config.default_image));
+  const std::string key = KeyFor(config, image);
   const std::string root = CacheRoot(config);
   const std::string dir = root + "/" + DirNameFor(key);
   if (Trusted(dir, key)) return dir;
@@ -181,15 +188,35 @@ std::string CompiledAgentDir(const SessionConfig& config, const std::shared_ptr<
                              const ImageResolver& resolver) {
   auto dir = MakeCompiledAgentDir(config, backend, resolver);
   if (!dir) {
-    spdlog::debug("run: the worker's byte code is not kept: {}", dir.error().message);
+    spdlog::debug("the worker's byte code is not kept: {}", dir.error().message);
     return config.agent_dir;
   }
   return *dir;
 }
 
+std::string KeptAgentDir(const SessionConfig& config, const ResolvedImage& image) {
+  const std::string key = KeyFor(config, image);
+  std::string dir = CacheRoot(config) + "/" + DirNameFor(key);
+  return Trusted(dir, key) ? dir : std::string();
+}
+
 void ForgetCompiledAgentDir(const SessionConfig& config, const std::string& dir) {
   if (dir == config.agent_dir || dir.rfind(CacheRoot(config) + "/", 0) != 0) return;
   (void)RemoveTree(dir);
+}
+
+void UseKeptWorkerByteCode(SessionConfig& config, const std::shared_ptr<Backend>& backend,
+                           const ImageResolver& resolver) {
+  (void)CompiledAgentDir(config, backend, resolver);
+  // The lookups need only the state and agent dirs: a copy of those, not of the whole config.
+  SessionConfig dirs;
+  dirs.state_dir = config.state_dir;
+  dirs.agent_dir = config.agent_dir;
+  config.agent_dir_for = [dirs](const ResolvedImage& image) { return KeptAgentDir(dirs, image); };
+  config.agent_dir_failed = [dirs](const std::string& dir) {
+    spdlog::warn("a sandbox did not start on the kept worker byte code {}: forgotten", dir);
+    ForgetCompiledAgentDir(dirs, dir);
+  };
 }
 
 }  // namespace sandbox::cli

@@ -5,12 +5,11 @@
 #   lib/mcp-sandbox/                 its agent, sandbox-init (static: it runs inside any image)
 #                                    and worker.py, where the binary looks (bin/../lib/mcp-sandbox)
 #   lib/*.so.*                       every shared library the binary loads but glibc's, libcurl,
-#                                    libsystemd and libarchive (opened at their first use) and
-#                                    their dependencies included
+#                                    libsystemd, libarchive, libcrypto and libcjose (opened at
+#                                    their first use) and their dependencies included
 #   share/doc/                       LICENSE, the package's copyright file, and the copyright
-#                                    file of each bundled library's Debian package, the ones
-#                                    linked in statically (cjose, jansson: MIT, whose notice
-#                                    must travel with the binary) included
+#                                    file of each bundled library's Debian package (cjose and
+#                                    jansson: MIT, whose notice must travel with the binary)
 #   share/man/man1/mcp-sandbox.1
 # and needs nothing from the host but the kernel and glibc 2.36 or newer (Debian 12's).
 #
@@ -21,9 +20,9 @@
 # libraries' own dependencies), and as shared libraries a user can replace, as the LGPL asks of
 # libseccomp and libsystemd. libstdc++ travels too, not linked statically: spdlog, fmt and ICU
 # need it shared, and one process must not hold two copies of it. Only the agent is static
-# (it runs inside any image), and cjose with its jansson, linked into the binary from Debian's
-# archives (SANDBOX_STATIC_CJOSE). All of it is built on Debian 12, so nothing needs a glibc newer
-# than 2.36: checked below, over every file.
+# (it runs inside any image); cjose and its jansson travel as shared libraries too, opened at
+# their first use like libcrypto (a one-shot run loads none of them). All of it is built on
+# Debian 12, so nothing needs a glibc newer than 2.36: checked below, over every file.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/on_demand_libraries.sh"
@@ -35,7 +34,7 @@ oldest_glibc=2.36
 # Only the binary and its agent, with a link flag of their own (the RPATH); the compile flags
 # are the main tree's, so ccache serves every object the main build compiled.
 SANDBOX_BUILD_TARGETS="mcp-sandbox sandbox-init" build_project "$tree" \
-  -DSANDBOX_BUILD_TESTS=OFF -DSANDBOX_STATIC_CJOSE=ON \
+  -DSANDBOX_BUILD_TESTS=OFF \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,--disable-new-dtags -Wl,-rpath,'\$ORIGIN/../lib'"
 
 version=$("$tree/mcp-sandbox" --version | awk '{ print $2; exit }')
@@ -77,18 +76,6 @@ for entry in "${libraries[@]}"; do
   [ "$pkg" != libc6 ] || continue  # glibc: the host's
   cp -L "$path" "$stage/lib/$soname"
   chmod 644 "$stage/lib/$soname"
-  mkdir -p "$stage/share/doc/bundled/$pkg"
-  cp -L "/usr/share/doc/$pkg/copyright" "$stage/share/doc/bundled/$pkg/"
-done
-
-# The archives linked into the binary (SANDBOX_STATIC_CJOSE): their licences ask that their
-# notice travel with it, so the copyright file of the Debian package that ships each archive
-# goes beside the bundled shared libraries' (share/doc/bundled/<package>/copyright).
-for archive in libcjose.a libjansson.a; do
-  path=$(realpath "$(gcc -print-file-name="$archive")")
-  pkg=$(dpkg-query -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
-  [ -n "$pkg" ] && [ -f "/usr/share/doc/$pkg/copyright" ] ||
-    { log "portable: no Debian package's copyright file for $archive ($path)"; exit 1; }
   mkdir -p "$stage/share/doc/bundled/$pkg"
   cp -L "/usr/share/doc/$pkg/copyright" "$stage/share/doc/bundled/$pkg/"
 done

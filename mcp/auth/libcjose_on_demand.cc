@@ -1,0 +1,121 @@
+#include "mcp/auth/libcjose_on_demand.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include <cjose/base64.h>
+#include <cjose/jwk.h>
+#include <cjose/jws.h>
+#include <cjose/util.h>
+
+namespace sandbox::mcp::auth {
+namespace {
+
+// The entry points of libcjose.so.0 this program calls.
+struct Libcjose {
+  std::string error;  // empty once every entry point is bound
+  decltype(&::cjose_base64url_decode) base64url_decode = nullptr;
+  decltype(&::cjose_get_dealloc) get_dealloc = nullptr;
+  decltype(&::cjose_jwk_import) jwk_import = nullptr;
+  decltype(&::cjose_jwk_release) jwk_release = nullptr;
+  decltype(&::cjose_jws_import) jws_import = nullptr;
+  decltype(&::cjose_jws_release) jws_release = nullptr;
+  decltype(&::cjose_jws_verify) jws_verify = nullptr;
+};
+
+template <typename Function>
+void Bind(void* library, const char* name, Function*& entry, std::string& error) {
+  if (!error.empty()) return;
+  entry = reinterpret_cast<Function*>(::dlsym(library, name));
+  if (entry == nullptr) error = std::string("libcjose.so.0 lacks ") + name;
+}
+
+Libcjose Open() {
+  Libcjose lib;
+  // RTLD_LOCAL: its symbols serve only the lookups below. It brings its own libjansson and
+  // libcrypto (the same libcrypto.so.3 libcrypto_on_demand.cc opens). Kept open for good.
+  void* library = ::dlopen("libcjose.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    const char* reason = ::dlerror();
+    lib.error = reason != nullptr ? reason : "dlopen(libcjose.so.0) failed";
+    return lib;
+  }
+  Bind(library, "cjose_base64url_decode", lib.base64url_decode, lib.error);
+  Bind(library, "cjose_get_dealloc", lib.get_dealloc, lib.error);
+  Bind(library, "cjose_jwk_import", lib.jwk_import, lib.error);
+  Bind(library, "cjose_jwk_release", lib.jwk_release, lib.error);
+  Bind(library, "cjose_jws_import", lib.jws_import, lib.error);
+  Bind(library, "cjose_jws_release", lib.jws_release, lib.error);
+  Bind(library, "cjose_jws_verify", lib.jws_verify, lib.error);
+  return lib;
+}
+
+// Opened once, by the first caller (a function-local static: thread-safe).
+const Libcjose& Loaded() {
+  static const Libcjose lib = Open();
+  return lib;
+}
+
+bool Usable() { return Loaded().error.empty(); }
+
+// What a call without libcjose reports in its cjose_err.
+void Unavailable(cjose_err* err, const char* function) {
+  if (err == nullptr) return;
+  err->code = CJOSE_ERR_INVALID_STATE;
+  err->message = Loaded().error.c_str();  // lives as long as the process
+  err->function = function;
+  err->file = __FILE__;
+  err->line = __LINE__;
+}
+
+}  // namespace
+
+std::string LibcjoseLoadError() { return Loaded().error; }
+
+}  // namespace sandbox::mcp::auth
+
+// cjose's own signatures. Without libcjose, each fails as cjose's own do (false, null) with its
+// err saying why; nothing was allocated, so the deallocator given is free's.
+using sandbox::mcp::auth::Loaded;
+using sandbox::mcp::auth::Unavailable;
+using sandbox::mcp::auth::Usable;
+
+extern "C" {
+
+bool cjose_base64url_decode(const char* input, const size_t inlen, uint8_t** output, size_t* outlen,
+                            cjose_err* err) {
+  if (Usable()) return Loaded().base64url_decode(input, inlen, output, outlen, err);
+  Unavailable(err, __func__);
+  return false;
+}
+
+cjose_dealloc_fn_t cjose_get_dealloc() { return Usable() ? Loaded().get_dealloc() : ::free; }
+
+cjose_jwk_t* cjose_jwk_import(const char* json, size_t len, cjose_err* err) {
+  if (Usable()) return Loaded().jwk_import(json, len, err);
+  Unavailable(err, __func__);
+  return nullptr;
+}
+
+bool cjose_jwk_release(cjose_jwk_t* jwk) {
+  return jwk != nullptr && Usable() && Loaded().jwk_release(jwk);
+}
+
+cjose_jws_t* cjose_jws_import(const char* compact, size_t compact_len, cjose_err* err) {
+  if (Usable()) return Loaded().jws_import(compact, compact_len, err);
+  Unavailable(err, __func__);
+  return nullptr;
+}
+
+void cjose_jws_release(cjose_jws_t* jws) {
+  if (jws != nullptr && Usable()) Loaded().jws_release(jws);
+}
+
+bool cjose_jws_verify(cjose_jws_t* jws, const cjose_jwk_t* jwk, cjose_err* err) {
+  if (Usable()) return Loaded().jws_verify(jws, jwk, err);
+  Unavailable(err, __func__);
+  return false;
+}
+
+}  // extern "C"
