@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# tools/lib/style_check.sh BUILD_DIR RESULTS_DIR: the style the build keeps, as two tests that
+# tools/lib/style_check.sh RESULTS_DIR: the style the build keeps, as two tests that
 # tools/test counts (JUnit files style-format.xml and style-tidy.xml): clang-format over every
 # tracked C++ file (.clang-format), and clang-tidy over the product's sources (runtime/ mcp/
 # rootfs/ seccomp/ tools/) with the checks .clang-tidy names, and why. A failure carries the
 # offending lines.
+# clang-tidy reads per-file compile commands from build-tidy, a tree that is configured and
+# never built (configure writes compile_commands.json and the one generated header,
+# rootfs/recipe's customize_script.h): tools/test's main tree compiles in unity batches, whose
+# commands name the batches, not the files. Configured as the main tree is but for the batches,
+# so each file is checked with the flags it compiles with.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
-build_dir=$1 results=$2
+results=$1
 cd "$SANDBOX_ROOT"
+tidy_dir=$SANDBOX_ROOT/build-tidy
 case_file=tools/lib/junit_case.py
 
 git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | grep -A2 'warning:' \
@@ -16,11 +22,14 @@ python3 "$case_file" "$results/style-format.xml" style \
   "clang-format: every C++ file as .clang-format lays it out" \
   "$([ -s "$results/style-format.log" ] && echo 1 || echo 0)" "$results/style-format.log"
 
+cmake -S "$SANDBOX_ROOT" -B "$tidy_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSANDBOX_UNITY=OFF > "$results/style-tidy-configure.log" 2>&1 ||
+  { echo "style_check: configuring $tidy_dir failed:" >&2; cat "$results/style-tidy-configure.log" >&2; }
 # One clang-tidy per core; a clean file prints nothing. A file whose inputs are those of a
 # clean result before (the same sources, headers, flags, clang-tidy and .clang-tidy) is not
 # checked again: clang_tidy_cached.py, its cache beside the Debian roots' (CI keeps it).
 git ls-files 'runtime/*.cc' 'mcp/*.cc' 'rootfs/*.cc' 'seccomp/*.cc' 'tools/*.cc' |
-  xargs python3 tools/lib/clang_tidy_cached.py "$build_dir" "$SANDBOX_CACHE_DIR/clang-tidy" |
+  xargs python3 tools/lib/clang_tidy_cached.py "$tidy_dir" "$SANDBOX_CACHE_DIR/clang-tidy" |
   grep -E -A3 '(warning|error):' > "$results/style-tidy.log"
 python3 "$case_file" "$results/style-tidy.xml" style \
   "clang-tidy: the checks .clang-tidy names, over the product's sources" \
