@@ -66,13 +66,14 @@ fail() { failed=$((failed + 1)); failures+=("$1"); log "  FAIL  $1"; echo "FAIL 
 # --- 1. The SDK behaviour suite (a readable report on stderr, JUnit for the counts), in two
 # lanes side by side, each file after file: the scale-out files, which build networks on fixed
 # 198.18.0.x addresses and one of which puts the Docker daemon into swarm mode (never two at
-# once), and everything else (servers on ports the kernel picks, sessions and containers each
-# test names and counts by its own ids). The scale-out lane is mostly waiting on replicas,
-# HAProxy and rolling restarts, so the other lane's files run in its shadow.
+# once), then apps.test.mjs, which evens the lanes (about 260 s each in the last fresh run's
+# figures); and everything else. Every file's servers take ports the kernel picks, and its
+# sessions and containers are named and counted by its own ids. The scale-out files mostly wait
+# on replicas, HAProxy and rolling restarts, so the other lane's files run in their shadow.
 log "== e2e: SDK client over stdio and HTTP (node --test, two lanes)"
 declare -A lane_files=(
-  [main]="stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs oauth.test.mjs docker-fallback.test.mjs metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs apps.test.mjs"
-  [scaleout]="scaleout_manifests.test.mjs scaleout.test.mjs fleet.test.mjs scaleout_swarm.test.mjs"
+  [main]="stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs oauth.test.mjs docker-fallback.test.mjs metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs"
+  [scaleout]="scaleout_manifests.test.mjs scaleout.test.mjs fleet.test.mjs scaleout_swarm.test.mjs apps.test.mjs"
 )
 declare -A lane_pid=()
 for lane in main scaleout; do
