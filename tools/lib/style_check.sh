@@ -5,15 +5,18 @@
 # rootfs/ seccomp/ tools/) with the checks .clang-tidy names, and why. A failure carries the
 # offending lines.
 # clang-tidy reads per-file compile commands from build-tidy, a tree that is configured and
-# never built (configure writes compile_commands.json and the one generated header,
-# rootfs/recipe's customize_script.h): tools/test's main tree compiles in unity batches, whose
-# commands name the batches, not the files. Configured as the main tree is but for the batches,
-# so each file is checked with the flags it compiles with.
+# never compiled: configure writes compile_commands.json and rootfs/recipe's customize_script.h,
+# and the one header made at build time, tools/cli's sandbox_commit.h, is made alone
+# (tidy_generated). tools/test's main tree compiles in unity batches, whose commands name the
+# batches, not the files. Configured as the main tree is but for the batches, so each file is
+# checked with the flags it compiles with. A header missing here shows as clang-tidy's
+# "file not found" error, which fails the case.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
 results=$1
 cd "$SANDBOX_ROOT"
 tidy_dir=$SANDBOX_ROOT/build-tidy
+tidy_generated=(sandbox_commit_header)
 case_file=tools/lib/junit_case.py
 
 git ls-files '*.cc' '*.h' | xargs clang-format --dry-run 2>&1 | grep -A2 'warning:' \
@@ -27,8 +30,10 @@ python3 "$case_file" "$results/style-format.xml" style \
 # checked again: clang_tidy_cached.py, its cache beside the Debian roots' (CI keeps it).
 # A tree that does not configure, or a clang_tidy_cached.py that fails, fails the case: no
 # clang-tidy run is not a clean one.
-if cmake -S "$SANDBOX_ROOT" -B "$tidy_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSANDBOX_UNITY=OFF > "$results/style-tidy-configure.log" 2>&1; then
+if { cmake -S "$SANDBOX_ROOT" -B "$tidy_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+       -DSANDBOX_UNITY=OFF &&
+     cmake --build "$tidy_dir" --target "${tidy_generated[@]}"; } \
+    > "$results/style-tidy-configure.log" 2>&1; then
   git ls-files 'runtime/*.cc' 'mcp/*.cc' 'rootfs/*.cc' 'seccomp/*.cc' 'tools/*.cc' |
     xargs python3 tools/lib/clang_tidy_cached.py "$tidy_dir" "$SANDBOX_CACHE_DIR/clang-tidy" \
     > "$results/style-tidy.out"
