@@ -78,6 +78,19 @@ store_dir() {
   "$1" image ls --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["state_dir"])'
 }
 
+# one_shot_store_setup BIN WHY: the opening of the one-shot run tests that count what a run
+# starts: root (WHY says what for), the small image (SANDBOX_TEST_IMAGE_SMALL) in the store BIN
+# sees, strace, and a private state dir under $work borrowing that store's images, run on the
+# namespace backend. Sets image.
+one_shot_store_setup() {
+  image=${SANDBOX_TEST_IMAGE_SMALL:-python-small}
+  skip_unless_root "$2"
+  skip_unless_image "$1" "$image"
+  command -v strace >/dev/null || { echo "SKIPPED: needs strace"; exit 77; }
+  borrow_shared_store "$1" "$work/state"
+  export SANDBOX_BACKEND=namespace
+}
+
 # borrow_shared_store BIN DIR: a private state dir at DIR whose images (and their docker
 # archives) are those of the store BIN sees now (store_dir; SANDBOX_SHARED_STORE overrides),
 # read-only by convention; exported as SANDBOX_STATE_DIR. Sessions, records and hibernated state

@@ -9,14 +9,9 @@
 # Usage: run_agent_cache_test.sh /path/to/mcp-sandbox
 set -u
 bin=$1
-image=${SANDBOX_TEST_IMAGE_SMALL:-python-small}
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh"
-skip_unless_root "sandboxes of the shared store"
-skip_unless_image "$bin" "$image"
-command -v strace >/dev/null || { echo "SKIPPED: needs strace"; exit 77; }
-borrow_shared_store "$bin" "$work/state"
-export SANDBOX_BACKEND=namespace
+one_shot_store_setup "$bin" "sandboxes of the shared store"
 root=$SANDBOX_STATE_DIR/probe-cache/agent.$(id -u)
 
 run_counting_sandboxes() {  # prints "<output>|<sandboxes started>"

@@ -8,14 +8,9 @@
 # Usage: run_probe_cache_test.sh /path/to/mcp-sandbox
 set -u
 bin=$1
-image=${SANDBOX_TEST_IMAGE_SMALL:-python-small}
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh"
-skip_unless_root "sandboxes of the shared store"
-skip_unless_image "$bin" "$image"
-command -v strace >/dev/null || { echo "SKIPPED: needs strace"; exit 77; }
-borrow_shared_store "$bin" "$work/state"
-export SANDBOX_BACKEND=namespace
+one_shot_store_setup "$bin" "sandboxes of the shared store"
 cache=$SANDBOX_STATE_DIR/probe-cache/host-probe.$(id -u)
 
 run_counting_probes() {  # prints "<output>|<probe children>"

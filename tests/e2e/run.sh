@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/e2e/run.sh: the end-to-end tests of the MCP server, run by tools/test.
-#   1. the behaviour suite with the official MCP TypeScript SDK client, over stdio and over
-#      Streamable HTTP (node --test; runtime-dependent tests skip, saying why, when
+#   1. the behaviour suite with the official MCP TypeScript SDK client (in two lanes side by
+#      side: the scale-out files one after another, the rest one after another), over stdio and
+#      over Streamable HTTP (node --test; runtime-dependent tests skip, saying why, when
 #      `mcp-sandbox doctor` finds no backend or the image is missing), and the Docker fallback
 #      workflow with user namespaces denied to the server (docker-fallback.test.mjs), OAuth 2.1
 #      with tokens from a real OpenID provider, oidc-provider, on loopback (oauth.test.mjs), a
@@ -62,23 +63,41 @@ failures=()
 pass() { passed=$((passed + 1)); log "  ok    $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); log "  FAIL  $1"; echo "FAIL $1"; }
 
-# --- 1. The SDK behaviour suite (a readable report on stderr, JUnit for the counts).
-log "== e2e: SDK client over stdio and HTTP (node --test)"
-"$NODE" --test --test-concurrency=1 --test-timeout=600000 \
-  --test-reporter=spec --test-reporter-destination="$results/sdk.txt" \
-  --test-reporter=junit --test-reporter-destination="$results/sdk.xml" \
-  stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs oauth.test.mjs docker-fallback.test.mjs \
-  metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs apps.test.mjs scaleout_manifests.test.mjs scaleout.test.mjs fleet.test.mjs scaleout_swarm.test.mjs \
-  2>"$results/sdk.stderr"
-sdk_status=$?
-sed 's/^/  /' "$results/sdk.txt" >&2
-# One line per test outcome: "pass NAME", "fail NAME", "skip NAME: REASON".
-python3 - "$results/sdk.xml" >"$results/sdk.outcomes" <<'PY'
+# --- 1. The SDK behaviour suite (a readable report on stderr, JUnit for the counts), in two
+# lanes side by side, each file after file: the scale-out files, which build networks on fixed
+# 198.18.0.x addresses and one of which puts the Docker daemon into swarm mode (never two at
+# once), then apps.test.mjs, which evens the lanes (about 260 s each in the last fresh run's
+# figures); and everything else. Every file's servers take ports the kernel picks, and its
+# sessions and containers are named and counted by its own ids. The scale-out files mostly wait
+# on replicas, HAProxy and rolling restarts, so the other lane's files run in their shadow.
+log "== e2e: SDK client over stdio and HTTP (node --test, two lanes)"
+declare -A lane_files=(
+  [main]="stdio.test.mjs http.test.mjs sdk2.test.mjs resources.test.mjs oauth.test.mjs docker-fallback.test.mjs metrics.test.mjs usage.test.mjs hibernate.test.mjs saved_budget.test.mjs"
+  [scaleout]="scaleout_manifests.test.mjs scaleout.test.mjs fleet.test.mjs scaleout_swarm.test.mjs apps.test.mjs"
+)
+declare -A lane_pid=()
+for lane in main scaleout; do
+  read -r -a files <<<"${lane_files[$lane]}"
+  "$NODE" --test --test-concurrency=1 --test-timeout=600000 \
+    --test-reporter=spec --test-reporter-destination="$results/sdk-$lane.txt" \
+    --test-reporter=junit --test-reporter-destination="$results/sdk-$lane.xml" \
+    "${files[@]}" 2>"$results/sdk-$lane.stderr" &
+  lane_pid[$lane]=$!
+done
+declare -A lane_status=()
+for lane in main scaleout; do
+  wait "${lane_pid[$lane]}"
+  lane_status[$lane]=$?
+  sed 's/^/  /' "$results/sdk-$lane.txt" >&2
+done
+for lane in main scaleout; do
+  # One line per test outcome: "pass NAME", "fail NAME", "skip NAME: REASON".
+  python3 - "$results/sdk-$lane.xml" >"$results/sdk-$lane.outcomes" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()
 except (OSError, ET.ParseError) as err:
-    print(f"fail SDK suite: no JUnit report ({err})")
+    print(f"fail SDK suite: no JUnit report {sys.argv[1]} ({err})")
     sys.exit()
 def walk(node, prefix):
     for child in node:
@@ -95,16 +114,17 @@ def walk(node, prefix):
                 print(f"pass {name}")
 walk(root, "")
 PY
-while IFS= read -r outcome; do
-  case $outcome in
-    pass\ *) passed=$((passed + 1)) ;;
-    fail\ *) fail "SDK ${outcome#fail }" ;;
-    skip\ *) skipped=$((skipped + 1)); echo "skipped: SDK ${outcome#skip }" ;;
-  esac
-done <"$results/sdk.outcomes"
-if [ "$sdk_status" -ne 0 ] && ! grep -q '^fail ' "$results/sdk.outcomes"; then
-  fail "SDK suite: node --test exited with $sdk_status (see $results/sdk.stderr)"
-fi
+  while IFS= read -r outcome; do
+    case $outcome in
+      pass\ *) passed=$((passed + 1)) ;;
+      fail\ *) fail "SDK ${outcome#fail }" ;;
+      skip\ *) skipped=$((skipped + 1)); echo "skipped: SDK ${outcome#skip }" ;;
+    esac
+  done <"$results/sdk-$lane.outcomes"
+  if [ "${lane_status[$lane]}" -ne 0 ] && ! grep -q '^fail ' "$results/sdk-$lane.outcomes"; then
+    fail "SDK suite ($lane lane): node --test exited with ${lane_status[$lane]} (see $results/sdk-$lane.stderr)"
+  fi
+done
 
 # --- 2. Conformance against the HTTP transport.
 # start_server NAME [BINARY]: starts `BINARY serve --http 127.0.0.1:0` (BINARY: mcp-sandbox); sets

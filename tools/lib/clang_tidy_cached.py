@@ -1,20 +1,25 @@
 """clang_tidy_cached.py BUILD_DIR CACHE_DIR FILE...: clang-tidy over FILEs (one process per core),
 printing its findings on stdout, with the clean results kept in CACHE_DIR.
 
+BUILD_DIR needs only to be configured (its compile_commands.json and the headers CMake generates
+at configure time): clang-tidy reads the per-file compile commands, not the objects, so
+tools/test gives it a configured, unbuilt per-file tree (build-tidy) while the main tree
+compiles in unity batches.
+
 A file's result depends only on what clang-tidy reads: its version, .clang-tidy, the file's
-compile command and the content of every file the translation unit includes. The build tree
-knows the last: the compiler's dependency list of each object (`ninja -t deps`, GCC's view
-of the same include paths; clang's own builtin headers change with its version). The key is a
-hash of all of these, so a file is checked again when any of them changes, and not otherwise:
+compile command and the content of every file the translation unit includes. clang-tidy itself
+says which files those are: run with the compiler's -H, it lists every header it enters on
+stderr. After a clean check that list is kept (a manifest per file, its content and command)
+and the result under a key that hashes all of these; the next run reads the manifest, hashes
+the listed files' content as they are now, and finds the result only when none changed. A
+changed #include changes the file that holds it, so the list is never stale where it matters.
 tools/test on a fresh clone (CI) or after a small change checks what changed, where clang-tidy
 over every file costs about half an hour of CPU. Only clean results are kept: a file with
-findings is checked, and its findings printed, every run. A file without a dependency list
-(not compiled in this tree), or one changed since its object was built, is always checked."""
+findings is checked, and its findings printed, every run."""
 import concurrent.futures
 import hashlib
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -24,35 +29,26 @@ source_root = os.path.realpath(os.getcwd())
 
 
 def compile_commands():
-    """The compile command of each source, and the object it writes, by absolute path."""
+    """The compile command and its directory of each source, by absolute path."""
     with open(os.path.join(build_dir, "compile_commands.json"), encoding="utf-8") as f:
         entries = json.load(f)
     commands = {}
     for entry in entries:
-        words = shlex.split(entry["command"])
-        obj = words[words.index("-o") + 1] if "-o" in words else None
         path = os.path.normpath(os.path.join(entry["directory"], entry["file"]))
-        commands[path] = (entry["command"], obj)
+        commands[path] = (entry["command"], entry["directory"])
     return commands
 
 
-def object_deps():
-    """Each object's inputs (ninja -t deps), paths made absolute."""
-    out = subprocess.run(["ninja", "-C", build_dir, "-t", "deps"], capture_output=True,
-                         text=True, check=False).stdout
-    deps, current = {}, None
-    abs_build = os.path.abspath(build_dir)
-    for line in out.splitlines():
-        if not line.strip():
-            current = None
-        elif line.startswith("    ") and current is not None:
-            deps[current].append(os.path.normpath(os.path.join(abs_build, line.strip())))
-        elif "(VALID)" in line:
-            current = line.split(":", 1)[0]
-            deps[current] = []
-        else:
-            current = None  # a stale list: the object is rebuilt, so no key from it
-    return deps
+def portable(path):
+    """A path in the checkout relative to it, so a clone elsewhere (CI clones anew each run)
+    finds the results of the last one."""
+    if path.startswith(source_root + "/"):
+        return "<src>/" + path[len(source_root) + 1:]
+    return path
+
+
+def local(name):
+    return source_root + name[len("<src>"):] if name.startswith("<src>/") else name
 
 
 content_hashes = {}
@@ -68,33 +64,35 @@ def content_hash(path):
     return content_hashes[path]
 
 
-def cache_key(path, commands, deps, common):
-    command, obj = commands.get(path, (None, None))
-    inputs = deps.get(obj) if obj else None
-    if not inputs:
-        return None
-    # The list is the last compile's: a source or header changed since (an #include added, not
-    # yet built) may need what the list lacks, so such a file is checked and its result not kept.
-    try:
-        built = os.stat(os.path.join(build_dir, obj)).st_mtime
-        if any(os.stat(dep).st_mtime > built for dep in set(inputs) | {path}):
-            return None
-    except OSError:
-        return None
-    # Paths in the checkout are taken relative to it, so a clone elsewhere (CI clones anew each
-    # run) finds the results of the last one.
+def manifest_name(path, command, common):
+    """Where the list of the file's inputs is kept: one per file and content, command and
+    clang-tidy, so going back to a version of the file (another branch) finds its list again."""
     h = hashlib.sha256(common.encode())
     h.update(command.replace(source_root, "<src>").encode())
-    for dep in sorted(set(inputs) | {path}):
-        name = "<src>/" + dep[len(source_root) + 1:] if dep.startswith(source_root + "/") else dep
-        h.update(f"\0{name}\0{content_hash(dep)}".encode())
-    return h.hexdigest()
+    h.update(f"\0{portable(path)}\0{content_hash(path)}".encode())
+    return "inputs-" + h.hexdigest()
 
 
-def run_tidy(path):
-    result = subprocess.run(["clang-tidy", "-p", build_dir, "--quiet", path],
+def result_key(manifest, inputs):
+    """The key of a clean result: the manifest's name (file, command, clang-tidy) and the
+    content of every input."""
+    h = hashlib.sha256(manifest.encode())
+    for name in sorted(inputs):
+        h.update(f"\0{name}\0{content_hash(local(name))}".encode())
+    return "clean-" + h.hexdigest()
+
+
+def run_tidy(path, directory):
+    """clang-tidy's findings and the files the translation unit read (-H's list on stderr:
+    one line per header entered, its depth in dots)."""
+    result = subprocess.run(["clang-tidy", "-p", build_dir, "--quiet", "--extra-arg=-H", path],
                             capture_output=True, text=True, check=False)
-    return result.returncode, result.stdout
+    inputs = {portable(os.path.abspath(path))}
+    for line in result.stderr.splitlines():
+        dots, _, header = line.partition(" ")
+        if dots and dots == "." * len(dots) and header:
+            inputs.add(portable(os.path.normpath(os.path.join(directory, header))))
+    return result.returncode, result.stdout, inputs
 
 
 def main():
@@ -103,23 +101,35 @@ def main():
                              check=False).stdout
     with open(os.path.join(source_root, ".clang-tidy"), encoding="utf-8") as f:
         common = version + "\0" + f.read()
-    commands, deps = compile_commands(), object_deps()
+    commands = compile_commands()
     todo, cached = [], 0
     for name in files:
         path = os.path.abspath(name)
-        key = cache_key(path, commands, deps, common)
-        if key and os.path.exists(os.path.join(cache_dir, key)):
-            os.utime(os.path.join(cache_dir, key))  # in use: kept by the pruning below
+        command, directory = commands.get(path, ("", source_root))
+        manifest = manifest_name(path, command, common)
+        key = None
+        try:
+            with open(os.path.join(cache_dir, manifest), encoding="utf-8") as f:
+                key = result_key(manifest, f.read().split("\n"))
+        except OSError:
+            pass
+        if command and key and os.path.exists(os.path.join(cache_dir, key)):
+            for entry in (manifest, key):  # in use: kept by the pruning below
+                os.utime(os.path.join(cache_dir, entry))
             cached += 1
         else:
-            todo.append((name, key))
+            todo.append((name, directory, manifest if command else None))
     failed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for (name, key), (rc, out) in zip(todo, pool.map(lambda t: run_tidy(t[0]), todo)):
+        runs = pool.map(lambda t: run_tidy(t[0], t[1]), todo)
+        for (name, _, manifest), (rc, out, inputs) in zip(todo, runs):
             sys.stdout.write(out)
             if rc == 0 and "warning:" not in out and "error:" not in out:
-                if key:
-                    open(os.path.join(cache_dir, key), "w", encoding="utf-8").close()
+                if manifest:
+                    with open(os.path.join(cache_dir, manifest), "w", encoding="utf-8") as f:
+                        f.write("\n".join(sorted(inputs)))
+                    open(os.path.join(cache_dir, result_key(manifest, inputs)), "w",
+                         encoding="utf-8").close()
             else:
                 failed += 1
                 if not out.strip():

@@ -1,8 +1,8 @@
 # Sourced by tools/test (needs common.sh): the work of its last stages that needs no test to be
 # running, done in the background from the build stage on: the builds of the ASan+UBSan tree
-# (with the fuzz targets) and the TSan tree, then clang-tidy and clang-format (style_check.sh),
-# once the main tree is built (idle_builds_main_built). It runs at idle CPU priority
-# (SCHED_IDLE, in an autogroup at nice 19): it takes only the cycles the compile, the image
+# (with the fuzz targets) and the TSan tree, then clang-tidy and clang-format (style_check.sh,
+# which reads a configured, unbuilt tree of its own, so it waits for no build). It runs at idle
+# CPU priority (SCHED_IDLE, in an autogroup at nice 19): it takes only the cycles the compile, the image
 # build and the ctest, e2e and package stages leave while they wait on links, downloads,
 # sandboxes, daemons and a VM, and yields to them. The sanitizer builds come first: their
 # stages wait only for them (idle_builds_wait_sanitizers), and while those stages run their
@@ -17,7 +17,7 @@ idle_builds_log=
 idle_builds_start() {
   local results=$1 lib=$SANDBOX_ROOT/tools/lib
   idle_builds_log=$BUILD_DIR/idle-builds.log
-  rm -f "$BUILD_DIR/idle-builds.sanitizers-done" "$BUILD_DIR/idle-builds.main-built"
+  rm -f "$BUILD_DIR/idle-builds.sanitizers-done"
   log "the ASan (with the fuzz targets) and TSan builds, then clang-tidy: in the background," \
     "at idle priority (log: $idle_builds_log)"
   setsid chrt --idle 0 bash -c '
@@ -37,17 +37,9 @@ idle_builds_start() {
     timed "$lib/asan_stage.sh" "$results" --build-only
     timed "$lib/tsan_stage.sh" "$results" --build-only
     : > "$build_dir/idle-builds.sanitizers-done"
-    # clang-tidy reads the main tree: its compile commands, generated headers, dependency lists.
-    while [ ! -e "$build_dir/idle-builds.main-built" ]; do sleep 1; done
-    timed "$lib/style_check.sh" "$build_dir" "$results" 2>"$build_dir/style-check.log"' \
+    timed "$lib/style_check.sh" "$results" 2>"$build_dir/style-check.log"' \
     bash "$lib" "$BUILD_DIR" "$results" </dev/null >"$idle_builds_log" 2>&1 &
   idle_builds_pid=$!
-}
-
-# idle_builds_main_built: tells the chain the main tree is built, so clang-tidy may start.
-idle_builds_main_built() {
-  mkdir -p "$BUILD_DIR"
-  : > "$BUILD_DIR/idle-builds.main-built"
 }
 
 # idle_builds_wait_sanitizers: waits until the chain is past the sanitizer builds (or ended),

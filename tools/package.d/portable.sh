@@ -32,9 +32,11 @@ out=$BUILD_DIR/portable
 oldest_glibc=2.36
 
 # Only the binary and its agent, with a link flag of their own (the RPATH); the compile flags
-# are the main tree's, so ccache serves every object the main build compiled.
+# and the unity batches (or their absence) are the main tree's, so ccache serves every object
+# the main build compiled.
+main_unity=$(sed -n 's/^SANDBOX_UNITY:BOOL=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null)
 SANDBOX_BUILD_TARGETS="mcp-sandbox sandbox-init" build_project "$tree" \
-  -DSANDBOX_BUILD_TESTS=OFF \
+  -DSANDBOX_BUILD_TESTS=OFF -DSANDBOX_UNITY="${main_unity:-OFF}" \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,--disable-new-dtags -Wl,-rpath,'\$ORIGIN/../lib'"
 
 version=$("$tree/mcp-sandbox" --version | awk '{ print $2; exit }')
