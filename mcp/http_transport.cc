@@ -18,6 +18,7 @@
 #include <boost/beast/core/error.hpp>
 #include <spdlog/spdlog.h>
 
+#include "mcp/auth/libcjose_on_demand.h"
 #include "mcp/file_downloads.h"
 #include "mcp/http_admission.h"
 #include "mcp/http_connection.h"
@@ -219,6 +220,14 @@ Status HttpTransport::Bind() {
   Impl& impl = *impl_;
   HttpOptions& options = impl.options;
   SBX_TRY(auth::CheckIssuerUrl(options.oauth));
+  if (!options.oauth.issuer.empty()) {
+    // libcjose is opened at its first use (auth/libcjose_on_demand.h): opened here, a host
+    // without it refuses to start instead of refusing every token.
+    if (std::string missing = auth::LibcjoseLoadError(); !missing.empty()) {
+      return Fail(ErrorCode::kInvalidArgument,
+                  "SANDBOX_OAUTH_ISSUER needs libcjose.so.0 (Debian: libcjose0): {}", missing);
+    }
+  }
   impl.downloads = std::make_unique<FileDownloads>(RandomHex(32), options.read_file,
                                                    options.replica_id, options.download_ttl);
   // Each connection is a descriptor: keep the cap where accept(2) still succeeds, with room

@@ -64,6 +64,19 @@ out=$(LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.crypto" "$bin" run --backend name
 check "a one-shot run loads neither libcrypto nor libcjose" "42|0" \
   "$out|$(cat "$work/ld.crypto".* | grep -c 'file=lib\(crypto\.so\.3\|cjose\.so\.0\) .*generating link map')"
 rm -f "$work/ld.crypto".*
+# Opened at first use, libcjose is opened at the start of a server that needs it: without it
+# (hidden here in a mount namespace of this test's own) serve refuses to start, naming it,
+# rather than refusing every token later.
+cjose=$(ldconfig -p | awk '/libcjose\.so\.0 .*x86-64/ { print $NF; exit }')
+if [ -n "$cjose" ] && command -v unshare >/dev/null; then
+  out=$(unshare -m sh -c 'mount --bind /dev/null "$(readlink -f "$1")" && shift &&
+    SANDBOX_OAUTH_ISSUER=https://idp.invalid timeout 20 "$@" serve --http 127.0.0.1:0 \
+      </dev/null 2>&1; echo "exit $?"' sh "$cjose" "$bin" | tail -n 2)
+  check "serve with an OAuth issuer and no libcjose refuses to start, naming it" "1|1" \
+    "$(grep -c 'needs libcjose.so.0' <<<"$out" | sed 's/^[1-9][0-9]*$/1/')|$(grep -c '^exit 1$' <<<"$out")"
+else
+  echo "skip serve without libcjose: no libcjose.so.0 in ldconfig's cache, or no unshare"
+fi
 archive=$(find -L "$SANDBOX_STATE_DIR/archives" -maxdepth 1 -name "python-small-small-*.tar" 2>/dev/null | head -n 1)
 if [ -n "$archive" ]; then
   LD_DEBUG=files LD_DEBUG_OUTPUT="$work/ld.import" SANDBOX_STATE_DIR="$work/import" \
