@@ -562,8 +562,11 @@ TEST_CASE("tools: 1 MiB arguments come back bounded, in the result and in the lo
       arguments[label.substr(0, label.find('.'))] = value;
       INFO(name << " with 1 MiB in " << label);
       size_t log_before = log.Size();
+      size_t lines_before = log.Count("tool_call ");
       Json response = f.CallRaw(name, arguments);
       ++calls;
+      // The call's tool_call line is written once its response is sent: counted when it is there.
+      if (response.contains("result")) CHECK(log.WaitForMore("tool_call ", lines_before));
       size_t logged = log.Size() - log_before;
       INFO(response.dump().substr(0, 400));
       CHECK(response.dump().size() < 16 * 1024);
@@ -581,7 +584,9 @@ TEST_CASE("tools: 1 MiB arguments come back bounded, in the result and in the lo
   for (const char* tool :
        {"sandbox_read_artifact", "sandbox_list_artifacts", "sandbox_read_file"}) {
     INFO(tool);
+    size_t lines_before = log.Count("tool_call ");
     Json result = f.Call(tool, {{"session_id", huge}, {"path", "../../etc/passwd\n"}});
+    CHECK(log.WaitForMore("tool_call ", lines_before));
     CHECK(result.value("isError", false));
     CHECK_FALSE(result["structuredContent"].contains("session_id"));
   }
