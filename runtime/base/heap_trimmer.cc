@@ -29,21 +29,6 @@ uint64_t ResidentBytes() {
   return resident * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-HeapTrimmer::HeapTrimmer(Options options) : options_(options) {
-#if defined(__GLIBC__)
-  thread_ = std::thread([this] { Loop(); });
-#endif
-}
-
-HeapTrimmer::~HeapTrimmer() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
 namespace {
 
 #if defined(__GLIBC__)
@@ -59,7 +44,26 @@ uint64_t ResidentNotInUse() {
 
 }  // namespace
 
-void HeapTrimmer::Loop() {
+HeapTrimmer::HeapTrimmer(Options options) : options_(options) {
+#if defined(__GLIBC__)
+  // The marks are the process's now: a thread scheduled late (a loaded host) would otherwise
+  // take them after the growth it is there to see, and never trim.
+  uint64_t resident_floor = ResidentBytes();
+  uint64_t floor = ResidentNotInUse();
+  thread_ = std::thread([this, resident_floor, floor] { Loop(resident_floor, floor); });
+#endif
+}
+
+HeapTrimmer::~HeapTrimmer() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HeapTrimmer::Loop([[maybe_unused]] uint64_t resident_floor, [[maybe_unused]] uint64_t floor) {
 #if defined(__GLIBC__)
   // A trim is due once the resident memory malloc does not use has grown by `growth` over its
   // low-water mark: memory was freed and kept. A process that grew by memory in use (many
@@ -70,8 +74,6 @@ void HeapTrimmer::Loop() {
   // heap, 11 ms for 80,000 free chunks in 16 arenas. So it runs only while the process is
   // `growth` above its smallest resident size (one read of a small file tells), and at most
   // once per 100 times its own last duration: never more than 1 % of a core.
-  uint64_t resident_floor = ResidentBytes();
-  uint64_t floor = ResidentNotInUse();
   auto next_look = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, options_.period, [this] { return stopping_; })) {

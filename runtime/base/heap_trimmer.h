@@ -39,7 +39,9 @@ class HeapTrimmer {
   uint64_t trims() const { return trims_.load(); }
 
  private:
-  void Loop();
+  // `resident_floor` and `floor`: the process as the trimmer was made (ResidentBytes and what
+  // malloc keeps unused), taken before its thread starts, whenever that thread first runs.
+  void Loop(uint64_t resident_floor, uint64_t floor);
 
   const Options options_;
   std::mutex mutex_;
