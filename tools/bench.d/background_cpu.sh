@@ -27,14 +27,8 @@ done
 if [ -x "$vm" ]; then
   # Each kernel of $SANDBOX_BENCH_VM_KERNELS (as in kernels.sh; default Debian 12's 6.1).
   for kernel in ${SANDBOX_BENCH_VM_KERNELS:-linux-image-amd64}; do
-    cache=${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm
-    [ "$kernel" = linux-image-amd64 ] || cache=$cache-$kernel
-    # (made again when the default cache's initramfs, run-in-vm's scripts, is newer)
-    if [ "$kernel" != linux-image-amd64 ] && { [ ! -s "$cache/initrd.gz" ] ||
-       ! cmp -s "$cache/initrd-version" "${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm/initrd-version"; }; then
-      "$SANDBOX_ROOT/tests/runtime/cgroup/vm_kernel_cache.sh" "$kernel" "$cache" ||
-        { echo "no VM cache for $kernel" >&2; continue; }
-    fi
+    # run-in-vm caches one kernel per cache dir (tools/lib/common.sh).
+    cache=$(vm_kernel_cache "$kernel") || { echo "no VM cache for $kernel" >&2; continue; }
     cat > "$work/in-vm.sh" <<GUEST
 out=$work/vm-\$(uname -r).txt
 for i in \$(seq $runs); do

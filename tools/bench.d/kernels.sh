@@ -44,17 +44,8 @@ RUN
 bash "$work/run.sh"
 if [ -x "$vm" ]; then
   for kernel in ${SANDBOX_BENCH_VM_KERNELS:-linux-image-amd64}; do
-    # run-in-vm caches one kernel per cache dir: another kernel gets a dir of its own.
-    cache=${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm
-    [ "$kernel" = linux-image-amd64 ] || cache=$cache-$kernel
-    # A kernel whose modules run-in-vm cannot pick (Debian 13's: built-in virtio, modules under
-    # /usr/lib) gets its cache from vm_kernel_cache.sh; a concrete package name is needed then.
-    # (made again when the default cache's initramfs, run-in-vm's scripts, is newer)
-    if [ "$kernel" != linux-image-amd64 ] && { [ ! -s "$cache/initrd.gz" ] ||
-       ! cmp -s "$cache/initrd-version" "${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm/initrd-version"; }; then
-      "$SANDBOX_ROOT/tests/runtime/cgroup/vm_kernel_cache.sh" "$kernel" "$cache" ||
-        { echo "no VM cache for $kernel" >&2; continue; }
-    fi
+    # run-in-vm caches one kernel per cache dir (tools/lib/common.sh).
+    cache=$(vm_kernel_cache "$kernel") || { echo "no VM cache for $kernel" >&2; continue; }
     VM_CACHE=$cache VM_KERNEL_PKG=$kernel VM_WORKDIR="$work" "$vm" \
       "SHAPE='$vm_samples $vm_sessions $vm_calls' bash $work/run.sh" >&2 ||
       echo "the VM run on $kernel failed (exit $?)" >&2

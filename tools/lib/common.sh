@@ -104,3 +104,17 @@ dist_build_packages() {
 # What a serving server needs: the binary and the agent it puts into every sandbox (a
 # dependency of the binary). tools/run builds only these; tools/test builds the rest.
 SERVER_TARGETS="mcp-sandbox"
+
+# vm_kernel_cache KERNEL: prints the run-in-vm cache dir for the kernel package KERNEL
+# (linux-image-amd64: run-in-vm's own), making it with vm_kernel_cache.sh for a kernel whose
+# modules run-in-vm cannot pick (Debian 13's: built-in virtio, modules under /usr/lib), again
+# when the default cache's initramfs (run-in-vm's scripts) is newer. Fails when it cannot.
+vm_kernel_cache() {
+  local kernel=$1 default=${XDG_CACHE_HOME:-$HOME/.cache}/run-in-vm
+  [ "$kernel" != linux-image-amd64 ] || { echo "$default"; return 0; }
+  local cache=$default-$kernel
+  if [ ! -s "$cache/initrd.gz" ] || ! cmp -s "$cache/initrd-version" "$default/initrd-version"; then
+    "$SANDBOX_ROOT/tests/runtime/cgroup/vm_kernel_cache.sh" "$kernel" "$cache" >&2 || return 1
+  fi
+  echo "$cache"
+}
