@@ -20,7 +20,8 @@ command -v hyperfine >/dev/null || ensure_packages hyperfine
 cmake --build "$BUILD_DIR" --target mcp-sandbox sandbox-init >&2
 bin=$BUILD_DIR/mcp-sandbox
 image=${SANDBOX_BENCH_IMAGE:-python}
-"$bin" image ls 2>/dev/null | grep -q "^$image " ||
+# Not `| grep -q`: under pipefail, grep's early exit can end the writer with SIGPIPE.
+grep -q "^$image " <<<"$("$bin" image ls 2>/dev/null)" ||
   { echo "n/a: no image '$image' in the store (mcp-sandbox image build)"; exit 0; }
 work=$(mktemp -d /tmp/mcp-gvisor-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -28,7 +29,9 @@ echo 'print(1)' >"$work/print1.py"
 runs=${SANDBOX_BENCH_RUNS:-10}
 export SANDBOX_POOL_SIZE=0 SANDBOX_HIBERNATE_AFTER_S=0
 # Each row: a label and the environment its commands run with (env(1), so hyperfine -N runs it).
-labels=(namespace "gvisor ($(runsc --version | head -n 1 | awk '{print $3}'), ${SANDBOX_GVISOR_PLATFORM:-ptrace})")
+runsc_bin=${SANDBOX_RUNSC:-runsc}
+platform=${SANDBOX_GVISOR_PLATFORM:-ptrace}
+labels=(namespace "gvisor ($("$runsc_bin" --version | awk 'NR == 1 {print $3}'), $platform)")
 envs=("SANDBOX_BACKEND=namespace" "SANDBOX_BACKEND=gvisor")
 docker_has_image() {
   DOCKER_HOST=$1 timeout 30 docker image inspect mcp-sandbox/python:latest >/dev/null 2>&1
@@ -49,6 +52,12 @@ for i in "${!labels[@]}"; do
 done
 hyperfine -N --style basic --warmup 1 --runs "$runs" --export-json "$work/oneshot.json" \
   "${commands[@]}" >&2
+
+# runsc's own floor: booting a sandbox and running /bin/true in it, no Python, no sandbox-init,
+# no image of ours (`runsc do` on the host's root). No backend built on this runsc and platform
+# can create a sandbox faster than this.
+hyperfine -N --style basic --warmup 1 --runs "$runs" --export-json "$work/floor.json" \
+  -n "runsc do /bin/true" "$runsc_bin --network=none --platform=$platform do /bin/true" >&2
 
 calls=${SANDBOX_BENCH_CALLS:-50}
 for i in "${!labels[@]}"; do
@@ -81,4 +90,7 @@ for i, r in enumerate(results):
     t = r["times"]
     print("| %s | %.0f ms | %.0f ms | %s ms | %s ms |" % (
         r["command"], statistics.median(t) * 1e3, min(t) * 1e3, warm_median, warm_min))
+t = json.load(open(work + "/floor.json"))["results"][0]["times"]
+print("| runsc's floor: `runsc do /bin/true` | %.0f ms | %.0f ms | | |" % (
+    statistics.median(t) * 1e3, min(t) * 1e3))
 PY
