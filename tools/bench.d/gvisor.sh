@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The gVisor backend (issue #39) beside the namespace backend, one run side by side: a one-shot
-# `mcp-sandbox run` of print(1) (create, boot, print, tear down: what a fresh session costs), then
-# a warm print(1) in a live session of `serve` over stdio (the agent round trip plus the Sentry's
-# system calls). Beside them, where a daemon answers with the image loaded: the Docker backend with
-# the daemon's runc, and with runsc (SANDBOX_DOCKER_RUNTIME=runsc) on the daemon at
+# `mcp-sandbox run` of print(1) (create, boot, print, tear down: what a fresh session costs) and
+# runsc's own floor (`runsc do /bin/true`); then, inside `serve` over stdio, what a session costs
+# (tools/lib/backend_server_bench.py: create + print(1), warm print(1), `import pandas` cold,
+# 10,000 small files, idle memory, pandas-ready from the pool). Rows: Debian's runsc on
+# $SANDBOX_GVISOR_PLATFORM (default ptrace); a newer runsc on systrap where one is kept
+# ($SANDBOX_BENCH_RUNSC_NEWER, default where tests/runtime/gvisor/newer_runsc_smoke_test.sh
+# keeps Debian 13's); where a daemon answers with the image loaded, the Docker backend with the
+# daemon's runc, and with runsc (SANDBOX_DOCKER_RUNTIME=runsc) on the daemon at
 # $SANDBOX_BENCH_RUNSC_DOCKER_HOST (default the one tests/runtime/gvisor/docker_runsc_test.sh
 # starts; run that first). Needs root (the namespace backend's default path and runsc's cgroups), runsc
 # (`apt-get install runsc`) and the image in the store ($SANDBOX_BENCH_IMAGE, default python).
@@ -33,6 +37,13 @@ runsc_bin=${SANDBOX_RUNSC:-runsc}
 platform=${SANDBOX_GVISOR_PLATFORM:-ptrace}
 labels=(namespace "gvisor ($("$runsc_bin" --version | awk 'NR == 1 {print $3}'), $platform)")
 envs=("SANDBOX_BACKEND=namespace" "SANDBOX_BACKEND=gvisor")
+# A newer runsc on systrap beside it: $SANDBOX_BENCH_RUNSC_NEWER, default Debian 13's, where
+# tests/runtime/gvisor/newer_runsc_smoke_test.sh keeps it.
+newer=${SANDBOX_BENCH_RUNSC_NEWER:-$HOME/.cache/mcp-sandbox/runsc-20240729.0/usr/bin/runsc}
+if [ -x "$newer" ] && [ -z "${SANDBOX_RUNSC:-}" ]; then
+  labels+=("gvisor ($("$newer" --version | awk 'NR == 1 {print $3}'), systrap)")
+  envs+=("SANDBOX_BACKEND=gvisor SANDBOX_RUNSC=$newer SANDBOX_GVISOR_PLATFORM=systrap")
+fi
 docker_has_image() {
   DOCKER_HOST=$1 timeout 30 docker image inspect mcp-sandbox/python:latest >/dev/null 2>&1
 }
@@ -42,7 +53,7 @@ if docker_has_image "$shared_docker"; then
 fi
 runsc_docker=${SANDBOX_BENCH_RUNSC_DOCKER_HOST:-unix:///run/mcp-sandbox-dockerd-runsc/docker.sock}
 if docker_has_image "$runsc_docker" &&
-  DOCKER_HOST=$runsc_docker docker info 2>/dev/null | grep -q 'Runtimes:.*runsc'; then
+  grep -q 'Runtimes:.*runsc' <<<"$(DOCKER_HOST=$runsc_docker docker info 2>/dev/null)"; then
   labels+=("docker (runsc)")
   envs+=("SANDBOX_BACKEND=docker DOCKER_HOST=$runsc_docker SANDBOX_DOCKER_RUNTIME=runsc")
 fi
@@ -62,35 +73,28 @@ hyperfine -N --style basic --warmup 1 --runs "$runs" --export-json "$work/floor.
 calls=${SANDBOX_BENCH_CALLS:-50}
 for i in "${!labels[@]}"; do
   # shellcheck disable=SC2086 # each entry is several VAR=value words
-  env ${envs[$i]} python3 - "$bin" "$calls" "$SANDBOX_ROOT/tests/support" >"$work/warm-$i" <<'PY'
-import statistics, sys, time
-sys.path.insert(0, sys.argv[3])
-from mcp_stdio import Server
-server = Server(sys.argv[1])
-sid = server.tool("sandbox_create_session")["session_id"]
-server.tool("sandbox_run_python", session_id=sid, code="print(1)")  # the worker is warm
-times = []
-for _ in range(int(sys.argv[2])):
-    start = time.perf_counter()
-    server.tool("sandbox_run_python", session_id=sid, code="print(1)")
-    times.append(time.perf_counter() - start)
-server.tool("sandbox_close_session", session_id=sid)
-print("%.1f %.1f" % (statistics.median(times) * 1e3, min(times) * 1e3))
-PY
+  env ${envs[$i]} python3 "$SANDBOX_ROOT/tools/lib/backend_server_bench.py" "$bin" "$calls" \
+    >"$work/server-$i"
 done
 
-echo "| backend | create + print(1) + teardown (run, median) | min | warm print(1) (median) | min |"
-echo "|---|---|---|---|---|"
+echo "| backend | \`mcp-sandbox run\` of print(1): create, print, tear down (median) | min |"
+echo "|---|---|---|"
 python3 - "$work" <<'PY'
 import json, statistics, sys
 work = sys.argv[1]
-results = json.load(open(work + "/oneshot.json"))["results"]
-for i, r in enumerate(results):
-    warm_median, warm_min = open("%s/warm-%d" % (work, i)).read().split()
-    t = r["times"]
-    print("| %s | %.0f ms | %.0f ms | %s ms | %s ms |" % (
-        r["command"], statistics.median(t) * 1e3, min(t) * 1e3, warm_median, warm_min))
+for r in json.load(open(work + "/oneshot.json"))["results"]:
+    print("| %s | %.0f ms | %.0f ms |" % (r["command"], statistics.median(r["times"]) * 1e3,
+                                         min(r["times"]) * 1e3))
 t = json.load(open(work + "/floor.json"))["results"][0]["times"]
-print("| runsc's floor: `runsc do /bin/true` | %.0f ms | %.0f ms | | |" % (
+print("| runsc's floor: `runsc do /bin/true` | %.0f ms | %.0f ms |" % (
     statistics.median(t) * 1e3, min(t) * 1e3))
 PY
+echo
+echo "Inside \`serve\` over stdio (tools/lib/backend_server_bench.py says what each column measures):"
+echo
+echo "| backend | create + print(1) | warm print(1) | import pandas, cold | 10,000 small files | idle memory a session (PSS) | pandas-ready from the pool |"
+echo "|---|---|---|---|---|---|---|"
+for i in "${!labels[@]}"; do
+  read -r create warm pandas files memory pooled <"$work/server-$i"
+  echo "| ${labels[$i]} | $create ms | $warm ms | $pandas ms | $files ms | $memory MiB | $pooled ms |"
+done
