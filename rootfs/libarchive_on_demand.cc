@@ -11,10 +11,11 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dlfcn.h>
 
 #include <cstdarg>
 #include <cstdio>
+
+#include "runtime/base/library_on_demand.h"
 
 namespace sandbox::rootfs {
 namespace {
@@ -81,82 +82,67 @@ struct Libarchive {
   decltype(&::archive_set_error) set_error = nullptr;
 };
 
-template <typename Function>
-void Bind(void* library, const char* name, Function*& entry, std::string& error) {
-  if (!error.empty()) return;
-  entry = reinterpret_cast<Function*>(::dlsym(library, name));
-  if (entry == nullptr) error = std::string("libarchive.so.13 lacks ") + name;
-}
-
 Libarchive Open() {
   Libarchive lib;
-  // RTLD_LOCAL: its symbols serve only the lookups below, never another library's. Kept open for
-  // the life of the process.
-  void* library = ::dlopen("libarchive.so.13", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* reason = ::dlerror();
-    lib.error = reason != nullptr ? reason : "dlopen(libarchive.so.13) failed";
-    return lib;
-  }
-  Bind(library, "archive_entry_acl_clear", lib.entry_acl_clear, lib.error);
-  Bind(library, "archive_entry_filetype", lib.entry_filetype, lib.error);
-  Bind(library, "archive_entry_free", lib.entry_free, lib.error);
-  Bind(library, "archive_entry_hardlink", lib.entry_hardlink, lib.error);
-  Bind(library, "archive_entry_mtime", lib.entry_mtime, lib.error);
-  Bind(library, "archive_entry_mtime_nsec", lib.entry_mtime_nsec, lib.error);
-  Bind(library, "archive_entry_new", lib.entry_new, lib.error);
-  Bind(library, "archive_entry_pathname", lib.entry_pathname, lib.error);
-  Bind(library, "archive_entry_perm", lib.entry_perm, lib.error);
-  Bind(library, "archive_entry_set_fflags", lib.entry_set_fflags, lib.error);
-  Bind(library, "archive_entry_set_filetype", lib.entry_set_filetype, lib.error);
-  Bind(library, "archive_entry_set_gid", lib.entry_set_gid, lib.error);
-  Bind(library, "archive_entry_set_gname", lib.entry_set_gname, lib.error);
-  Bind(library, "archive_entry_set_hardlink", lib.entry_set_hardlink, lib.error);
-  Bind(library, "archive_entry_set_mtime", lib.entry_set_mtime, lib.error);
-  Bind(library, "archive_entry_set_pathname", lib.entry_set_pathname, lib.error);
-  Bind(library, "archive_entry_set_perm", lib.entry_set_perm, lib.error);
-  Bind(library, "archive_entry_set_size", lib.entry_set_size, lib.error);
-  Bind(library, "archive_entry_set_symlink", lib.entry_set_symlink, lib.error);
-  Bind(library, "archive_entry_set_uid", lib.entry_set_uid, lib.error);
-  Bind(library, "archive_entry_set_uname", lib.entry_set_uname, lib.error);
-  Bind(library, "archive_entry_size", lib.entry_size, lib.error);
-  Bind(library, "archive_entry_sparse_count", lib.entry_sparse_count, lib.error);
-  Bind(library, "archive_entry_symlink", lib.entry_symlink, lib.error);
-  Bind(library, "archive_entry_unset_atime", lib.entry_unset_atime, lib.error);
-  Bind(library, "archive_entry_unset_birthtime", lib.entry_unset_birthtime, lib.error);
-  Bind(library, "archive_entry_unset_ctime", lib.entry_unset_ctime, lib.error);
-  Bind(library, "archive_entry_xattr_clear", lib.entry_xattr_clear, lib.error);
-  Bind(library, "archive_entry_xattr_count", lib.entry_xattr_count, lib.error);
-  Bind(library, "archive_entry_xattr_next", lib.entry_xattr_next, lib.error);
-  Bind(library, "archive_entry_xattr_reset", lib.entry_xattr_reset, lib.error);
-  Bind(library, "archive_error_string", lib.error_string, lib.error);
-  Bind(library, "archive_filter_bytes", lib.filter_bytes, lib.error);
-  Bind(library, "archive_read_data", lib.read_data, lib.error);
-  Bind(library, "archive_read_data_block", lib.read_data_block, lib.error);
-  Bind(library, "archive_read_free", lib.read_free, lib.error);
-  Bind(library, "archive_read_new", lib.read_new, lib.error);
-  Bind(library, "archive_read_next_header", lib.read_next_header, lib.error);
-  Bind(library, "archive_read_open", lib.read_open, lib.error);
-  Bind(library, "archive_read_open_fd", lib.read_open_fd, lib.error);
-  Bind(library, "archive_read_support_filter_gzip", lib.read_support_filter_gzip, lib.error);
-  Bind(library, "archive_read_support_filter_none", lib.read_support_filter_none, lib.error);
-  Bind(library, "archive_read_support_filter_zstd", lib.read_support_filter_zstd, lib.error);
-  Bind(library, "archive_read_support_format_raw", lib.read_support_format_raw, lib.error);
-  Bind(library, "archive_read_support_format_tar", lib.read_support_format_tar, lib.error);
-  Bind(library, "archive_write_add_filter_none", lib.write_add_filter_none, lib.error);
-  Bind(library, "archive_write_close", lib.write_close, lib.error);
-  Bind(library, "archive_write_data", lib.write_data, lib.error);
-  Bind(library, "archive_write_free", lib.write_free, lib.error);
-  Bind(library, "archive_write_header", lib.write_header, lib.error);
-  Bind(library, "archive_write_new", lib.write_new, lib.error);
-  Bind(library, "archive_write_open2", lib.write_open2, lib.error);
-  Bind(library, "archive_write_open_fd", lib.write_open_fd, lib.error);
-  Bind(library, "archive_write_set_bytes_in_last_block", lib.write_set_bytes_in_last_block,
-       lib.error);
-  Bind(library, "archive_write_set_bytes_per_block", lib.write_set_bytes_per_block, lib.error);
-  Bind(library, "archive_write_set_format_pax_restricted", lib.write_set_format_pax_restricted,
-       lib.error);
-  Bind(library, "archive_set_error", lib.set_error, lib.error);
+  LibraryOnDemand library("libarchive.so.13");
+  library.Bind("archive_entry_acl_clear", lib.entry_acl_clear);
+  library.Bind("archive_entry_filetype", lib.entry_filetype);
+  library.Bind("archive_entry_free", lib.entry_free);
+  library.Bind("archive_entry_hardlink", lib.entry_hardlink);
+  library.Bind("archive_entry_mtime", lib.entry_mtime);
+  library.Bind("archive_entry_mtime_nsec", lib.entry_mtime_nsec);
+  library.Bind("archive_entry_new", lib.entry_new);
+  library.Bind("archive_entry_pathname", lib.entry_pathname);
+  library.Bind("archive_entry_perm", lib.entry_perm);
+  library.Bind("archive_entry_set_fflags", lib.entry_set_fflags);
+  library.Bind("archive_entry_set_filetype", lib.entry_set_filetype);
+  library.Bind("archive_entry_set_gid", lib.entry_set_gid);
+  library.Bind("archive_entry_set_gname", lib.entry_set_gname);
+  library.Bind("archive_entry_set_hardlink", lib.entry_set_hardlink);
+  library.Bind("archive_entry_set_mtime", lib.entry_set_mtime);
+  library.Bind("archive_entry_set_pathname", lib.entry_set_pathname);
+  library.Bind("archive_entry_set_perm", lib.entry_set_perm);
+  library.Bind("archive_entry_set_size", lib.entry_set_size);
+  library.Bind("archive_entry_set_symlink", lib.entry_set_symlink);
+  library.Bind("archive_entry_set_uid", lib.entry_set_uid);
+  library.Bind("archive_entry_set_uname", lib.entry_set_uname);
+  library.Bind("archive_entry_size", lib.entry_size);
+  library.Bind("archive_entry_sparse_count", lib.entry_sparse_count);
+  library.Bind("archive_entry_symlink", lib.entry_symlink);
+  library.Bind("archive_entry_unset_atime", lib.entry_unset_atime);
+  library.Bind("archive_entry_unset_birthtime", lib.entry_unset_birthtime);
+  library.Bind("archive_entry_unset_ctime", lib.entry_unset_ctime);
+  library.Bind("archive_entry_xattr_clear", lib.entry_xattr_clear);
+  library.Bind("archive_entry_xattr_count", lib.entry_xattr_count);
+  library.Bind("archive_entry_xattr_next", lib.entry_xattr_next);
+  library.Bind("archive_entry_xattr_reset", lib.entry_xattr_reset);
+  library.Bind("archive_error_string", lib.error_string);
+  library.Bind("archive_filter_bytes", lib.filter_bytes);
+  library.Bind("archive_read_data", lib.read_data);
+  library.Bind("archive_read_data_block", lib.read_data_block);
+  library.Bind("archive_read_free", lib.read_free);
+  library.Bind("archive_read_new", lib.read_new);
+  library.Bind("archive_read_next_header", lib.read_next_header);
+  library.Bind("archive_read_open", lib.read_open);
+  library.Bind("archive_read_open_fd", lib.read_open_fd);
+  library.Bind("archive_read_support_filter_gzip", lib.read_support_filter_gzip);
+  library.Bind("archive_read_support_filter_none", lib.read_support_filter_none);
+  library.Bind("archive_read_support_filter_zstd", lib.read_support_filter_zstd);
+  library.Bind("archive_read_support_format_raw", lib.read_support_format_raw);
+  library.Bind("archive_read_support_format_tar", lib.read_support_format_tar);
+  library.Bind("archive_write_add_filter_none", lib.write_add_filter_none);
+  library.Bind("archive_write_close", lib.write_close);
+  library.Bind("archive_write_data", lib.write_data);
+  library.Bind("archive_write_free", lib.write_free);
+  library.Bind("archive_write_header", lib.write_header);
+  library.Bind("archive_write_new", lib.write_new);
+  library.Bind("archive_write_open2", lib.write_open2);
+  library.Bind("archive_write_open_fd", lib.write_open_fd);
+  library.Bind("archive_write_set_bytes_in_last_block", lib.write_set_bytes_in_last_block);
+  library.Bind("archive_write_set_bytes_per_block", lib.write_set_bytes_per_block);
+  library.Bind("archive_write_set_format_pax_restricted", lib.write_set_format_pax_restricted);
+  library.Bind("archive_set_error", lib.set_error);
+  lib.error = library.error();
   return lib;
 }
 

@@ -1,13 +1,13 @@
 #include "mcp/auth/libcjose_on_demand.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 
 #include <cjose/base64.h>
 #include <cjose/jwk.h>
 #include <cjose/jws.h>
 #include <cjose/util.h>
+
+#include "runtime/base/library_on_demand.h"
 
 namespace sandbox::mcp::auth {
 namespace {
@@ -24,30 +24,19 @@ struct Libcjose {
   decltype(&::cjose_jws_verify) jws_verify = nullptr;
 };
 
-template <typename Function>
-void Bind(void* library, const char* name, Function*& entry, std::string& error) {
-  if (!error.empty()) return;
-  entry = reinterpret_cast<Function*>(::dlsym(library, name));
-  if (entry == nullptr) error = std::string("libcjose.so.0 lacks ") + name;
-}
-
 Libcjose Open() {
   Libcjose lib;
-  // RTLD_LOCAL: its symbols serve only the lookups below. It brings its own libjansson and
-  // libcrypto (the same libcrypto.so.3 libcrypto_on_demand.cc opens). Kept open for good.
-  void* library = ::dlopen("libcjose.so.0", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* reason = ::dlerror();
-    lib.error = reason != nullptr ? reason : "dlopen(libcjose.so.0) failed";
-    return lib;
-  }
-  Bind(library, "cjose_base64url_decode", lib.base64url_decode, lib.error);
-  Bind(library, "cjose_get_dealloc", lib.get_dealloc, lib.error);
-  Bind(library, "cjose_jwk_import", lib.jwk_import, lib.error);
-  Bind(library, "cjose_jwk_release", lib.jwk_release, lib.error);
-  Bind(library, "cjose_jws_import", lib.jws_import, lib.error);
-  Bind(library, "cjose_jws_release", lib.jws_release, lib.error);
-  Bind(library, "cjose_jws_verify", lib.jws_verify, lib.error);
+  // It brings its own libjansson, and libcrypto (the same libcrypto.so.3 that
+  // libcrypto_on_demand.cc opens).
+  LibraryOnDemand library("libcjose.so.0");
+  library.Bind("cjose_base64url_decode", lib.base64url_decode);
+  library.Bind("cjose_get_dealloc", lib.get_dealloc);
+  library.Bind("cjose_jwk_import", lib.jwk_import);
+  library.Bind("cjose_jwk_release", lib.jwk_release);
+  library.Bind("cjose_jws_import", lib.jws_import);
+  library.Bind("cjose_jws_release", lib.jws_release);
+  library.Bind("cjose_jws_verify", lib.jws_verify);
+  lib.error = library.error();
   return lib;
 }
 

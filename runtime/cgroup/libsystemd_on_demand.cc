@@ -7,14 +7,14 @@
 // systemd_scope.cc includes <systemd/sd-bus.h> as usual) and forward to libsystemd.so.0 opened
 // with dlopen; when it cannot be opened, sd_bus_open_user fails with -ELIBACC and the scope is
 // refused as it is when the user's manager does not answer.
-#include <dlfcn.h>
-
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
 #include <string>
 
 #include <systemd/sd-bus.h>
+
+#include "runtime/base/library_on_demand.h"
 
 namespace sandbox::cgroup {
 namespace {
@@ -51,36 +51,29 @@ struct Libsystemd {
   void (*error_free)(sd_bus_error* error) = nullptr;
 };
 
-template <typename Function>
-bool Bind(void* library, const char* name, Function*& entry) {
-  entry = reinterpret_cast<Function*>(::dlsym(library, name));
-  return entry != nullptr;
-}
-
 Libsystemd Open() {
   Libsystemd lib;
-  // RTLD_LOCAL: its symbols serve only the lookups below. Kept open for the life of the process.
-  void* library = ::dlopen("libsystemd.so.0", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) return lib;
-  lib.loaded = Bind(library, "sd_bus_open_user", lib.open_user) &&
-               Bind(library, "sd_bus_flush_close_unref", lib.flush_close_unref) &&
-               Bind(library, "sd_bus_wait", lib.wait) &&
-               Bind(library, "sd_bus_process", lib.process) &&
-               Bind(library, "sd_bus_call", lib.call) &&
-               Bind(library, "sd_bus_match_signal", lib.match_signal) &&
-               Bind(library, "sd_bus_get_property_string", lib.get_property_string) &&
-               Bind(library, "sd_bus_slot_unref", lib.slot_unref) &&
-               Bind(library, "sd_bus_message_new_method_call", lib.message_new_method_call) &&
-               Bind(library, "sd_bus_message_unref", lib.message_unref) &&
-               Bind(library, "sd_bus_message_appendv", lib.message_appendv) &&
-               Bind(library, "sd_bus_message_readv", lib.message_readv) &&
-               Bind(library, "sd_bus_message_append_strv", lib.message_append_strv) &&
-               Bind(library, "sd_bus_message_open_container", lib.message_open_container) &&
-               Bind(library, "sd_bus_message_close_container", lib.message_close_container) &&
-               Bind(library, "sd_bus_message_enter_container", lib.message_enter_container) &&
-               Bind(library, "sd_bus_error_is_set", lib.error_is_set) &&
-               Bind(library, "sd_bus_error_has_name", lib.error_has_name) &&
-               Bind(library, "sd_bus_error_free", lib.error_free);
+  LibraryOnDemand library("libsystemd.so.0");
+  library.Bind("sd_bus_open_user", lib.open_user);
+  library.Bind("sd_bus_flush_close_unref", lib.flush_close_unref);
+  library.Bind("sd_bus_wait", lib.wait);
+  library.Bind("sd_bus_process", lib.process);
+  library.Bind("sd_bus_call", lib.call);
+  library.Bind("sd_bus_match_signal", lib.match_signal);
+  library.Bind("sd_bus_get_property_string", lib.get_property_string);
+  library.Bind("sd_bus_slot_unref", lib.slot_unref);
+  library.Bind("sd_bus_message_new_method_call", lib.message_new_method_call);
+  library.Bind("sd_bus_message_unref", lib.message_unref);
+  library.Bind("sd_bus_message_appendv", lib.message_appendv);
+  library.Bind("sd_bus_message_readv", lib.message_readv);
+  library.Bind("sd_bus_message_append_strv", lib.message_append_strv);
+  library.Bind("sd_bus_message_open_container", lib.message_open_container);
+  library.Bind("sd_bus_message_close_container", lib.message_close_container);
+  library.Bind("sd_bus_message_enter_container", lib.message_enter_container);
+  library.Bind("sd_bus_error_is_set", lib.error_is_set);
+  library.Bind("sd_bus_error_has_name", lib.error_has_name);
+  library.Bind("sd_bus_error_free", lib.error_free);
+  lib.loaded = library.error().empty();
   return lib;
 }
 

@@ -1,10 +1,10 @@
 #include "runtime/crypto/libcrypto_on_demand.h"
 
-#include <dlfcn.h>
-
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+
+#include "runtime/base/library_on_demand.h"
 
 namespace sandbox::crypto {
 namespace {
@@ -27,36 +27,23 @@ struct Libcrypto {
   decltype(&::HMAC) hmac = nullptr;
 };
 
-template <typename Function>
-void Bind(void* library, const char* name, Function*& entry, std::string& error) {
-  if (!error.empty()) return;
-  entry = reinterpret_cast<Function*>(::dlsym(library, name));
-  if (entry == nullptr) error = std::string("libcrypto.so.3 lacks ") + name;
-}
-
 Libcrypto Open() {
   Libcrypto lib;
-  // RTLD_LOCAL: its symbols serve only the lookups below (and the libraries that need it, like
-  // libcjose, which name it themselves). Kept open for the life of the process.
-  void* library = ::dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* reason = ::dlerror();
-    lib.error = reason != nullptr ? reason : "dlopen(libcrypto.so.3) failed";
-    return lib;
-  }
-  Bind(library, "CRYPTO_memcmp", lib.memcmp, lib.error);
-  Bind(library, "EVP_Digest", lib.digest, lib.error);
-  Bind(library, "EVP_DigestFinal_ex", lib.digest_final_ex, lib.error);
-  Bind(library, "EVP_DigestInit_ex", lib.digest_init_ex, lib.error);
-  Bind(library, "EVP_DigestUpdate", lib.digest_update, lib.error);
-  Bind(library, "EVP_DigestVerify", lib.digest_verify, lib.error);
-  Bind(library, "EVP_DigestVerifyInit", lib.digest_verify_init, lib.error);
-  Bind(library, "EVP_MD_CTX_free", lib.md_ctx_free, lib.error);
-  Bind(library, "EVP_MD_CTX_new", lib.md_ctx_new, lib.error);
-  Bind(library, "EVP_PKEY_free", lib.pkey_free, lib.error);
-  Bind(library, "EVP_PKEY_new_raw_public_key", lib.pkey_new_raw_public_key, lib.error);
-  Bind(library, "EVP_sha256", lib.sha256, lib.error);
-  Bind(library, "HMAC", lib.hmac, lib.error);
+  LibraryOnDemand library("libcrypto.so.3");
+  library.Bind("CRYPTO_memcmp", lib.memcmp);
+  library.Bind("EVP_Digest", lib.digest);
+  library.Bind("EVP_DigestFinal_ex", lib.digest_final_ex);
+  library.Bind("EVP_DigestInit_ex", lib.digest_init_ex);
+  library.Bind("EVP_DigestUpdate", lib.digest_update);
+  library.Bind("EVP_DigestVerify", lib.digest_verify);
+  library.Bind("EVP_DigestVerifyInit", lib.digest_verify_init);
+  library.Bind("EVP_MD_CTX_free", lib.md_ctx_free);
+  library.Bind("EVP_MD_CTX_new", lib.md_ctx_new);
+  library.Bind("EVP_PKEY_free", lib.pkey_free);
+  library.Bind("EVP_PKEY_new_raw_public_key", lib.pkey_new_raw_public_key);
+  library.Bind("EVP_sha256", lib.sha256);
+  library.Bind("HMAC", lib.hmac);
+  lib.error = library.error();
   return lib;
 }
 

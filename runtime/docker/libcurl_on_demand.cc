@@ -1,11 +1,11 @@
 #include "runtime/docker/libcurl_on_demand.h"
 
-#include <dlfcn.h>
-
 #include <cstdarg>
 #include <type_traits>
 
 #include <curl/curl.h>
+
+#include "runtime/base/library_on_demand.h"
 
 namespace sandbox::docker {
 namespace {
@@ -24,32 +24,19 @@ struct Libcurl {
   void (*slist_free_all)(curl_slist* list) = nullptr;
 };
 
-template <typename Function>
-void Bind(void* library, const char* name, Function*& entry, std::string& error) {
-  if (!error.empty()) return;
-  entry = reinterpret_cast<Function*>(::dlsym(library, name));
-  if (entry == nullptr) error = std::string("libcurl.so.4 lacks ") + name;
-}
-
 Libcurl Open() {
   Libcurl curl;
-  // RTLD_LOCAL: its symbols serve only the lookups below, never another library's. The handle
-  // is kept for the life of the process (libcurl's global state must outlive every handle).
-  void* library = ::dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* reason = ::dlerror();
-    curl.error = reason != nullptr ? reason : "dlopen(libcurl.so.4) failed";
-    return curl;
-  }
-  Bind(library, "curl_global_init", curl.global_init, curl.error);
-  Bind(library, "curl_easy_init", curl.easy_init, curl.error);
-  Bind(library, "curl_easy_cleanup", curl.easy_cleanup, curl.error);
-  Bind(library, "curl_easy_setopt", curl.easy_setopt, curl.error);
-  Bind(library, "curl_easy_perform", curl.easy_perform, curl.error);
-  Bind(library, "curl_easy_getinfo", curl.easy_getinfo, curl.error);
-  Bind(library, "curl_easy_strerror", curl.easy_strerror, curl.error);
-  Bind(library, "curl_slist_append", curl.slist_append, curl.error);
-  Bind(library, "curl_slist_free_all", curl.slist_free_all, curl.error);
+  LibraryOnDemand library("libcurl.so.4");
+  library.Bind("curl_global_init", curl.global_init);
+  library.Bind("curl_easy_init", curl.easy_init);
+  library.Bind("curl_easy_cleanup", curl.easy_cleanup);
+  library.Bind("curl_easy_setopt", curl.easy_setopt);
+  library.Bind("curl_easy_perform", curl.easy_perform);
+  library.Bind("curl_easy_getinfo", curl.easy_getinfo);
+  library.Bind("curl_easy_strerror", curl.easy_strerror);
+  library.Bind("curl_slist_append", curl.slist_append);
+  library.Bind("curl_slist_free_all", curl.slist_free_all);
+  curl.error = library.error();
   return curl;
 }
 
