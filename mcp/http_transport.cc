@@ -33,6 +33,7 @@
 #include "mcp/tool_result.h"
 #include "mcp/transport_session_id.h"
 #include "mcp/worker_pool.h"
+#include "runtime/base/after_reply.h"
 #include "runtime/base/quoted.h"
 #include "runtime/base/random_id.h"
 #include "runtime/metrics/exposition.h"
@@ -444,6 +445,10 @@ void HttpTransport::Impl::HandlePost(const std::shared_ptr<HttpExchange>& conn,
                                      const HttpVerdict& verdict, const HttpRequestHead& head,
                                      std::string body, const std::vector<HttpField>& cors,
                                      bool keep_alive) {
+  // A request answered on this thread (initialize, 2026-07-28 requests) leaves its after-reply
+  // work (the tool_call log line, a memory peak's reset) here: it runs as this returns, once
+  // the response is written.
+  AfterReply after_reply;
   auto send = [&](HttpResponse response) {
     FinishWith(*conn, std::move(response), cors, !keep_alive || stopping);
   };

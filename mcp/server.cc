@@ -668,12 +668,17 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
   }
   auto self = shared_from_this();
   Json id = message.id;
-  auto task = [self, flight, key, id, reply, work = std::move(work)] {
+  // Inline, the caller's thread writes the response once this returns (HTTP: the request's own
+  // thread waits for its answer): what the work leaves until its reply is sent then goes to the
+  // caller's scope, which HTTP opens around the request and its write (http_transport.cc).
+  const bool inline_run = run_inline_ && !streams;
+  auto task = [self, flight, key, id, reply, inline_run, work = std::move(work)] {
     std::optional<ActingSubject> acting;  // on a pool thread too, the call acts as its client
     if (self->subject_) acting.emplace(*self->subject_);
     // What the work leaves until its reply is sent (a per-call memory peak's reset): run below,
     // once the response is out.
-    AfterReply after_reply;
+    std::optional<AfterReply> after_reply;
+    if (!inline_run) after_reply.emplace();
     Json response;
     try {
       response = work(flight);
@@ -693,10 +698,17 @@ void Connection::RunAsync(const Message& message, const std::shared_ptr<Reply>& 
     }
     if (send) reply->Send(response);
     reply->Close();
+    if (inline_run) {
+      if (flight->after_reply) {
+        AfterReply::Defer(
+            [after = flight->after_reply, response = std::move(response)] { after(response); });
+      }
+      return;
+    }
     if (flight->after_reply) flight->after_reply(response);
-    after_reply.Run();
+    after_reply->Run();
   };
-  if (run_inline_ && !streams) {
+  if (inline_run) {
     task();
   } else if (!server_.Submit(std::move(task))) {
     {

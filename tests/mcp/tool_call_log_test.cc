@@ -12,6 +12,7 @@
 
 #include "mcp/server.h"
 #include "mcp/tool_result.h"
+#include "runtime/base/after_reply.h"
 #include "runtime/base/logging.h"
 #include "tests/support/log_capture.h"
 #include "tests/support/test_support.h"
@@ -92,6 +93,27 @@ TEST_CASE("tool_call log line: at info, after the response, with the call's outc
   CHECK(text.find("outcome=ok exit_code=3") != std::string::npos);
   // The line is written once the response has gone out, not before it.
   CHECK_FALSE(reply->logged_before_response());
+}
+
+TEST_CASE(
+    "tool_call log line: a call answered on the caller's thread logs after the caller's "
+    "write [unit]",
+    "[unit]") {
+  sandbox::testing::LogCapture log(spdlog::level::info);
+  Server server{ServerOptions{}, RunLikeTool()};
+  auto connection = server.NewConnection();
+  // As HTTP answers initialize and 2026-07-28 requests: on the request's own thread, which
+  // writes the response after Handle returns, inside an AfterReply scope of its own.
+  connection->set_run_inline(true);
+  auto logged = [&log] { return log.Text().find("tool_call") != std::string::npos; };
+  {
+    AfterReply request_scope;
+    auto reply = std::make_shared<LogCheckingReply>(logged);
+    connection->Handle(Json::parse(kCall), reply);
+    REQUIRE(reply->sent());
+    CHECK_FALSE(logged());  // the caller has not written the response yet
+  }
+  CHECK(logged());
 }
 
 TEST_CASE("tool_call log line: none when the logger shows warnings only [unit]", "[unit]") {
