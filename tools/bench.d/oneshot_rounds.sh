@@ -9,9 +9,9 @@
 # not the daemon); without perf, wait4's rusage of the wall-clock run (processes nobody waited
 # for, like a sandbox's killed Python, are missing from it). Each mcp-sandbox binary runs once
 # untimed right before its timed runs: the probes' kept pass and the kept seccomp program are
-# tied to the binary and kept once a state dir (docs/ci.md), so two binaries in turn evict each
-# other's and every run would probe and compile again (about 4 ms of CPU a run more here), which a
-# CI job calling one binary does not pay.
+# tied to the binary, one of each per state dir and user (docs/ci.md), so two binaries in turn
+# evict each other's and every run would probe and compile again (about 4 ms of CPU a run more
+# here), which a CI job calling one binary does not pay.
 # Then batches: `run --batch` of $SANDBOX_BENCH_ROUNDS_BATCH (default 200; 0: none) print(1)
 # snippets with --parallel 2 by each binary, and `docker run --rm` of print(1) in a loop with 2 at
 # once ($SANDBOX_BENCH_DOCKER_LOOP times, default 20), each once per round, in turn, for
