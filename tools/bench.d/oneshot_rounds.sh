@@ -7,7 +7,11 @@
 # after. CPU: `perf stat -e task-clock` of a second run of each command in the round (every
 # process it starts, the sandbox's included, waited for or not; for docker run only the client,
 # not the daemon); without perf, wait4's rusage of the wall-clock run (processes nobody waited
-# for, like a sandbox's killed Python, are missing from it).
+# for, like a sandbox's killed Python, are missing from it). Each mcp-sandbox binary runs once
+# untimed right before its timed runs: the probes' kept pass and the kept seccomp program are
+# tied to the binary, one of each per state dir and user (docs/ci.md), so two binaries in turn
+# evict each other's and every run would probe and compile again (about 4 ms of CPU a run more
+# here), which a CI job calling one binary does not pay.
 # Then batches: `run --batch` of $SANDBOX_BENCH_ROUNDS_BATCH (default 200; 0: none) print(1)
 # snippets with --parallel 2 by each binary, and `docker run --rm` of print(1) in a loop with 2 at
 # once ($SANDBOX_BENCH_DOCKER_LOOP times, default 20), each once per round, in turn, for
@@ -42,7 +46,9 @@ commands.append(("docker run --rm", ["docker", "run", "--rm", "--network", "none
 
 perf = shutil.which("perf")
 
-def once(argv):
+def once(argv, warm):
+    if warm:  # this binary's kept probe pass and seccomp program (the other binary evicted them)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -56,14 +62,15 @@ def once(argv):
     lines = [l for l in counted.stderr.splitlines() if "task-clock" in l]
     return wall, float(lines[-1].split(",")[0]) / 1e3
 
-for _, argv in commands:  # warm-up: caches, the probes' pass, the kept seccomp program
-    once(argv)
+warm = {name: len(binaries) > 1 and name in binaries for name, _ in commands}
+for name, argv in commands:  # warm-up: caches, the probes' pass, the kept seccomp program
+    once(argv, warm[name])
 load_before = os.getloadavg()[0]
 walls = {name: [] for name, _ in commands}
 cpus = {name: [] for name, _ in commands}
 for _ in range(rounds):
     for name, argv in commands:
-        wall, cpu = once(argv)
+        wall, cpu = once(argv, warm[name])
         walls[name].append(wall)
         cpus[name].append(cpu)
 load_after = os.getloadavg()[0]

@@ -165,6 +165,37 @@ TEST_CASE_METHOD(StartedBackend, "lifecycle: the session record names the runnin
   CheckNothingLeft(tmp, *backend, spec.session_id);
 }
 
+// Kill() returns once every process of the sandbox is gone, not when they are only signalled:
+// its callers release the session's id right after (live_sandbox_ids.cc). The kill goes to the
+// pid namespace's init, whose exit the kernel holds back until the rest of its namespace is
+// gone: orphans reparented to init included, and without freezing the cgroup.
+TEST_CASE_METHOD(StartedBackend,
+                 "lifecycle: Kill returns when every process of the sandbox is gone",
+                 "[sandbox][lifecycle]") {
+  if (!backend->privileged()) {
+    SkipTest("needs root: the sandbox's processes are found by its own host uid");
+  }
+  auto sandbox = backend->StartProgram(
+      spec, {"/bin/sh", "-c", "(sleep 1000 & sleep 1000 &); sleep 1000 & wait"});
+  REQUIRE(sandbox);
+  auto& box = static_cast<NamespaceSandbox&>(**sandbox);
+  // init, two orphans of the subshell (reparented to init) and init's own child
+  std::vector<int> pids;
+  for (int i = 0; i < 500 && pids.size() != 4; ++i) {
+    std::this_thread::sleep_for(10ms);
+    pids = HostProcessesOfUid(box.host_uid());
+  }
+  REQUIRE(pids.size() == 4);
+  REQUIRE((*sandbox)->Kill());
+  for (int pid : pids) {
+    if (pid == box.init_pid()) continue;  // a zombie until its parent, the backend, reaps it
+    INFO("pid " << pid);
+    CHECK(::kill(pid, 0) != 0);
+  }
+  sandbox->reset();
+  CheckNothingLeft(tmp, *backend, spec.session_id);
+}
+
 TEST_CASE("lifecycle: a missing rootfs fails before anything is made", "[sandbox][lifecycle]") {
   TempDir tmp;
   auto backend = MakeBackend(tmp);
