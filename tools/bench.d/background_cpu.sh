@@ -70,7 +70,7 @@ for line in lines:
     busy += [float(x) for x in (f.group(2).split() if f else [])]
     w = re.search(r"normal/raised s:(.*?) \(", line)
     for pair in (w.group(1).split() if w else []):
-        if pair.endswith("(late)"):
+        if pair.endswith(")"):  # (late), (overcharged): taken again
             continue
         normal, raised = (float(x) for x in pair.split("/"))
         if normal + raised < 0.02:
