@@ -2,7 +2,11 @@
 // #38), against a baseline taken in the same run on the same kernel. tools/bench.d/
 // background_cpu.sh runs it on this host and in ../shared/tools/run-in-vm per kernel.
 //
-//   raise_bench [--rounds N] [--lowered-ms MS]
+//   raise_bench [--rounds N] [--lowered-ms MS] [--cap QUOTA_US/PERIOD_US]
+//
+// --cap (cgroup v2 only, an experiment): the raised group is lowered by writing that cpu.max
+// itself, and raised by writing its own quota back, instead of the product's cap (whose cap of
+// one group alone is 10000/100000): what another period would change.
 //
 // On CPU 0: a normal group's spinner (it stands for the foreground call that runs meanwhile, and
 // a ForegroundCall is held throughout, so a lowered group is capped as in the server), and three
@@ -29,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -85,6 +90,14 @@ long QuotaOf(const SandboxCgroup& group) {
   return -2;
 }
 
+// The group's cpu.max (v2), "" where it has none.
+std::string CpuMaxFile(const SandboxCgroup& group) {
+  for (const auto& dir : group.paths()) {
+    if (cgroup::ReadControl(dir + "/cpu.max")) return dir + "/cpu.max";
+  }
+  return "";
+}
+
 // One group of those measured: its waiting process and (but the idle one) its busy one, on CPU 0.
 struct Measured {
   std::unique_ptr<SandboxCgroup> group;
@@ -110,6 +123,7 @@ std::string JsonList(const std::vector<double>& ms) {
 int main(int argc, char** argv) {
   int rounds = 40;
   int lowered_ms = 300;
+  std::string cap_by_hand;  // "QUOTA PERIOD" for cpu.max, or "": the product's cap
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -117,8 +131,12 @@ int main(int argc, char** argv) {
       rounds = std::atoi(next().c_str());
     } else if (arg == "--lowered-ms") {
       lowered_ms = std::atoi(next().c_str());
+    } else if (arg == "--cap") {
+      cap_by_hand = next();
+      std::replace(cap_by_hand.begin(), cap_by_hand.end(), '/', ' ');
     } else {
-      std::fprintf(stderr, "usage: raise_bench [--rounds N] [--lowered-ms MS]\n");
+      std::fprintf(
+          stderr, "usage: raise_bench [--rounds N] [--lowered-ms MS] [--cap QUOTA_US/PERIOD_US]\n");
       return 2;
     }
   }
@@ -141,6 +159,11 @@ int main(int argc, char** argv) {
   if (!cpu) {
     std::printf("n/a: no cpu controller for session groups (%s)\n", plan.reason.c_str());
     return 0;
+  }
+  if (!cap_by_hand.empty() && manager->mode() != "cgroup2") {
+    std::fprintf(stderr, "raise_bench: --cap needs cgroup v2 (this is %s)\n",
+                 manager->mode().c_str());
+    return 2;
   }
   Limits limits = testing::SmallLimits();
   limits.pids = 64;
@@ -209,15 +232,23 @@ int main(int argc, char** argv) {
     // In turn, each three rounds beginning with the next kind: 0 1 2, 1 2 0, 2 0 1, ...
     const int which = (round + round / kKinds) % kKinds;
     Measured& m = measured[which];
-    if (which == kRaised) {
+    if (which == kRaised && !cap_by_hand.empty()) {
+      if (!cgroup::WriteControl(CpuMaxFile(*m.group), cap_by_hand)) return 1;
+    } else if (which == kRaised) {
       if (!m.group->SetCpuPriority(CpuPriority::kBackground)) return 1;
       cap.Settle();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(lowered_ms));
-    if (which == kRaised) capped_before_raise += QuotaOf(*m.group) == 10000 ? 1 : 0;
+    if (which == kRaised) {
+      const long expected = cap_by_hand.empty() ? 10000 : std::atol(cap_by_hand.c_str());
+      capped_before_raise += QuotaOf(*m.group) == expected ? 1 : 0;
+    }
     const int64_t woke_before = clocks->woke_ns[which].load();
     const int64_t at = MonotonicNs();
-    if (which == kRaised) {
+    if (which == kRaised && !cap_by_hand.empty()) {
+      if (!cgroup::WriteControl(CpuMaxFile(*m.group), "100000 100000")) return 1;  // its own
+      raise_call_ms.push_back(static_cast<double>(MonotonicNs() - at) / 1e6);
+    } else if (which == kRaised) {
       if (!m.group->SetCpuPriority(CpuPriority::kNormal)) return 1;
       raise_call_ms.push_back(static_cast<double>(MonotonicNs() - at) / 1e6);
     }
@@ -246,8 +277,9 @@ int main(int argc, char** argv) {
       "kernel %s, %s, %ld cpus; CPU 0 shared by a normal group's spinner and, in each measured "
       "group, a process waiting for a call and (but the idle group) a busy one; %d rounds each, "
       "in turn; lowered %d ms before each raise (capped under the held foreground call in %d of "
-      "%d rounds)\n\n",
-      uts.release, manager->mode().c_str(), cpus, rounds, lowered_ms, capped_before_raise, rounds);
+      "%d rounds)%s\n\n",
+      uts.release, manager->mode().c_str(), cpus, rounds, lowered_ms, capped_before_raise, rounds,
+      cap_by_hand.empty() ? "" : (", lowered by hand: cpu.max " + cap_by_hand).c_str());
   std::printf("| the woken call's first CPU time after | p50 ms | p90 ms | p99 ms | max ms |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
   std::printf("| the raise (and the write) | %s |\n", Spread(raised).c_str());
@@ -265,9 +297,10 @@ int main(int argc, char** argv) {
   if (late > 0) std::printf("\n%d calls did not run within 2 s (counted as 2 s)\n", late);
   std::printf(
       "\n{\"kernel\": \"%s\", \"mode\": \"%s\", \"rounds\": %d, \"capped\": %d, \"raised_ms\": %s, "
-      "\"never_lowered_ms\": %s, \"idle_ms\": %s, \"raise_call_ms\": %s}\n",
+      "\"never_lowered_ms\": %s, \"idle_ms\": %s, \"raise_call_ms\": %s, \"cap\": \"%s\"}\n",
       uts.release, manager->mode().c_str(), rounds, capped_before_raise, JsonList(raised).c_str(),
-      JsonList(steady).c_str(), JsonList(idle).c_str(), JsonList(raise_call_ms).c_str());
+      JsonList(steady).c_str(), JsonList(idle).c_str(), JsonList(raise_call_ms).c_str(),
+      cap_by_hand.empty() ? "product" : cap_by_hand.c_str());
   for (Measured& m : measured) (void)m.group->Destroy();
   (void)(*normal)->Destroy();
   ::munmap(shared, sizeof(WakeClocks));
