@@ -20,7 +20,7 @@ if ! rootfs=$("$bench" --print-rootfs); then
 fi
 export SANDBOX_BENCH_ROOTFS=$rootfs
 
-ns_out=$("$bench" --runs "$runs" --concurrent 20)
+ns_out=$("$bench" --runs "$runs" --concurrent 20 --compiling-row)
 echo "$ns_out"
 ns_p50=$(sed -n 's/^| create + hello + print(1) | \([0-9.]*\) ms.*/\1/p' <<<"$ns_out")
 compiling_p50=$(sed -n 's/^| create + hello + print(1), the worker compiling [^|]*| \([0-9.]*\) ms.*/\1/p' \
@@ -30,7 +30,7 @@ if [ "$(id -u)" -eq 0 ] && [ "${SANDBOX_CGROUP:-auto}" != none ] &&
   echo
   echo "The same with rlimits only (SANDBOX_CGROUP=none), to show the cost of joining the cgroup:"
   echo
-  SANDBOX_CGROUP=none "$bench" --runs "$runs" --concurrent 20 --idle 0 | sed -n '/^| measure/,/^$/p'
+  SANDBOX_CGROUP=none "$bench" --runs "$runs" --concurrent 20 --idle 0 --compiling-row | sed -n '/^| measure/,/^$/p'
 fi
 
 echo
