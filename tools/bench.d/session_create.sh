@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Namespace sessions: create + agent hello + print(1) through AgentClient (p50/p99 over
-# $SANDBOX_BENCH_RUNS, default 100), warm print(1), 20 sessions created at once, the idle PSS of
-# a session, and what each namespace kind costs the kernel (ns_bench). As root on a host with a
-# cgroup, a second run with rlimits only (SANDBOX_CGROUP=none) shows what joining the cgroup
-# costs at start. Then `docker run --rm` of the same image (the same rootfs tree, imported) with
-# the same limits, when a Docker daemon is reachable; "docker: not reachable" otherwise.
+# $SANDBOX_BENCH_RUNS, default 100), started as `serve` starts them (the worker's byte code kept
+# per image), and the same with the worker compiling worker.py at each start, warm print(1), 20
+# sessions created at once, the idle PSS of a session, and what each namespace kind costs the
+# kernel (ns_bench). As root on a host with a cgroup, a second run with rlimits only
+# (SANDBOX_CGROUP=none) shows what joining the cgroup costs at start. Then `docker run --rm` of
+# the same image (the same rootfs tree, imported) with the same limits, when a Docker daemon is
+# reachable; "docker: not reachable" otherwise.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
 
@@ -18,15 +20,17 @@ if ! rootfs=$("$bench" --print-rootfs); then
 fi
 export SANDBOX_BENCH_ROOTFS=$rootfs
 
-ns_out=$("$bench" --runs "$runs" --concurrent 20)
+ns_out=$("$bench" --runs "$runs" --concurrent 20 --compiling-row)
 echo "$ns_out"
 ns_p50=$(sed -n 's/^| create + hello + print(1) | \([0-9.]*\) ms.*/\1/p' <<<"$ns_out")
+compiling_p50=$(sed -n 's/^| create + hello + print(1), the worker compiling [^|]*| \([0-9.]*\) ms.*/\1/p' \
+  <<<"$ns_out")
 if [ "$(id -u)" -eq 0 ] && [ "${SANDBOX_CGROUP:-auto}" != none ] &&
    ! grep -q "cgroup mode none" <<<"$ns_out"; then
   echo
   echo "The same with rlimits only (SANDBOX_CGROUP=none), to show the cost of joining the cgroup:"
   echo
-  SANDBOX_CGROUP=none "$bench" --runs "$runs" --concurrent 20 --idle 0 | sed -n '/^| measure/,/^$/p'
+  SANDBOX_CGROUP=none "$bench" --runs "$runs" --concurrent 20 --idle 0 --compiling-row | sed -n '/^| measure/,/^$/p'
 fi
 
 echo
@@ -78,4 +82,8 @@ awk -v a="$p50" -v b="$p99" -v n="$docker_runs" \
 if [ -n "$ns_p50" ]; then
   awk -v d="$p50" -v s="$ns_p50" \
     'BEGIN { printf "\nnamespace session create + print(1) is %.1fx faster than docker run --rm (p50)\n", d / 1000 / s }'
+fi
+if [ -n "$compiling_p50" ]; then
+  awk -v d="$p50" -v s="$compiling_p50" \
+    'BEGIN { printf "(%.1fx with the worker compiling worker.py at each start)\n", d / 1000 / s }'
 fi

@@ -2,13 +2,21 @@
 // tools/bench.d/session_create.sh runs it (next to `docker run --rm` of the same image).
 //
 //   ns_bench [--rootfs DIR] [--runs N] [--concurrent N] [--warm N] [--idle N] [--print-rootfs]
-//            [--verbose]
+//            [--compiling-row] [--verbose]
 //
 // Rows: create + agent hello + print(1) through AgentClient (p50/p99 over --runs sequential
-// sessions, with the phases), warm print(1), --concurrent sessions created at once (wall time
-// until every one has answered print(1)), the idle PSS of one session's processes, --idle
-// sessions side by side (all answering; their PSS and the MemAvailable they take), and what the
-// kernel charges for each namespace kind (unshare in a throwaway child).
+// sessions, with the phases), with --compiling-row the same with the worker compiling worker.py at
+// its start (the path before `serve` kept the worker's byte code per image; --runs sessions more,
+// in turn with the others), warm print(1),
+// --concurrent sessions created at once (wall time until every one has answered print(1)), the idle
+// PSS of one session's processes, --idle sessions side by side (all answering; their PSS and the
+// MemAvailable they take), and what the kernel charges for each namespace kind (unshare in a
+// throwaway child).
+//
+// The sandboxes start the way `serve` starts its own: on the agent dir with the worker's byte code
+// kept for the image, made and looked up by serve's own code (UseKeptWorkerByteCode and the
+// config's agent_dir_for, tools/cli/run_agent_cache.h), in a state dir of the bench's. Where it
+// cannot be kept, they start as serve's would then, compiling worker.py, and the output says so.
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -19,6 +27,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +43,7 @@
 #include "runtime/ns/process_identity.h"
 #include "tests/support/bench_stats.h"
 #include "tests/support/test_support.h"
+#include "tools/cli/run_agent_cache.h"
 
 namespace {
 
@@ -71,16 +81,32 @@ SandboxSpec Spec(const std::string& rootfs, const std::string& agent, int n) {
   return spec;  // default Limits: 512 MiB, 1 cpu, 256 pids (as `docker run` gets them)
 }
 
+// The agent dir `serve` starts a sandbox of the bench's image on: its kept copy with the
+// worker's byte code, looked up per start as serve's SandboxStarter does.
+struct AgentDirs {
+  std::string plain;         // sandbox-init and worker.py: the worker compiles worker.py
+  SessionConfig serve_like;  // agent_dir_for set by UseKeptWorkerByteCode
+  ResolvedImage image;
+
+  std::string ForStart() const {
+    std::string kept = serve_like.agent_dir_for ? serve_like.agent_dir_for(image) : "";
+    return kept.empty() ? plain : kept;
+  }
+};
+
 struct Timed {
   double start = 0, hello = 0, first_run = 0, destroy = 0;
   bool ok = false;
   std::string error;
 };
 
-// create -> hello -> print(1) -> destroy, timed.
-Timed OneSession(NamespaceBackend& backend, const SandboxSpec& spec) {
+// create -> hello -> print(1) -> destroy, timed; the agent dir chosen in the start's time, as
+// serve chooses it.
+Timed OneSession(NamespaceBackend& backend, SandboxSpec spec,
+                 const std::function<std::string()>& agent_dir) {
   Timed t;
   auto t0 = Clock::now();
+  spec.agent_dir = agent_dir();
   auto sandbox = backend.Start(spec);
   if (!sandbox) {
     t.error = sandbox.error().message;
@@ -210,6 +236,7 @@ int main(int argc, char** argv) {
   int runs = 100, concurrent = 20, warm_runs = 200, idle = 200;
   bool print_rootfs = false;
   bool verbose = false;
+  bool compiling_row = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -225,12 +252,14 @@ int main(int argc, char** argv) {
       warm_runs = std::atoi(next().c_str());
     else if (arg == "--print-rootfs")
       print_rootfs = true;
+    else if (arg == "--compiling-row")
+      compiling_row = true;
     else if (arg == "--verbose")
       verbose = true;
     else {
       std::fprintf(stderr,
                    "usage: ns_bench [--rootfs DIR] [--runs N] [--concurrent N] "
-                   "[--warm N] [--idle N] [--print-rootfs] [--verbose]\n");
+                   "[--warm N] [--idle N] [--print-rootfs] [--compiling-row] [--verbose]\n");
       return 2;
     }
   }
@@ -254,27 +283,58 @@ int main(int argc, char** argv) {
   auto cgroups = CgroupManager::Detect("mcp-sandbox-bench");
   std::vector<std::string> cgroup_parents = cgroups->parent_dirs();  // removed at the end
   auto backend_ptr =
-      std::make_unique<NamespaceBackend>(tmp.Join("state"), *agent, std::move(cgroups));
+      std::make_shared<NamespaceBackend>(tmp.Join("state"), *agent, std::move(cgroups));
   NamespaceBackend& backend = *backend_ptr;
   EnforcedLimits limits = backend.PlanLimits(Limits{});
   std::string cgroup_reason = backend.cgroups().reason();
 
-  // Warm-up (page cache, the BPF program, python's .pyc files).
-  for (int i = 0; i < 3; ++i) OneSession(backend, Spec(rootfs, *agent, 1000000 + i));
+  // serve's kept byte code for the bench's image: compiled now in a sandbox of the image by
+  // serve's own code, then looked up per start (UseKeptWorkerByteCode).
+  AgentDirs dirs;
+  dirs.plain = *agent;
+  dirs.image.name = "bench";
+  dirs.image.rootfs = rootfs;
+  dirs.serve_like.state_dir = tmp.Join("state");
+  dirs.serve_like.agent_dir = *agent;
+  dirs.serve_like.default_image = dirs.image.name;
+  ImageResolver resolver = [&dirs](const std::string&) -> Result<ResolvedImage> {
+    return dirs.image;
+  };
+  cli::UseKeptWorkerByteCode(dirs.serve_like, backend_ptr, resolver);
+  const std::string kept_dir = dirs.ForStart();
+  const bool byte_code_kept = kept_dir != dirs.plain;
+  auto serve_agent_dir = [&dirs] { return dirs.ForStart(); };
+  auto compiling_agent_dir = [&dirs] { return dirs.plain; };
 
-  std::vector<double> total, start, hello, first, destroy;
+  // Warm-up (page cache, the BPF program, python's .pyc files).
+  for (int i = 0; i < 3; ++i) {
+    OneSession(backend, Spec(rootfs, *agent, 1000000 + i), serve_agent_dir);
+    if (compiling_row) OneSession(backend, Spec(rootfs, *agent, 1100000 + i), compiling_agent_dir);
+  }
+
+  // serve's path and the worker compiling worker.py, in turn (each first every other time), so
+  // that both see the same load.
+  struct Phases {
+    std::vector<double> total, start, hello, first, destroy;
+  } kept, compiling;
   for (int i = 0; i < runs; ++i) {
-    Timed t = OneSession(backend, Spec(rootfs, *agent, i));
-    if (!t.ok) {
-      std::fprintf(stderr, "session %d failed: %s\n", i, t.error.c_str());
-      return 1;
+    for (int turn = 0; turn < (compiling_row ? 2 : 1); ++turn) {
+      const bool serve_path = !compiling_row || (turn == 0) == (i % 2 == 0);
+      Timed t = serve_path
+                    ? OneSession(backend, Spec(rootfs, *agent, i), serve_agent_dir)
+                    : OneSession(backend, Spec(rootfs, *agent, 1200000 + i), compiling_agent_dir);
+      if (!t.ok) {
+        std::fprintf(stderr, "session %d failed: %s\n", i, t.error.c_str());
+        return 1;
+      }
+      Phases& phases = serve_path ? kept : compiling;
+      phases.total.push_back(t.start + t.hello + t.first_run);
+      phases.start.push_back(t.start);
+      phases.hello.push_back(t.hello);
+      phases.first.push_back(t.first_run);
+      phases.destroy.push_back(t.destroy);
     }
     std::fprintf(stderr, "\rsequential %d/%d", i + 1, runs);
-    total.push_back(t.start + t.hello + t.first_run);
-    start.push_back(t.start);
-    hello.push_back(t.hello);
-    first.push_back(t.first_run);
-    destroy.push_back(t.destroy);
   }
   std::fprintf(stderr, "\n");
 
@@ -282,7 +342,7 @@ int main(int argc, char** argv) {
   std::vector<double> warm;
   double pss = 0;
   {
-    auto sandbox = backend.Start(Spec(rootfs, *agent, 2000000));
+    auto sandbox = backend.Start(Spec(rootfs, dirs.ForStart(), 2000000));
     if (!sandbox) return 1;
     AgentClient client((*sandbox)->stream());
     if (!client.WaitReady(std::chrono::seconds(30))) return 1;
@@ -308,7 +368,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < concurrent; ++i) {
     threads.emplace_back([&, i] {
       sync.arrive_and_wait();
-      auto sandbox = backend.Start(Spec(rootfs, *agent, 3000000 + i));
+      auto sandbox = backend.Start(Spec(rootfs, dirs.ForStart(), 3000000 + i));
       if (!sandbox) {
         results[i].error = sandbox.error().message;
         return;
@@ -336,7 +396,7 @@ int main(int argc, char** argv) {
   // N idle sessions side by side: every one answers, what they cost together (their PSS, and
   // how much MemAvailable drops, which also counts the kernel's share: page tables, namespaces,
   // cgroups, tmpfs metadata), and how many of them 24 GiB would hold at that rate.
-  IdleFigures idle_figures = MeasureIdleSessions(backend, rootfs, *agent, idle);
+  IdleFigures idle_figures = MeasureIdleSessions(backend, rootfs, dirs.ForStart(), idle);
 
   double netns = UnshareCostUs(CLONE_NEWNET, 50);
   double mntns = UnshareCostUs(CLONE_NEWNS, 50);
@@ -345,17 +405,34 @@ int main(int argc, char** argv) {
   std::printf("namespace backend, image rootfs %s, cgroup mode %s (%s), %s server, %ld cpus\n\n",
               rootfs.c_str(), limits.cgroup_mode.c_str(), cgroup_reason.c_str(),
               ::geteuid() == 0 ? "root" : "unprivileged", ::sysconf(_SC_NPROCESSORS_ONLN));
+  if (byte_code_kept) {
+    std::printf("the worker's byte code kept by serve's code in %s\n\n", kept_dir.c_str());
+  } else {
+    std::printf(
+        "the worker's byte code could not be kept (--verbose says why): the sandboxes compile "
+        "worker.py, as serve's would here\n\n");
+  }
   std::printf("| measure | p50 | p99 | runs |\n|---|---|---|---|\n");
-  std::printf("| create + hello + print(1) | %.1f ms | %.1f ms | %d |\n", Percentile(total, 0.5),
-              Percentile(total, 0.99), runs);
-  std::printf("| &nbsp;&nbsp;start (clone .. execve of init) | %.1f ms | %.1f ms | %d |\n",
-              Percentile(start, 0.5), Percentile(start, 0.99), runs);
-  std::printf("| &nbsp;&nbsp;agent hello (init + python worker up) | %.1f ms | %.1f ms | %d |\n",
-              Percentile(hello, 0.5), Percentile(hello, 0.99), runs);
-  std::printf("| &nbsp;&nbsp;first print(1) | %.2f ms | %.2f ms | %d |\n", Percentile(first, 0.5),
-              Percentile(first, 0.99), runs);
-  std::printf("| destroy (kill, reap, cgroup, record) | %.1f ms | %.1f ms | %d |\n",
-              Percentile(destroy, 0.5), Percentile(destroy, 0.99), runs);
+  auto print_phases = [runs](const Phases& phases) {
+    std::printf("| &nbsp;&nbsp;start (clone .. execve of init) | %.1f ms | %.1f ms | %d |\n",
+                Percentile(phases.start, 0.5), Percentile(phases.start, 0.99), runs);
+    std::printf("| &nbsp;&nbsp;agent hello (init + python worker up) | %.1f ms | %.1f ms | %d |\n",
+                Percentile(phases.hello, 0.5), Percentile(phases.hello, 0.99), runs);
+    std::printf("| &nbsp;&nbsp;first print(1) | %.2f ms | %.2f ms | %d |\n",
+                Percentile(phases.first, 0.5), Percentile(phases.first, 0.99), runs);
+    std::printf("| &nbsp;&nbsp;destroy (kill, reap, cgroup, record) | %.1f ms | %.1f ms | %d |\n",
+                Percentile(phases.destroy, 0.5), Percentile(phases.destroy, 0.99), runs);
+  };
+  std::printf("| create + hello + print(1) | %.1f ms | %.1f ms | %d |\n",
+              Percentile(kept.total, 0.5), Percentile(kept.total, 0.99), runs);
+  print_phases(kept);
+  if (compiling_row) {
+    std::printf(
+        "| create + hello + print(1), the worker compiling worker.py (before serve kept its byte "
+        "code) | %.1f ms | %.1f ms | %d |\n",
+        Percentile(compiling.total, 0.5), Percentile(compiling.total, 0.99), runs);
+    print_phases(compiling);
+  }
   std::printf("| warm print(1) round trip | %.2f ms | %.2f ms | %d |\n", Percentile(warm, 0.5),
               Percentile(warm, 0.99), warm_runs);
   std::printf(
