@@ -9,7 +9,7 @@
 # that a target with UNITY_BUILD off compiles alone (checked alone); it
 # is configured twice, per file and in unity batches, and checked both ways. Then the result
 # cache per batch: a clean batch comes from the cache, and a change to one of its sources checks
-# that batch again.
+# that batch again, and a clone elsewhere finds the results.
 # Usage: clang_tidy_batch_test.sh
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -41,7 +41,8 @@ printf '#include <fcntl.h>\nint Open() { return open("/x", O_RDONLY); }\n' > clo
 printf '#include <string>\n#include <vector>\nstd::size_t Sum(const std::vector<std::string>& v) {
   std::size_t n = 0;\n  for (auto s : v) n += s.size();\n  return n;\n}\n' > performance.cc
 printf 'struct Base {\n  virtual ~Base() = default;\n  virtual int Get() { return 0; }\n};
-struct Derived : Base {\n  virtual int Get() { return 1; }\n};\nint UseDerived() { return Derived().Get(); }\n' \
+struct Derived : Base {\n  virtual int Get() { return 1; }\n};
+int UseDerived() { return Derived().Get(); }\n' \
   > override.cc
 printf 'int* Pointer() { return 0; }\n' > nullptr.cc
 printf '#include "piece.cc"\nint Whole() { return Piece(); }\n' > includes_source.cc
@@ -79,19 +80,32 @@ check "per file: each source a translation unit" \
   "clang-tidy: 11 files, 0 clean in the cache, 11 checked, 7 with findings" \
   "$(cat per-file.summary)"
 check "in batches: the same findings" "$expected" "$(findings batches "$work/cache")"
+units="clang-tidy: 11 files in 3 translation units (2 batches)"
 check "in batches: two batches (shared.cc once), alone.cc alone" \
-  "clang-tidy: 11 files in 3 translation units (2 batches), 0 clean in the cache, 3 checked, 1 with findings" \
+  "$units, 0 clean in the cache, 3 checked, 1 with findings" \
   "$(cat batches.summary)"
 
 # The clean batch (clean_one.cc, clean_two.cc) and alone.cc come from the cache; a changed source
 # checks its batch again.
 findings batches "$work/cache" >/dev/null
 check "in batches again: the clean batch from the cache" \
-  "clang-tidy: 11 files in 3 translation units (2 batches), 2 clean in the cache, 1 checked, 1 with findings" \
+  "$units, 2 clean in the cache, 1 checked, 1 with findings" \
   "$(cat batches.summary)"
 printf 'int CleanTwo() { return 22; }\n' > clean_two.cc
 findings batches "$work/cache" >/dev/null
 check "a source changed: its batch checked again" \
-  "clang-tidy: 11 files in 3 translation units (2 batches), 1 clean in the cache, 2 checked, 1 with findings" \
+  "$units, 1 clean in the cache, 2 checked, 1 with findings" \
+  "$(cat batches.summary)"
+
+# A clone elsewhere (CI clones anew each run): the batches' copies name other paths, and the
+# clean batch comes from the cache all the same.
+clone=$work/clone
+mkdir -p "$clone"
+cp .clang-tidy CMakeLists.txt ./*.cc ./*.h "$clone/"
+cd "$clone" || exit 1
+cmake -S . -B batches -G Ninja -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 >/dev/null
+python3 "$script" batches "$work/cache" "${sources[@]}" >/dev/null 2>batches.summary
+check "a clone elsewhere: the clean batch and alone.cc from the cache" \
+  "$units, 2 clean in the cache, 1 checked, 1 with findings" \
   "$(cat batches.summary)"
 exit $fail

@@ -11,8 +11,11 @@ once per file. tools/test gives it such a tree (build-tidy); a per-file tree che
 alone, as a developer's tree does. Either way a finding is reported where it is: clang-tidy
 reports one in the translation unit's main file and, through --header-filter, in the headers
 the filter names; a batch's filter names exactly the FILEs it checks, so the findings are a
-per-file run's (tests/cli/clang_tidy_batch_test.sh compares the two on planted violations). The
-batch is checked as a copy of CMake's unity file beside it whose #include lines say NOLINT to
+per-file run's (tests/cli/clang_tidy_batch_test.sh compares the two on planted violations). One
+difference: a batch sees the bodies of the functions its other sources define, so a check that
+follows calls into bodies finds what a per-file run could not (bugprone-exception-escape found
+an exception that could leave sandbox-init's main through Agent::Serve). The batch is checked
+as a copy of CMake's unity file beside it whose #include lines say NOLINT to
 bugprone-suspicious-include (the check against including a .cc file, which is what a batch is
 for); a product file that includes a .cc file is still found.
 
@@ -41,6 +44,7 @@ source_root = os.path.realpath(os.getcwd())
 # CMake's unity batches: <target>.dir/Unity/unity_<n>_<lang>.<ext>, one #include per source.
 unity_file = re.compile(r"/Unity/unity_[0-9]+_cxx\.cxx$")
 unity_include = re.compile(r'^#include "(.*)"$')
+batch_suffix = ".tidy.cxx"  # the copy of a batch clang-tidy checks, beside CMake's
 
 
 class Unit:
@@ -94,7 +98,7 @@ def batch_units(commands, wanted):
         if best is None or not best[4] & left:
             break
         path, command, directory, members, covered = best
-        copy = path[:-len(".cxx")] + ".tidy.cxx"
+        copy = path[:-len(".cxx")] + batch_suffix
         with open(path, encoding="utf-8") as f:
             text = f.read()
         text = re.sub(r'^(#include ".*")$', r"\1  // NOLINT(bugprone-suspicious-include)", text,
@@ -143,22 +147,27 @@ content_hashes = {}
 
 
 def content_hash(path):
+    """A file's content; a batch's copy names its sources by absolute path, so it is hashed
+    with the checkout's path taken out, as a command is."""
     if path not in content_hashes:
         try:
             with open(path, "rb") as f:
-                content_hashes[path] = hashlib.sha256(f.read()).hexdigest()
+                content = f.read()
+            if path.endswith(batch_suffix):
+                content = content.replace(source_root.encode(), b"<src>")
+            content_hashes[path] = hashlib.sha256(content).hexdigest()
         except OSError:
             content_hashes[path] = "missing"
     return content_hashes[path]
 
 
-def tidy_args(unit):
+def tidy_args(unit, header_filter_of=header_filter):
     """A batch names .clang-tidy itself: clang-tidy looks for it from the main file up, and the
     batch's copy lies in the build tree, which may be outside the checkout."""
     args = ["-p", unit.database, "--quiet", "--extra-arg=-H"]
     if unit.batch:
         args += ["--config-file=" + os.path.join(source_root, ".clang-tidy"),
-                 "--header-filter=" + header_filter(unit.reported)]
+                 "--header-filter=" + header_filter_of(unit.reported)]
     return args
 
 
@@ -167,7 +176,9 @@ def manifest_name(unit, common):
     arguments and clang-tidy, so going back to a version of the file (another branch) finds its
     list again."""
     h = hashlib.sha256(common.encode())
-    h.update("\0".join([unit.command] + tidy_args(unit)).replace(source_root, "<src>").encode())
+    # The header filter by the files it names (its regular expression escapes their paths).
+    args = tidy_args(unit, lambda reported: "\0".join(reported))
+    h.update("\0".join([unit.command] + args).replace(source_root, "<src>").encode())
     h.update(f"\0{portable(unit.path)}\0{content_hash(unit.path)}".encode())
     return "inputs-" + h.hexdigest()
 

@@ -9,8 +9,9 @@
 # files and rootfs/recipe's customize_script.h, and what is made at build time (tools/cli's
 # sandbox_commit.h, the MCP Apps views' embedded_views.cc) is made alone (tidy_generated_*).
 # clang_tidy_cached.py checks each batch as one translation unit, reporting the findings in
-# the sources it includes as a per-file run would (tests/cli/clang_tidy_batch_test.sh), at
-# about a fifth of the CPU: the headers the sources share are parsed once per batch. A header
+# the sources it includes as a per-file run would (tests/cli/clang_tidy_batch_test.sh), and
+# what a check that follows calls finds in the bodies the batch's other sources define, at
+# about a quarter of the CPU: the headers the sources share are parsed once per batch. A header
 # missing here shows as clang-tidy's "file not found" error, which fails the case.
 set -uo pipefail
 source "$(dirname "$0")/common.sh"
