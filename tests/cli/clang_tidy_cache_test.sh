@@ -4,8 +4,8 @@
 # printed every run, a header the file includes changes its key (checked again, here with a new
 # error), a header added by a new #include is among the inputs from then on, and a clone of
 # the same sources elsewhere finds the results. The project is configured, never built: the
-# script reads compile commands and clang-tidy's own list of the headers it read (tools/test
-# gives it a configured per-file tree while the main tree builds in unity batches). A tiny
+# script reads compile commands and clang-tidy's own list of the headers it read (here a
+# per-file tree; clang_tidy_batch_test.sh checks a unity tree's batches). A tiny
 # CMake project with the repository's .clang-tidy, so each clang-tidy run takes a second.
 # Usage: clang_tidy_cache_test.sh
 set -u

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -174,4 +176,16 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sandbox::agent
 
-int main(int argc, char** argv) { return sandbox::agent::Main(argc, argv); }
+// Init answers what goes wrong with a Result; an exception is a bug (a JSON value of the wrong
+// type, say). Uncaught, it would end pid 1 through std::terminate's abort, and the host would
+// see the sandbox die without a word: said on the log instead, then init exits as Die does.
+int main(int argc, char** argv) {
+  try {
+    return sandbox::agent::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sandbox-init: unexpected exception: %s\n", e.what());
+  } catch (...) {
+    std::fputs("sandbox-init: unexpected exception\n", stderr);
+  }
+  ::_exit(1);
+}
