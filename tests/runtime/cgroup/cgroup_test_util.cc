@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cgroup/background_cpu.h"
 #include "runtime/cgroup/cgroup_fs.h"
 
 namespace sandbox::testing {
@@ -85,6 +86,17 @@ ChildOutcome RunInChild(const std::function<int(int out_fd)>& body) {
 bool DropTo(uid_t id) {
   return ::setgroups(0, nullptr) == 0 && ::setresgid(id, id, id) == 0 &&
          ::setresuid(id, id, id) == 0;
+}
+
+long QuotaOf(const SandboxCgroup& group) {
+  for (const auto& dir : group.paths()) {
+    if (auto v2 = cgroup::ReadControl(dir + "/cpu.max")) {
+      auto parsed = cgroup::ParseCpuMax(*v2);
+      return parsed ? parsed->first : -2;
+    }
+    if (auto v1 = cgroup::ReadControl(dir + "/cpu.cfs_quota_us")) return std::stol(*v1);
+  }
+  return -2;
 }
 
 std::string UniqueOwner() {

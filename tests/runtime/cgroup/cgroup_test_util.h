@@ -48,6 +48,10 @@ void WriteString(int fd, const std::string& text);
 // Drops to uid/gid `id` (no supplementary groups) in the calling process; false on failure.
 bool DropTo(uid_t id);
 
+// The group's CPU quota in microseconds per period: v2 cpu.max, v1 cpu.cfs_quota_us; -1 for
+// none ("max"), -2 where neither file is found or cpu.max does not parse.
+long QuotaOf(const SandboxCgroup& group);
+
 // A parent-group name no other test (or helper) uses: "mcp-sandbox-test-<pid>-<n>".
 std::string UniqueOwner();
 

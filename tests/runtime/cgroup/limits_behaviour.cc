@@ -45,18 +45,6 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeou
   return done();
 }
 
-// The group's CPU quota in microseconds per 100 ms (-1: none): v2 cpu.max, v1 cpu.cfs_quota_us.
-long QuotaOf(const SandboxCgroup& group) {
-  for (const auto& dir : group.paths()) {
-    if (auto v2 = cgroup::ReadControl(dir + "/cpu.max")) {
-      auto parsed = cgroup::ParseCpuMax(*v2);
-      return parsed ? parsed->first : -2;
-    }
-    if (auto v1 = cgroup::ReadControl(dir + "/cpu.cfs_quota_us")) return std::stol(*v1);
-  }
-  return -2;
-}
-
 // v2 cpu.weight or v1 cpu.shares, as text ("" where neither is found).
 std::string WeightOf(const SandboxCgroup& group) {
   for (const auto& dir : group.paths()) {

@@ -57,6 +57,7 @@ namespace {
 using namespace sandbox;
 using sandbox::testing::GatedChild;
 using sandbox::testing::Percentile;
+using sandbox::testing::QuotaOf;
 
 int64_t MonotonicNs() {
   timespec now{};
@@ -77,18 +78,6 @@ constexpr int kRaised = 0, kNeverLowered = 1, kIdle = 2, kKinds = 3;
 struct WakeClocks {
   std::atomic<int64_t> woke_ns[kKinds];
 };
-
-// The group's CPU quota in microseconds per period (-1: none): v2 cpu.max, v1 cpu.cfs_quota_us.
-long QuotaOf(const SandboxCgroup& group) {
-  for (const auto& dir : group.paths()) {
-    if (auto v2 = cgroup::ReadControl(dir + "/cpu.max")) {
-      auto parsed = cgroup::ParseCpuMax(*v2);
-      return parsed ? parsed->first : -2;
-    }
-    if (auto v1 = cgroup::ReadControl(dir + "/cpu.cfs_quota_us")) return std::stol(*v1);
-  }
-  return -2;
-}
 
 // The group's cpu.max (v2), "" where it has none.
 std::string CpuMaxFile(const SandboxCgroup& group) {
