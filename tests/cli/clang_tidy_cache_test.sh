@@ -10,14 +10,8 @@
 # Usage: clang_tidy_cache_test.sh
 set -u
 source "$(dirname "$0")/lib.sh"
-script=$(cd "$(dirname "$0")/../.." && pwd)/tools/lib/clang_tidy_cached.py
-for tool in clang-tidy cmake ninja; do
-  command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is not installed"; exit 77; }
-done
-
 project=$work/one
-mkdir -p "$project"
-cp "$(dirname "$script")/../../.clang-tidy" "$project/"
+tidy_test_project "$project"
 cat > "$project/CMakeLists.txt" <<'EOF'
 cmake_minimum_required(VERSION 3.20)
 project(tidy_cache CXX)

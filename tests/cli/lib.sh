@@ -54,6 +54,20 @@ skip_unless_root() {
   [ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root ($1)"; exit 77; }
 }
 
+# tidy_test_project DIR: for the clang-tidy result cache's tests, skips (77) unless clang-tidy,
+# cmake and ninja are installed, makes DIR with the repository's .clang-tidy in it, and sets
+# $script to tools/lib/clang_tidy_cached.py.
+tidy_test_project() {
+  local tool root
+  for tool in clang-tidy cmake ninja; do
+    command -v "$tool" >/dev/null || { echo "SKIPPED: $tool is not installed"; exit 77; }
+  done
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  script=$root/tools/lib/clang_tidy_cached.py
+  mkdir -p "$1"
+  cp "$root/.clang-tidy" "$1/"
+}
+
 # skip_unless_docker: exits 77 (skipped) unless a Docker daemon answers; where tools/test
 # requires the Docker half (SANDBOX_TEST_REQUIRE_DOCKER=1), a missing daemon is a failure.
 skip_unless_docker() {
