@@ -5,10 +5,12 @@
 #             installed_test.sh (a fresh Debian 12 root), ci_recipe_test.sh (docs/ci.md's CI
 #             recipe as an ordinary user) and service_in_vm.sh (the systemd unit in a VM
 #             booting systemd)
-#   trixie    tools/package --dist trixie: the .deb built in a clean Debian 13 build root, whose
-#             [unit] tier runs there too; then installed_test.sh in a fresh Debian 13 root
 #   portable  tools/package --portable: the tarball for CI runners, then portable_test.sh in
 #             fresh Debian 12 and 13 roots
+#   trixie    tools/package --dist trixie: the .deb built in a clean Debian 13 build root, whose
+#             [unit] tier runs there too; then installed_test.sh in a fresh Debian 13 root. Last:
+#             tools/test compiles it in the background (tools/lib/background_package_roots.sh),
+#             which so has the other two stages' time to end in
 #   prefetch  not a default stage: only the Debian root tarballs the stages above unpack
 #             (mmdebstrap, a minute or two each on a fresh machine), which tools/test makes in
 #             the background while it compiles
@@ -27,7 +29,7 @@ mkdir -p "$work" "$results"
 export DEBIAN_ROOT_CACHE=$SANDBOX_CACHE_DIR/roots
 case_file=$root/tools/lib/junit_case.py
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || read -r -a stages <<<"${SANDBOX_TEST_PACKAGE_STAGES:-deb trixie portable}"
+[ ${#stages[@]} -gt 0 ] || read -r -a stages <<<"${SANDBOX_TEST_PACKAGE_STAGES:-deb portable trixie}"
 record() {  # record NAME DESCRIPTION RC LOG
   python3 "$case_file" "$results/package-$1.xml" package "$2" "$3" "$4"
   [ "$3" -eq 0 ] || { log "package: $2 failed:"; tail -30 "$4" >&2; }
@@ -118,8 +120,8 @@ stage_portable() {
 
 for stage in "${stages[@]}"; do
   case $stage in
-    deb|trixie|portable|prefetch) ;;
-    *) log "package: unknown stage '$stage' (deb, trixie, portable, prefetch)"; exit 2 ;;
+    deb|portable|trixie|prefetch) ;;
+    *) log "package: unknown stage '$stage' (deb, portable, trixie, prefetch)"; exit 2 ;;
   esac
   started=$(date +%s)
   "stage_$stage"

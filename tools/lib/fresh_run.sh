@@ -79,7 +79,7 @@ unshare --mount --propagation private -- env -u CCACHE_DIR -u CCACHE_CONFIGPATH 
     exec "$@"' bash "$work" "$@" >"$work/test.log" 2>&1 || rc=$?
 elapsed=$(( $(date +%s) - started ))
 tail -n 5 "$work/test.log"
-grep -E '^(stage starts|package: stage|idle builds:)' "$work/test.log" || true
+grep -E '^(stage |package: stage|idle builds:|background:)' "$work/test.log" || true
 echo "fresh_run.sh: $* exited $rc after $elapsed s" \
   "($(( elapsed / 60 )) min $(( elapsed % 60 )) s); log: $work/test.log"
 exit "$rc"

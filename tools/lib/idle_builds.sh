@@ -28,11 +28,13 @@ idle_builds_start() {
     # half of the CPU from the stages in the foreground. The group itself yields at nice 19
     # (weight 15 against 1024). Without autogroups, SCHED_IDLE does the same.
     echo 19 > /proc/self/autogroup 2>/dev/null || true
+    source "$lib/stage_clock.sh"
     timed() {
-      local started rc=0
-      started=$(date +%s)
+      local started ticks rc=0
+      started=$(date +%s) ticks=$(stage_clock_children_ticks)
       "$@" || rc=$?
-      echo "idle builds: ${1##*/}: exit $rc, $(( $(date +%s) - started )) s"
+      echo "idle builds: ${1##*/}: exit $rc, $(( $(date +%s) - started )) s," \
+        "CPU $(( ($(stage_clock_children_ticks) - ticks) / $(getconf CLK_TCK) )) s"
     }
     timed "$lib/asan_stage.sh" "$results" --build-only
     timed "$lib/tsan_stage.sh" "$results" --build-only

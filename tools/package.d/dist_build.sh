@@ -5,7 +5,10 @@
 # the [unit] tier (one JUnit file per executable in /build/unit), makes the .deb with CPack
 # (dependencies from this release's libraries through dpkg-shlibdeps) and lints it with this
 # release's lintian (/build/package/lintian.txt). Exit: 0, or 1 with the failed step on stderr.
+# usage: dist_build.sh [all | compile-only]; compile-only stops after the build, whose objects
+# stay in the release's ccache (tools/test's background compile).
 set -eu
+steps=${1:-all}
 export CCACHE_DIR=/ccache LANG=C.UTF-8
 step() { printf '== %s\n' "$*" >&2; }
 
@@ -18,6 +21,7 @@ step "build: the binary, its agent, the package's docs and the [unit] tier"
 cmake --build /build -j "$(nproc)" \
   --target mcp-sandbox sandbox-init sandbox_package_docs sandbox_unit_tests >&2
 ccache --show-stats 2>/dev/null | grep -E 'Hits|Misses' | head -2 >&2 || true
+[ "$steps" != compile-only ] || exit 0
 
 step "the [unit] tier"
 mkdir -p /build/unit
