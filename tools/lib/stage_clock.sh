@@ -4,9 +4,13 @@
 # below waited for something else (a VM's boot, a download, a timeout a test runs into), and the
 # background at idle priority takes the rest. The CPU time is the machine's, every process's
 # user and system time from /proc/stat: the stage's own work and the idle builds beside it
-# (tools/lib/idle_builds.sh), and on a shared machine anyone else's too.
+# (tools/lib/idle_builds.sh), and on a shared machine anyone else's too. Beside it, the stage's
+# own: the CPU time of the processes this script waited for in the stage (its commands and all
+# they started and waited for; not the Docker daemon's containers, which are the daemon's
+# children; and a background job's whole time lands in the stage that waits for it: the image
+# build's in "images", the idle builds' in "style", which also prints them apart).
 
-stage_clock_names=() stage_clock_starts=() stage_clock_cpu=()
+stage_clock_names=() stage_clock_starts=() stage_clock_cpu=() stage_clock_own=()
 
 # The machine's busy CPU time so far, in clock ticks: user, nice, system, irq, softirq, steal
 # (guest time is inside user).
@@ -24,32 +28,37 @@ stage_clock_mark() {
   stage_clock_names+=("$1")
   stage_clock_starts+=("$SECONDS")
   stage_clock_cpu+=("$(stage_clock_busy_ticks)")
+  stage_clock_own+=("$(stage_clock_children_ticks)")
 }
 
 # stage_clock_report: one line per stage (its start, wall time, the machine's CPU time in it and
-# that as a share of every CPU's), then the whole run's, and the line "stage starts: ..." that
-# tools/lib/fresh_run.sh prints.
+# that as a share of every CPU's, the stage's own CPU time), then the whole run's, and the line
+# "stage starts: ..." that tools/lib/fresh_run.sh prints.
 stage_clock_report() {
-  local ticks_per_s cpus end_s end_ticks i next_s next_ticks wall cpu starts=()
+  local ticks_per_s cpus end_s end_ticks end_own i next_s next_ticks next_own starts=()
   ticks_per_s=$(getconf CLK_TCK) cpus=$(nproc)
-  end_s=$SECONDS end_ticks=$(stage_clock_busy_ticks)
-  log "stage times (the machine's CPU time in each, of $cpus CPUs):"
+  end_s=$SECONDS end_ticks=$(stage_clock_busy_ticks) end_own=$(stage_clock_children_ticks)
+  # stage_clock_line NAME START WALL_S CPU_TICKS OWN_TICKS
+  stage_clock_line() {
+    local cpu=$(($4 / ticks_per_s))
+    printf 'stage %-8s %8s %5d s, CPU %6d s (%3d %% of %d CPUs), its own %6d s\n' "$1" "$2" "$3" \
+      "$cpu" $(($3 > 0 ? 100 * cpu / ($3 * cpus) : 0)) "$cpus" $(($5 / ticks_per_s))
+  }
+  log "stage times (wall; the machine's CPU time; the CPU time of what the stage waited for):"
   for i in "${!stage_clock_names[@]}"; do
-    next_s=$end_s next_ticks=$end_ticks
+    next_s=$end_s next_ticks=$end_ticks next_own=$end_own
     if [ $((i + 1)) -lt ${#stage_clock_names[@]} ]; then
       next_s=${stage_clock_starts[$((i + 1))]} next_ticks=${stage_clock_cpu[$((i + 1))]}
+      next_own=${stage_clock_own[$((i + 1))]}
     fi
-    wall=$((next_s - stage_clock_starts[i]))
-    cpu=$(((next_ticks - stage_clock_cpu[i]) / ticks_per_s))
-    log "$(printf 'stage %-8s at %5d s: %5d s, CPU %6d s (%3d %% of %d CPUs)' "${stage_clock_names[i]}" \
-      "${stage_clock_starts[i]}" "$wall" "$cpu" $((wall > 0 ? 100 * cpu / (wall * cpus) : 0)) "$cpus")"
+    log "$(stage_clock_line "${stage_clock_names[i]}" "at ${stage_clock_starts[i]}:" \
+      $((next_s - stage_clock_starts[i])) $((next_ticks - stage_clock_cpu[i])) \
+      $((next_own - stage_clock_own[i])))"
     starts+=("${stage_clock_names[i]} at ${stage_clock_starts[i]}s")
   done
   if [ ${#stage_clock_names[@]} -gt 0 ]; then
-    wall=$((end_s - stage_clock_starts[0]))
-    cpu=$(((end_ticks - stage_clock_cpu[0]) / ticks_per_s))
-    log "$(printf 'stage %-8s          %5d s, CPU %6d s (%3d %% of %d CPUs)' all "$wall" "$cpu" \
-      $((wall > 0 ? 100 * cpu / (wall * cpus) : 0)) "$cpus")"
+    log "$(stage_clock_line all "" $((end_s - stage_clock_starts[0])) \
+      $((end_ticks - stage_clock_cpu[0])) $((end_own - stage_clock_own[0])))"
   fi
   log "stage starts: ${starts[*]}; end at ${end_s}s"
 }
