@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox {
+namespace sandbox::base64_test {
 namespace {
 
 TEST_CASE("base64 round-trips every length and every byte, and rejects junk", "[unit]") {
@@ -66,4 +66,4 @@ TEST_CASE("base64 decodes piece by piece to what a whole decode gives", "[unit]"
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::base64_test

@@ -6,6 +6,8 @@
 
 #include "tests/support/test_support.h"
 
+namespace files_test {
+
 using sandbox::testing::TempDir;
 
 TEST_CASE("WriteFileAtomic replaces content and leaves no temp file", "[unit]") {
@@ -36,3 +38,5 @@ TEST_CASE("RemoveTree removes read-only directories and does not follow symlinks
   CHECK(::lstat(tree.c_str(), &st) != 0);
   CHECK(::lstat(outside.Join("keep").c_str(), &st) == 0);
 }
+
+}  // namespace files_test

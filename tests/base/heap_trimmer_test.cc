@@ -13,7 +13,7 @@
 #include <malloc.h>
 #endif
 
-namespace sandbox::testing {
+namespace sandbox::testing::heap_trimmer_test {
 
 // Under a sanitizer the allocator is the sanitizer's, which keeps freed memory its own way and
 // which malloc_trim does not reach: nothing of glibc's to test. The case is then hidden ("[.]")
@@ -93,4 +93,4 @@ TEST_CASE("heap trimmer: freed memory goes back to the kernel once the process g
   delete[] static_cast<char*>(kept);
 }
 
-}  // namespace sandbox::testing
+}  // namespace sandbox::testing::heap_trimmer_test

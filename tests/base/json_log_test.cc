@@ -12,7 +12,7 @@
 #include "runtime/base/logging.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::json_log_test {
 namespace {
 
 std::vector<nlohmann::json> ParsedLines(const std::string& path) {
@@ -114,4 +114,4 @@ TEST_CASE("json logs: client-given fields are cut to 128 bytes [unit]", "[unit]"
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::json_log_test

@@ -8,6 +8,8 @@
 #include "runtime/base/json_string_lift.h"
 #include "runtime/base/quoted.h"
 
+namespace json_parse_test {
+
 using sandbox::CheckJsonDepth;
 using sandbox::ErrorCode;
 using sandbox::kMaxJsonDepth;
@@ -133,3 +135,5 @@ TEST_CASE("a malformed long string value is refused as nlohmann refuses it", "[u
     CHECK(ours.error().code == ErrorCode::kInvalidArgument);
   }
 }
+
+}  // namespace json_parse_test

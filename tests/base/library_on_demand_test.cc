@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace library_on_demand_test {
+
 using sandbox::LibraryOnDemand;
 
 TEST_CASE("library on demand: entry points of a library that opens are bound and callable",
@@ -35,3 +37,5 @@ TEST_CASE("library on demand: the first missing symbol is the error, later binds
   CHECK(length == nullptr);  // a half-bound library is never used: nothing after the failure
   CHECK(libc.error() == "libc.so.6 lacks mcp_sandbox_no_such_symbol");
 }
+
+}  // namespace library_on_demand_test

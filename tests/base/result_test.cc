@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace result_test {
+
 using sandbox::ErrorCode;
 
 namespace {
@@ -39,3 +41,5 @@ TEST_CASE("error codes keep their DESIGN.md spelling", "[unit]") {
   CHECK(sandbox::ErrorCodeName(ErrorCode::kSandboxUnavailable) == "sandbox_unavailable");
   CHECK(sandbox::ErrorCodeName(ErrorCode::kOom) == "oom");
 }
+
+}  // namespace result_test

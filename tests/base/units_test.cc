@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace units_test {
+
 TEST_CASE("sizes parse with binary suffixes", "[unit]") {
   CHECK(*sandbox::ParseBytes("4096") == 4096);
   CHECK(*sandbox::ParseBytes("512m") == 512ull << 20);
@@ -27,3 +29,5 @@ TEST_CASE("sizes format for people", "[unit]") {
   CHECK(sandbox::FormatBytes(1536ull << 20) == "1.5GiB");
   CHECK(sandbox::FormatBytes(17) == "17B");
 }
+
+}  // namespace units_test

@@ -5,6 +5,8 @@
 
 #include "runtime/base/quoted.h"
 
+namespace utf8_test {
+
 using namespace sandbox;
 
 TEST_CASE("a sequence is measured, or its maximal invalid subpart is", "[unit]") {
@@ -58,3 +60,5 @@ TEST_CASE("a quote keeps valid UTF-8 and marks every invalid byte", "[unit]") {
         "'");
   CHECK(Quoted("ab\xC3\xA9", 3) == "'ab…' (4 bytes)");
 }
+
+}  // namespace utf8_test

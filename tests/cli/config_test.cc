@@ -6,6 +6,8 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
+namespace config_test {
+
 using namespace sandbox::cli;
 
 namespace {
@@ -342,3 +344,5 @@ TEST_CASE("download links last SANDBOX_DOWNLOAD_TTL, 1 h unless set, at most 7 d
     CHECK(refused.error().message.find("SANDBOX_DOWNLOAD_TTL") != std::string::npos);
   }
 }
+
+}  // namespace config_test

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace configured_options_test {
+
 using namespace sandbox;
 using namespace sandbox::cli;
 using namespace std::chrono_literals;
@@ -125,3 +127,5 @@ TEST_CASE("configured options: run narrows them to one session and keeps the lim
   CHECK(options.session.exec_timeout_s == 30);
   CHECK(options.backend.max_sessions == 12);  // the budget is shared as the server would
 }
+
+}  // namespace configured_options_test

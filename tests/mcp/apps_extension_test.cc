@@ -9,6 +9,8 @@
 #include "mcp/server.h"
 #include "tests/mcp/capture_reply.h"
 
+namespace apps_extension_test {
+
 using namespace sandbox;
 using namespace sandbox::mcp;
 using sandbox::mcp::testing::CaptureReply;
@@ -148,3 +150,5 @@ TEST_CASE("apps: 2026-07-28 era, the extension by each request's capabilities", 
   CHECK(f.Request(*connection, "resources/read", read)["result"]["contents"][0]["mimeType"] ==
         apps::kUiMimeType);
 }
+
+}  // namespace apps_extension_test

@@ -9,9 +9,7 @@ namespace sandbox::mcp {
 
 namespace {
 
-// A 1x1 red PNG and eight samples of 8 kHz silence, as the scenarios only check the shape.
-constexpr char kPng[] =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+// Eight samples of 8 kHz silence, as the scenarios only check the shape.
 constexpr char kWav[] = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==";
 
 Tool Fixture(const char* name, const char* description,
@@ -38,7 +36,7 @@ std::vector<Tool> ConformanceFixtureTools() {
       }));
   tools.push_back(
       Fixture("test_image_content", "Conformance fixture: image.", [](ToolCall&, const Json&) {
-        return Content({{{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}}});
+        return Content({{{"type", "image"}, {"data", kConformancePng}, {"mimeType", "image/png"}}});
       }));
   tools.push_back(
       Fixture("test_audio_content", "Conformance fixture: audio.", [](ToolCall&, const Json&) {
@@ -53,17 +51,17 @@ std::vector<Tool> ConformanceFixtureTools() {
                                     {"mimeType", "text/plain"},
                                     {"text", "This is an embedded resource content."}}}}});
                           }));
-  tools.push_back(Fixture("test_multiple_content_types", "Conformance fixture: mixed content.",
-                          [](ToolCall&, const Json&) {
-                            return Content(
-                                {{{"type", "text"}, {"text", "Multiple content types test:"}},
-                                 {{"type", "image"}, {"data", kPng}, {"mimeType", "image/png"}},
-                                 {{"type", "resource"},
-                                  {"resource",
-                                   {{"uri", "test://mixed-content-resource"},
-                                    {"mimeType", "application/json"},
-                                    {"text", R"({"test":"data","value":123})"}}}}});
-                          }));
+  tools.push_back(Fixture(
+      "test_multiple_content_types", "Conformance fixture: mixed content.",
+      [](ToolCall&, const Json&) {
+        return Content({{{"type", "text"}, {"text", "Multiple content types test:"}},
+                        {{"type", "image"}, {"data", kConformancePng}, {"mimeType", "image/png"}},
+                        {{"type", "resource"},
+                         {"resource",
+                          {{"uri", "test://mixed-content-resource"},
+                           {"mimeType", "application/json"},
+                           {"text", R"({"test":"data","value":123})"}}}}});
+      }));
   tools.push_back(Fixture(
       "test_tool_with_logging", "Conformance fixture: logs three messages.",
       [](ToolCall& call, const Json&) {

@@ -9,6 +9,11 @@
 
 namespace sandbox::mcp {
 
+// A 1x1 red PNG, for the image tool and the binary resource (the scenarios check only its
+// shape).
+inline constexpr char kConformancePng[] =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+
 std::vector<Tool> ConformanceFixtureTools();
 
 }  // namespace sandbox::mcp

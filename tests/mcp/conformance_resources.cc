@@ -2,12 +2,12 @@
 
 #include <string>
 
+#include "tests/mcp/conformance_fixtures.h"
+
 namespace sandbox::mcp {
 
 namespace {
 
-constexpr char kPng[] =
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
 constexpr char kTemplate[] = "test://template/{id}/data";
 constexpr std::string_view kTemplatePrefix = "test://template/";
 constexpr std::string_view kTemplateSuffix = "/data";
@@ -48,7 +48,7 @@ class FixtureResources : public ResourceProvider {
                            {"text", "This is the content of the static text resource."}}});
     }
     if (uri == "test://static-binary") {
-      return Json::array({{{"uri", uri}, {"mimeType", "image/png"}, {"blob", kPng}}});
+      return Json::array({{{"uri", uri}, {"mimeType", "image/png"}, {"blob", kConformancePng}}});
     }
     if (uri == "test://watched-resource") {
       return Json::array(

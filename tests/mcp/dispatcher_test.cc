@@ -11,6 +11,8 @@
 #include "mcp/tool_result.h"
 #include "tests/mcp/capture_reply.h"
 
+namespace dispatcher_test {
+
 using namespace sandbox::mcp;
 using sandbox::mcp::testing::CaptureReply;
 using namespace std::chrono_literals;
@@ -502,3 +504,5 @@ TEST_CASE("odd JSON types in params never take the server down", "[unit]") {
   }
   CHECK(f.Request(R"({"jsonrpc":"2.0","id":9,"method":"ping"})")["result"] == Json::object());
 }
+
+}  // namespace dispatcher_test

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::file_downloads_test {
 namespace {
 
 using std::chrono::seconds;
@@ -208,4 +208,4 @@ TEST_CASE("downloads: a file's name cannot break or smuggle into Content-Disposi
 }
 
 }  // namespace
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::file_downloads_test

@@ -6,6 +6,8 @@
 
 #include "mcp/tool_result.h"
 
+namespace http_admission_test {
+
 using namespace sandbox::mcp;
 
 namespace {
@@ -179,3 +181,5 @@ TEST_CASE("http admission: named tokens give the subject, OAuth adds the metadat
   CHECK(challenged);
   CHECK(oauth.Judge(Post({{"Authorization", "Bearer secret-a"}})).subject == "token:alice");
 }
+
+}  // namespace http_admission_test

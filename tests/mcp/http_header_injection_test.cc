@@ -18,6 +18,8 @@
 #include "tests/mcp/auth/test_keys.h"
 #include "tests/mcp/raw_http.h"
 
+namespace http_header_injection_test {
+
 using namespace sandbox::mcp;
 using sandbox::mcp::auth::testing::FakeIssuer;
 using sandbox::mcp::auth::testing::TestKey;
@@ -218,3 +220,5 @@ TEST_CASE("CORS, Mcp-Session-Id, metrics: hostile request bytes never become a h
     CHECK_FALSE(HasHeaderLine(RawHead(answer), "X-Injected"));
   }
 }
+
+}  // namespace http_header_injection_test

@@ -20,6 +20,8 @@
 #include "mcp/http_transport.h"
 #include "tests/support/test_support.h"
 
+namespace http_hostile_test {
+
 using namespace sandbox::mcp;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
@@ -271,3 +273,5 @@ TEST_CASE("http hostile: 500 idle and half-sent connections do not starve a clie
       seconds[seconds.size() / 2], p99);
   CHECK(p99 < 5.0);
 }
+
+}  // namespace http_hostile_test

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace http_options_test {
+
 using namespace sandbox::mcp;
 
 namespace {
@@ -116,3 +118,5 @@ TEST_CASE("http options: the default resource id is the public URL's, else the b
   options.public_url = "https://mcp.example.com/team-a";
   CHECK(DefaultResourceId(options, 9000) == "https://mcp.example.com/team-a/mcp");
 }
+
+}  // namespace http_options_test

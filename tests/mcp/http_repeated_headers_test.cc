@@ -16,6 +16,8 @@
 #include "mcp/tool_result.h"
 #include "tests/mcp/raw_http.h"
 
+namespace http_repeated_headers_test {
+
 using namespace sandbox::mcp;
 using sandbox::mcp::testing::RawExchange;
 
@@ -172,3 +174,5 @@ TEST_CASE("routing headers: two Mcp-Param-Session-Id are refused before the tool
   serving.join();
   CHECK(served);
 }
+
+}  // namespace http_repeated_headers_test

@@ -19,7 +19,7 @@
 #include "tests/support/host_backend.h"
 #include "tests/support/session_support.h"
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::http_replica_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -32,7 +32,8 @@ const std::string kHex32 = "0123456789abcdef0123456789abcdef";
 
 // Replica r2 as `serve --http` wires it (tools/cli/cmd_serve.cc), on a free loopback port.
 struct Replica {
-  std::shared_ptr<testing::HostBackend> backend = std::make_shared<testing::HostBackend>();
+  std::shared_ptr<sandbox::testing::HostBackend> backend =
+      std::make_shared<sandbox::testing::HostBackend>();
   std::unique_ptr<SessionManager> sessions;
   std::unique_ptr<Server> server;
   std::unique_ptr<HttpTransport> transport;
@@ -44,7 +45,8 @@ struct Replica {
     config.default_image = "host";
     config.max_sessions = 2;
     config.replica_id = replica;
-    sessions = std::make_unique<SessionManager>(config, backend, testing::HostImageResolver());
+    sessions =
+        std::make_unique<SessionManager>(config, backend, sandbox::testing::HostImageResolver());
     ToolSettings settings;
     settings.exec_timeout_s = 20;
     settings.max_result_bytes = 256 << 10;
@@ -294,4 +296,4 @@ TEST_CASE("replica http: download links use SANDBOX_PUBLIC_URL", "[unit]") {
   CHECK(url.find("&token=") != std::string::npos);
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::http_replica_test

@@ -12,6 +12,8 @@
 
 #include "mcp/jsonrpc.h"
 
+namespace http_reply_test {
+
 using namespace sandbox::mcp;
 using namespace std::chrono_literals;
 
@@ -250,3 +252,5 @@ TEST_CASE("http reply: when the server stops, a modern request is cancelled and 
   CHECK(exchange.finished());
   CHECK(exchange.close());  // the server stops: no next request on this connection
 }
+
+}  // namespace http_reply_test

@@ -6,6 +6,8 @@
 
 #include "mcp/protocol_era.h"
 
+namespace http_request_era_test {
+
 using namespace sandbox::mcp;
 
 namespace {
@@ -70,3 +72,5 @@ TEST_CASE("http era: initialize requests, and the revision a legacy header names
   CHECK(LegacyHeaderVersion("2025-06-18") == "2025-06-18");
   CHECK(LegacyHeaderVersion("bogus") == "bogus");  // the caller refuses it
 }
+
+}  // namespace http_request_era_test

@@ -13,6 +13,8 @@
 #include "mcp/tool_result.h"
 #include "tests/mcp/capture_reply.h"
 
+namespace http_session_table_test {
+
 using namespace sandbox::mcp;
 using sandbox::ErrorCode;
 using sandbox::mcp::testing::CaptureReply;
@@ -150,3 +152,5 @@ TEST_CASE("http sessions: when every kept session is busy a new one is refused",
   CHECK(call_a->WaitClosed());
   CHECK(call_c->WaitClosed());
 }
+
+}  // namespace http_session_table_test

@@ -10,6 +10,8 @@
 
 #include "mcp/tool_result.h"
 
+namespace http_transport_test {
+
 using namespace sandbox::mcp;
 using namespace std::chrono_literals;
 
@@ -298,3 +300,5 @@ TEST_CASE("http: a download link opens its one file, under /mnt/data", "[unit]")
   std::string busy = f.transport->DownloadLink("sess_0123456789ab", "/mnt/data/busy.txt");
   CHECK(f.client->Get(busy.c_str())->status == 409);
 }
+
+}  // namespace http_transport_test

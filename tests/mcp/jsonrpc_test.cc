@@ -5,6 +5,8 @@
 
 #include "mcp/schema_check.h"
 
+namespace jsonrpc_test {
+
 using namespace sandbox::mcp;
 
 TEST_CASE("serializing never throws on invalid UTF-8 and never emits a newline", "[unit]") {
@@ -124,3 +126,5 @@ TEST_CASE("arguments are checked against a tool's input schema", "[unit]") {
   expect({{"code", "x"}, {"packages", Json::array()}}, "at least 1");
   expect({{"code", "x"}, {"packages", {"a", 2}}}, "'packages[1]' must be of type string");
 }
+
+}  // namespace jsonrpc_test

@@ -17,6 +17,8 @@
 #include "mcp/metrics_listener.h"
 #include "mcp/tool_result.h"
 
+namespace metrics_endpoint_test {
+
 using namespace sandbox::mcp;
 
 namespace {
@@ -206,3 +208,5 @@ TEST_CASE("metrics: idle connections to the listener delay no scrape [unit]", "[
 }
 
 }  // namespace
+
+}  // namespace metrics_endpoint_test

@@ -19,6 +19,8 @@
 #include "mcp/tool_result.h"
 #include "tests/mcp/capture_reply.h"
 
+namespace protocol_era_test {
+
 using namespace sandbox::mcp;
 using sandbox::mcp::testing::CaptureReply;
 using namespace std::chrono_literals;
@@ -331,3 +333,5 @@ TEST_CASE("stateless HTTP requests: status codes, headers, cancel by closing", "
   serving.join();
   CHECK(served);
 }
+
+}  // namespace protocol_era_test

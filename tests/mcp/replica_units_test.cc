@@ -11,6 +11,8 @@
 #include "mcp/readiness.h"
 #include "mcp/transport_session_id.h"
 
+namespace replica_units_test {
+
 using namespace sandbox::mcp;
 using namespace std::chrono_literals;
 
@@ -148,3 +150,5 @@ TEST_CASE("download links use SANDBOX_PUBLIC_URL, else the request's Host", "[un
   CHECK(DownloadBaseUrl("", "127.0.0.1:8080", "127.0.0.1:9") == "http://127.0.0.1:8080");
   CHECK(DownloadBaseUrl("", "", "127.0.0.1:9") == "http://127.0.0.1:9");
 }
+
+}  // namespace replica_units_test

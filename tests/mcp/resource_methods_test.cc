@@ -11,6 +11,8 @@
 #include "mcp/tool_result.h"
 #include "tests/mcp/capture_reply.h"
 
+namespace resource_methods_test {
+
 using namespace sandbox;
 using namespace sandbox::mcp;
 using sandbox::mcp::testing::CaptureReply;
@@ -293,3 +295,5 @@ TEST_CASE("completion/complete offers template values, and none for prompts", "[
                   {{"ref", {{"type", "ref/resource"}, {"uri", "mem://{n}"}}}})["error"]["code"] ==
         kInvalidParams);
 }
+
+}  // namespace resource_methods_test

@@ -22,7 +22,7 @@
 #include "tests/support/host_backend.h"
 #include "tests/support/log_capture.h"
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::sandbox_tools_unit_test {
 namespace {
 
 using testing::CaptureReply;
@@ -344,11 +344,11 @@ TEST_CASE("tools: run_once runs with its files in a session of its own, then clo
 }
 
 }  // namespace
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::sandbox_tools_unit_test
 
 // --- Session files as resources ------------------------------------------------------------
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::sandbox_tools_unit_test {
 namespace {
 
 Json ResourceRequest(Fixture& f, const std::string& method, Json params) {
@@ -500,9 +500,9 @@ TEST_CASE("resources: completion of session_id and path", "[unit]") {
   CHECK(complete("path", "", nullptr) == Json::array());  // no session chosen yet
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::sandbox_tools_unit_test
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::sandbox_tools_unit_test {
 namespace {
 
 // A valid small value for each argument a tool may require, so that the one argument under test
@@ -595,9 +595,9 @@ TEST_CASE("tools: 1 MiB arguments come back bounded, in the result and in the lo
   CHECK(text.find("session='xxxx") != std::string::npos);  // the tool_call line, quoted and cut
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::sandbox_tools_unit_test
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::sandbox_tools_unit_test {
 namespace {
 
 // HostBackend with an egress channel: the session manager then keeps the server's policy (it
@@ -667,9 +667,9 @@ TEST_CASE("tools: what the server says about the network follows the egress poli
   }
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::sandbox_tools_unit_test
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::sandbox_tools_unit_test {
 
 TEST_CASE("tools: the upload size limit is one check, worded alike in every tool that takes a file",
           "[unit]") {
@@ -698,4 +698,4 @@ TEST_CASE("tools: the upload size limit is one check, worded alike in every tool
             .starts_with("/mnt/data/big.bin has"));
 }
 
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::sandbox_tools_unit_test

@@ -18,6 +18,8 @@
 #include "runtime/base/fd.h"
 #include "runtime/base/files.h"
 
+namespace stdio_transport_test {
+
 using namespace sandbox::mcp;
 using namespace std::chrono_literals;
 
@@ -206,3 +208,5 @@ TEST_CASE("stdio: a request nested 100 000 deep gets a parse error and serving g
   pipes.client_in.Reset();
   serving.join();
 }
+
+}  // namespace stdio_transport_test

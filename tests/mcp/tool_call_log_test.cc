@@ -17,7 +17,7 @@
 #include "tests/support/log_capture.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox::mcp {
+namespace sandbox::mcp::tool_call_log_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -163,4 +163,4 @@ TEST_CASE("tool_call log line: JSON keeps the call's request id and tool [unit]"
 }
 
 }  // namespace
-}  // namespace sandbox::mcp
+}  // namespace sandbox::mcp::tool_call_log_test

@@ -8,6 +8,8 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/progress.h"
 
+namespace tool_result_test {
+
 using namespace sandbox::mcp;
 using sandbox::ErrorCode;
 
@@ -165,3 +167,5 @@ TEST_CASE("left-out images are linked only while links fit", "[unit]") {
   CHECK(result["content"][0]["text"].get<std::string>().find("without a link") !=
         std::string::npos);
 }
+
+}  // namespace tool_result_test

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace trace_context_test {
+
 using namespace sandbox::mcp;
 
 namespace {
@@ -48,3 +50,5 @@ TEST_CASE("traceparent: read from params._meta only when valid [unit]", "[unit]"
 }
 
 }  // namespace
+
+}  // namespace trace_context_test

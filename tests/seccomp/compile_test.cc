@@ -22,7 +22,7 @@
 #include "seccomp/policy_spec.h"
 #include "tests/seccomp/bpf_interpreter.h"
 
-namespace sandbox::seccomp {
+namespace sandbox::seccomp::compile_test {
 namespace {
 
 using testing::RunBpf;
@@ -262,4 +262,4 @@ TEST_CASE("compile cost, and the cost of fetching the cached program", "[perf]")
 }
 
 }  // namespace
-}  // namespace sandbox::seccomp
+}  // namespace sandbox::seccomp::compile_test

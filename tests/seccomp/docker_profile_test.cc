@@ -23,7 +23,7 @@
 #include "seccomp/policy.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox::seccomp {
+namespace sandbox::seccomp::docker_profile_test {
 namespace {
 
 using nlohmann::json;
@@ -238,15 +238,15 @@ bool CanConnect(const std::string& path) {
 TEST_CASE("docker run accepts and enforces the exported profile", "[docker]") {
   const std::string socket_path = DockerSocketPath();
   if (socket_path.empty() || !CanConnect(socket_path)) {
-    testing::SkipTest(
+    sandbox::testing::SkipTest(
         "no Docker daemon reachable at " +
         (socket_path.empty() ? std::string("DOCKER_HOST (not unix://)") : socket_path) +
         " (the Docker backend's CI step starts one)");
   }
-  if (testing::RunShell("command -v docker >/dev/null") != 0) {
-    testing::SkipTest("a Docker daemon is reachable but there is no docker CLI on PATH");
+  if (sandbox::testing::RunShell("command -v docker >/dev/null") != 0) {
+    sandbox::testing::SkipTest("a Docker daemon is reachable but there is no docker CLI on PATH");
   }
-  testing::TempDir dir;
+  sandbox::testing::TempDir dir;
   const std::string profile_path = dir.Join("profile.json");
   std::ofstream(profile_path) << DockerProfileJson();
 
@@ -258,26 +258,26 @@ TEST_CASE("docker run accepts and enforces the exported profile", "[docker]") {
       "done | sort -u | sed 's|^/||'); tar -C / --dereference -cf rootfs.tar $files; "
       "docker import rootfs.tar " +
       tag + " >/dev/null";
-  REQUIRE(testing::RunShell(build) == 0);
+  REQUIRE(sandbox::testing::RunShell(build) == 0);
   struct RemoveImage {
     std::string tag;
-    ~RemoveImage() { testing::RunShell("docker rmi -f " + tag + " >/dev/null 2>&1"); }
+    ~RemoveImage() { sandbox::testing::RunShell("docker rmi -f " + tag + " >/dev/null 2>&1"); }
   } remove_image{tag};
 
   const std::string run =
       "docker run --rm --network none --security-opt seccomp=" + profile_path + " ";
   // Accepted: the container starts and /bin/true runs under it.
-  CHECK(testing::RunShell(run + tag + " /bin/true 2>&1") == 0);
+  CHECK(sandbox::testing::RunShell(run + tag + " /bin/true 2>&1") == 0);
   // Enforced: even with CAP_SYS_ADMIN (with which Docker's own profile allows unshare), our
   // profile refuses to create a user namespace.
   const std::string unshare = " --cap-add SYS_ADMIN " + tag + " /usr/bin/unshare -U /bin/true";
-  CHECK(testing::RunShell(run + unshare + " 2>&1") != 0);
+  CHECK(sandbox::testing::RunShell(run + unshare + " 2>&1") != 0);
   // Control: under Docker's default profile the same command works, so the refusal above is
   // our profile's doing (reported, not failed: the daemon host may forbid user namespaces).
-  if (testing::RunShell("docker run --rm --network none" + unshare + " 2>&1") != 0) {
+  if (sandbox::testing::RunShell("docker run --rm --network none" + unshare + " 2>&1") != 0) {
     WARN("unshare -U fails under Docker's default profile too on this daemon");
   }
 }
 
 }  // namespace
-}  // namespace sandbox::seccomp
+}  // namespace sandbox::seccomp::docker_profile_test

@@ -31,7 +31,7 @@
 #include "seccomp/policy.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox::seccomp {
+namespace sandbox::seccomp::filter_behaviour_test {
 namespace {
 
 // Exit codes a probe never returns (errno values are below 134).
@@ -173,7 +173,7 @@ TEST_CASE("InstallCompiledPolicy filters every thread of the process (TSYNC)") {
 TEST_CASE("without no_new_privs an unprivileged process cannot load the filter") {
   if (geteuid() == 0) {
     // Root has CAP_SYS_ADMIN, for which the kernel waives the no_new_privs requirement.
-    testing::SkipTest("running as root: the no_new_privs requirement does not apply");
+    sandbox::testing::SkipTest("running as root: the no_new_privs requirement does not apply");
   }
   const BpfProgram& program = Program();
   const Outcome outcome = RunInChild([&] { return InstallFilterRaw(program.prog()); }, false);
@@ -272,7 +272,7 @@ TEST_CASE("sockets: packet, audit netlink, alg and vsock fail, route netlink, in
 TEST_CASE("ioctl: TIOCSTI and TIOCLINUX get EPERM, other terminal ioctls work") {
   // The terminal exists before the filter, as a pty handed to a sandbox would.
   const int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (master < 0) testing::SkipTest(std::string("posix_openpt: ") + strerror(errno));
+  if (master < 0) sandbox::testing::SkipTest(std::string("posix_openpt: ") + strerror(errno));
   REQUIRE(grantpt(master) == 0);
   REQUIRE(unlockpt(master) == 0);
   const int tty = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -305,7 +305,7 @@ TEST_CASE("an i386 syscall (int 0x80) kills the process with SIGSYS") {
   };
   const Outcome control = RunInChild(int80_getpid, false);
   if (!(control == Exited(0))) {
-    testing::SkipTest("this kernel runs no i386 syscalls at all (ia32 emulation off)");
+    sandbox::testing::SkipTest("this kernel runs no i386 syscalls at all (ia32 emulation off)");
   }
   const Outcome filtered = RunInChild(int80_getpid);
   INFO(filtered);
@@ -362,7 +362,8 @@ int ExecPython(const std::string& code) {
 }
 
 TEST_CASE("python3 with threads, subprocess and multiprocessing works under the filter") {
-  if (access(kPython, X_OK) != 0) testing::SkipTest(std::string(kPython) + " is not installed");
+  if (access(kPython, X_OK) != 0)
+    sandbox::testing::SkipTest(std::string(kPython) + " is not installed");
   const std::string script = R"(
 import concurrent.futures, multiprocessing, os, socket, subprocess, threading
 
@@ -392,12 +393,13 @@ a, b = socket.socketpair(); a.sendall(b"x"); assert b.recv(1) == b"x"
 }
 
 TEST_CASE("numpy, pandas and matplotlib work under the filter") {
-  if (access(kPython, X_OK) != 0) testing::SkipTest(std::string(kPython) + " is not installed");
-  if (testing::RunShell(std::string(kPython) +
-                        " -c 'import numpy, pandas, matplotlib' >/dev/null 2>&1") != 0) {
-    testing::SkipTest("numpy, pandas or matplotlib is not installed for /usr/bin/python3");
+  if (access(kPython, X_OK) != 0)
+    sandbox::testing::SkipTest(std::string(kPython) + " is not installed");
+  if (sandbox::testing::RunShell(std::string(kPython) +
+                                 " -c 'import numpy, pandas, matplotlib' >/dev/null 2>&1") != 0) {
+    sandbox::testing::SkipTest("numpy, pandas or matplotlib is not installed for /usr/bin/python3");
   }
-  testing::TempDir dir;
+  sandbox::testing::TempDir dir;
   const std::string figure = dir.Join("figure.png");
   const std::string script = R"(
 import sys
@@ -423,4 +425,4 @@ plt.plot([1, 2, 3], [3, 1, 2]); plt.savefig(sys.argv[1])
 }
 
 }  // namespace
-}  // namespace sandbox::seccomp
+}  // namespace sandbox::seccomp::filter_behaviour_test

@@ -13,7 +13,7 @@
 
 #include "seccomp/compile.h"
 
-namespace sandbox::seccomp {
+namespace sandbox::seccomp::policy_spec_test {
 namespace {
 
 // Every rule naming `name`.
@@ -276,4 +276,4 @@ TEST_CASE("ValidatePolicySpec rejects specs the compiler or Docker would misread
 }
 
 }  // namespace
-}  // namespace sandbox::seccomp
+}  // namespace sandbox::seccomp::policy_spec_test

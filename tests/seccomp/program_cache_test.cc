@@ -17,7 +17,7 @@
 #include "seccomp/policy.h"
 #include "seccomp/policy_spec.h"
 
-namespace sandbox::seccomp {
+namespace sandbox::seccomp::program_cache_test {
 namespace {
 
 class TempDir {
@@ -137,4 +137,4 @@ TEST_CASE("the policy's program is compiled and kept when none is kept for its k
 }
 
 }  // namespace
-}  // namespace sandbox::seccomp
+}  // namespace sandbox::seccomp::program_cache_test

@@ -7,6 +7,8 @@
 #include "mcp/auth/resource_server.h"
 #include "mcp/http_transport.h"
 
+namespace issuer_url_test {
+
 using namespace sandbox;
 using namespace sandbox::mcp;
 
@@ -51,3 +53,5 @@ TEST_CASE("oauth issuer: a server with a remote http:// issuer does not start", 
   HttpTransport allowed(server, options);
   CHECK(allowed.Bind());
 }
+
+}  // namespace issuer_url_test

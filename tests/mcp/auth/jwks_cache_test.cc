@@ -12,6 +12,8 @@
 #include "tests/mcp/auth/fake_issuer.h"
 #include "tests/mcp/auth/test_keys.h"
 
+namespace jwks_cache_test {
+
 using namespace sandbox;
 using namespace sandbox::mcp::auth;
 using sandbox::mcp::auth::testing::FakeIssuer;
@@ -107,3 +109,5 @@ TEST_CASE("jwks: an oversized key set and an unreachable issuer fail in bounded 
   CHECK(missing.error().code == ErrorCode::kSandboxUnavailable);
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
 }
+
+}  // namespace jwks_cache_test

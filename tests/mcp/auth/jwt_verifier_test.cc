@@ -7,9 +7,12 @@
 #include "mcp/auth/resource_server.h"
 #include "tests/mcp/auth/test_keys.h"
 
+namespace jwt_verifier_test {
+
 using namespace sandbox;
 using namespace sandbox::mcp::auth;
 using sandbox::mcp::auth::testing::TestKey;
+namespace test_keys = sandbox::mcp::auth::testing;
 using Json = nlohmann::json;
 
 namespace {
@@ -85,13 +88,13 @@ TEST_CASE("jwt: RS256, ES256 and EdDSA tokens from the issuer are accepted", "[u
 }
 
 TEST_CASE("jwt: alg none and HS256 signed with the public key are refused", "[unit]") {
-  CHECK_THAT(Refusal(testing::Compact({{"alg", "none"}, {"kid", "rsa-1"}}, Claims(), "")),
+  CHECK_THAT(Refusal(test_keys::Compact({{"alg", "none"}, {"kid", "rsa-1"}}, Claims(), "")),
              Catch::Contains("alg is not accepted"));
   // The classic confusion: the public key's PEM used as an HMAC secret.
   std::string hs =
-      testing::SignHs256({{"alg", "HS256"}, {"kid", "rsa-1"}}, Claims(), Rsa().PublicPem());
+      test_keys::SignHs256({{"alg", "HS256"}, {"kid", "rsa-1"}}, Claims(), Rsa().PublicPem());
   CHECK_THAT(Refusal(hs), Catch::Contains("alg is not accepted"));
-  CHECK_THAT(Refusal(testing::Compact({{"kid", "rsa-1"}}, Claims(), "c2ln")),
+  CHECK_THAT(Refusal(test_keys::Compact({{"kid", "rsa-1"}}, Claims(), "c2ln")),
              Catch::Contains("alg is not accepted"));
   // An RSA key asked to check an ES256 signature (alg/key confusion the other way).
   std::string es_token = Ec().Sign(Claims(), {{"kid", "rsa-1"}});
@@ -104,7 +107,7 @@ TEST_CASE("jwt: a tampered payload or signature does not verify", "[unit]") {
     std::string token = key->Sign(Claims());
     size_t first = token.find('.');
     size_t second = token.find('.', first + 1);
-    std::string other_payload = testing::Base64Url(Claims({{"sub", "mallory"}}).dump());
+    std::string other_payload = test_keys::Base64Url(Claims({{"sub", "mallory"}}).dump());
     std::string swapped = token.substr(0, first + 1) + other_payload + token.substr(second);
     CHECK_THAT(Refusal(swapped), Catch::Contains("signature does not verify"));
     std::string flipped = token;
@@ -178,9 +181,10 @@ TEST_CASE("jwt: a hostile kid or alg is refused in fixed words", "[unit]") {
   const std::string hostile = "k9\r\nX-Injected: 1";
   auto unknown_kid = Refusal(Rsa().Sign(Claims(), {{"kid", hostile}}));
   CHECK(unknown_kid == "unknown key id");
-  auto bad_alg = Refusal(testing::Compact({{"alg", hostile}, {"kid", "rsa-1"}}, Claims(), "c2ln"));
+  auto bad_alg =
+      Refusal(test_keys::Compact({{"alg", hostile}, {"kid", "rsa-1"}}, Claims(), "c2ln"));
   CHECK(bad_alg == "the token's alg is not accepted (asymmetric signatures only)");
-  CHECK(Refusal(testing::Compact({{"alg", "RS256"}, {"kid", 7}}, Claims(), "c2ln")) ==
+  CHECK(Refusal(test_keys::Compact({{"alg", "RS256"}, {"kid", 7}}, Claims(), "c2ln")) ==
         "the token's kid is not a string");
 }
 
@@ -291,3 +295,5 @@ TEST_CASE("resource server: static tokens alone keep the realm challenge", "[uni
   ResourceServer open({}, nullptr);
   CHECK(open.Authenticate("").status == 200);
 }
+
+}  // namespace jwt_verifier_test

@@ -17,7 +17,7 @@
 #include "tests/support/test_support.h"
 #include "tools/cli/commands.h"
 
-namespace sandbox::rootfs {
+namespace sandbox::rootfs::image_build_test {
 namespace {
 
 using nlohmann::json;
@@ -234,4 +234,4 @@ TEST_CASE("image build --variant small: a valid OCI and docker archive, imported
 }
 
 }  // namespace
-}  // namespace sandbox::rootfs
+}  // namespace sandbox::rootfs::image_build_test

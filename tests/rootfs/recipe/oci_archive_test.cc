@@ -23,7 +23,7 @@
 #include "tests/rootfs/recipe/tar_fixture.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox::rootfs {
+namespace sandbox::rootfs::oci_archive_test {
 namespace {
 
 using nlohmann::json;
@@ -289,4 +289,4 @@ TEST_CASE("docker load accepts the archive and tags the image", "[docker]") {
 }
 
 }  // namespace
-}  // namespace sandbox::rootfs
+}  // namespace sandbox::rootfs::oci_archive_test

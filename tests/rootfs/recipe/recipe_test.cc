@@ -8,7 +8,7 @@
 #include "rootfs/digest.h"
 #include "rootfs/recipe/image_batteries.h"
 
-namespace sandbox::rootfs {
+namespace sandbox::rootfs::recipe_test {
 namespace {
 
 bool Contains(const std::vector<std::string>& items, const std::string& item) {
@@ -196,4 +196,4 @@ TEST_CASE("image build --pip: plain requirements only, in the hash, installed by
 }
 
 }  // namespace
-}  // namespace sandbox::rootfs
+}  // namespace sandbox::rootfs::recipe_test

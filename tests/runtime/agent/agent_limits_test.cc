@@ -16,6 +16,8 @@
 #include "tests/support/local_agent.h"
 #include "tests/support/test_support.h"
 
+namespace agent_limits_test {
+
 using sandbox::ErrorCode;
 using sandbox::RunRequest;
 using sandbox::RunResult;
@@ -201,3 +203,5 @@ TEST_CASE("an upload costs the host one chunk, not copies of the file", "[agent]
   REQUIRE(::stat((s.data + "/upload.bin").c_str(), &st) == 0);
   CHECK(static_cast<uint64_t>(st.st_size) == content.size());
 }
+
+}  // namespace agent_limits_test

@@ -20,6 +20,8 @@
 #include "tests/support/local_agent.h"
 #include "tests/support/test_support.h"
 
+namespace agent_test {
+
 using namespace std::chrono_literals;
 using sandbox::ErrorCode;
 using sandbox::RunRequest;
@@ -721,3 +723,5 @@ TEST_CASE("a timeout while a fresh worker is still starting is a timeout, not an
   CHECK(result->term_signal == SIGKILL);
   CHECK(s.Python("x").stdout_text == "1\n");
 }
+
+}  // namespace agent_test

@@ -11,6 +11,8 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
+namespace file_ops_test {
+
 using sandbox::ErrorCode;
 using sandbox::agent::DataSnapshot;
 using sandbox::agent::FileOps;
@@ -180,3 +182,5 @@ TEST_CASE("a chunked write is invisible until committed and leaves nothing when 
   REQUIRE(listing->entries.size() == 1);
   CHECK(listing->entries[0].path == dir.Join("out.bin"));
 }
+
+}  // namespace file_ops_test

@@ -7,6 +7,8 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
+namespace file_service_test {
+
 using sandbox::agent::FileService;
 using sandbox::agent::Json;
 using sandbox::testing::TempDir;
@@ -135,3 +137,5 @@ TEST_CASE("file service: hostile requests are answered with errors", "[unit]") {
   CHECK(old_style["code"] == "invalid_argument");
   CHECK(f.Ask(11, "write_commit", {{"write", 9}})["type"] == "error");  // dropped with its error
 }
+
+}  // namespace file_service_test

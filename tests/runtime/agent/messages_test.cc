@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace messages_test {
+
 using namespace sandbox::agent;
 
 TEST_CASE("agent messages: each reads back what it wrote, type and id included", "[unit]") {
@@ -91,3 +93,5 @@ TEST_CASE("agent messages: fields of the wrong type or missing read as defaults"
     CHECK(FileAnswer::FromJson(not_an_object).size == 0);
   }
 }
+
+}  // namespace messages_test

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox::agent {
+namespace sandbox::agent::output_capture_test {
 namespace {
 
 using Events = std::vector<std::pair<int, std::string>>;
@@ -72,4 +72,4 @@ TEST_CASE("a stderr tail keeps only its last bytes", "[unit]") {
 }
 
 }  // namespace
-}  // namespace sandbox::agent
+}  // namespace sandbox::agent::output_capture_test

@@ -20,6 +20,8 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
+namespace preload_zygote_test {
+
 using sandbox::agent::ChildSpec;
 using sandbox::agent::PreloadZygote;
 using sandbox::agent::WarmAnswer;
@@ -244,3 +246,5 @@ TEST_CASE("preload zygote: a drop cancels a start still due [unit]", "[unit]") {
   CHECK(f.preload.pending_fd() == -1);
   CHECK(f.preload.warm());
 }
+
+}  // namespace preload_zygote_test

@@ -8,6 +8,8 @@
 
 #include "runtime/agent/messages.h"
 
+namespace run_messages_test {
+
 using namespace sandbox::agent;
 
 TEST_CASE("agent run messages: each reads back what it wrote, type and id included", "[unit]") {
@@ -160,3 +162,5 @@ TEST_CASE("agent run messages: the wrong shape reads as defaults, bad base64 is 
   CHECK_FALSE(RunResultMessage::FromJson(
       Json{{"figures", Json::array({Json{{"path", "/f.png"}, {"png", "%%"}}})}}));
 }
+
+}  // namespace run_messages_test

@@ -22,6 +22,8 @@
 #include "runtime/base/base64.h"
 #include "runtime/base/files.h"
 
+namespace wire_test {
+
 using namespace std::chrono_literals;
 using sandbox::Base64Encode;
 using sandbox::ErrorCode;
@@ -495,3 +497,5 @@ TEST_CASE("AgentClient passes output events' payloads on as raw bytes, then the 
   CHECK(chunks[0] == captured.substr(0, 4));  // the event's bytes, exactly
   CHECK(chunks[1] == "bc");                   // what the events did not carry, from the result
 }
+
+}  // namespace wire_test

@@ -7,6 +7,8 @@
 
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 
+namespace behaviour_test {
+
 using sandbox::ErrorCode;
 using sandbox::RunRequest;
 
@@ -409,3 +411,5 @@ print('files', n, 'error', err)
   CHECK(after.exit_code == 0);
   CHECK(after.stdout_text == "True alive\n");
 }
+
+}  // namespace behaviour_test

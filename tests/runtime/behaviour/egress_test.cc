@@ -29,7 +29,7 @@
 #include "tests/support/log_capture.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox::testing {
+namespace sandbox::testing::egress_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -346,9 +346,9 @@ BEHAVIOUR_TEST("egress: a sealed session and the byte cap and tunnels closed wit
   CHECK(echo.ended() == ended_before + 1);
 }
 
-}  // namespace sandbox::testing
+}  // namespace sandbox::testing::egress_test
 
-namespace sandbox::testing {
+namespace sandbox::testing::egress_test {
 
 BEHAVIOUR_TEST("egress: a flood of connections is held to the cap and its log stays small",
                "[egress]") {
@@ -442,4 +442,4 @@ BEHAVIOUR_TEST("egress: a hibernated session resumes with its egress and its sta
         "allowlist\n");
 }
 
-}  // namespace sandbox::testing
+}  // namespace sandbox::testing::egress_test

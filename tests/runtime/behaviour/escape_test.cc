@@ -24,9 +24,11 @@
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 #include "tests/support/test_support.h"
 
-using sandbox::RunRequest;
-
 extern char** environ;
+
+namespace escape_test {
+
+using sandbox::RunRequest;
 
 namespace {
 
@@ -644,3 +646,5 @@ while True:
   INFO(after.stdout_text);
   CHECK(after.stdout_text.rfind("True", 0) == 0);
 }
+
+}  // namespace escape_test

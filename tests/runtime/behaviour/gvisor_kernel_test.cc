@@ -9,6 +9,8 @@
 
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 
+namespace gvisor_kernel_test {
+
 namespace {
 
 bool Contains(const std::string& haystack, const std::string& needle) {
@@ -84,3 +86,5 @@ TEST_CASE("gvisor: with a warm pool on, a session runs, hibernates and resumes w
   INFO(resumed.stdout_text << resumed.stderr_text);
   CHECK(resumed.stdout_text == "42 kept\n");
 }
+
+}  // namespace gvisor_kernel_test

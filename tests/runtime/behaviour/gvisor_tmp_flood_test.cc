@@ -16,6 +16,8 @@
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 #include "tests/support/test_support.h"
 
+namespace gvisor_tmp_flood_test {
+
 namespace {
 
 // Processes whose command line names `id` (runsc run, the Sentry and the Gofer carry it).
@@ -78,3 +80,5 @@ print('files', n, 'error', err)
   auto fresh = fixture.NewSession();
   CHECK(fixture.Python(fresh, "print('fresh')").stdout_text == "fresh\n");
 }
+
+}  // namespace gvisor_tmp_flood_test

@@ -8,6 +8,8 @@
 
 #include "tests/runtime/behaviour/behaviour_fixture.h"
 
+namespace usage_test {
+
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -70,3 +72,5 @@ BEHAVIOUR_TEST("a run's CPU seconds are whole nanoseconds", "") {
 }
 
 }  // namespace
+
+}  // namespace usage_test

@@ -18,7 +18,7 @@
 #include "tests/runtime/cgroup/limits_behaviour.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::cgroup1_test {
 namespace {
 
 using testing::ScopedEnv;
@@ -230,4 +230,4 @@ TEST_CASE("cgroup1: create and destroy time", "[cgroup1][root]") {
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::cgroup1_test

@@ -28,7 +28,7 @@
 #include "tests/runtime/cgroup/cgroup_test_util.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::cgroup_unit_test {
 namespace {
 
 // A string_view, not a const std::string&: g++ 14 warns that a reference returned from a call
@@ -487,4 +487,4 @@ TEST_CASE("the background CPU cap: a group that joins while a call runs is cappe
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::cgroup_unit_test

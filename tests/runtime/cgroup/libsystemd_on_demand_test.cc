@@ -14,7 +14,7 @@
 
 #include "tests/support/test_support.h"
 
-namespace sandbox::cgroup {
+namespace sandbox::cgroup::libsystemd_on_demand_test {
 namespace {
 
 // dbus-daemon --session on a socket of its own, stopped at the end of the test.
@@ -98,4 +98,4 @@ TEST_CASE("libsystemd on demand: sd-bus calls reach a real bus", "[unit]") {
 }
 
 }  // namespace
-}  // namespace sandbox::cgroup
+}  // namespace sandbox::cgroup::libsystemd_on_demand_test

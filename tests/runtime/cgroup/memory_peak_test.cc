@@ -10,7 +10,7 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::memory_peak_test {
 namespace {
 
 TEST_CASE("memory peak: v1 resets max_usage_in_bytes and reads it again [unit]", "[unit]") {
@@ -107,4 +107,4 @@ TEST_CASE("memory peak: no group, or no peak file, is an error [unit]", "[unit]"
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::memory_peak_test

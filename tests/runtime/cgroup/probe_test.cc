@@ -20,7 +20,7 @@
 #include "tests/runtime/cgroup/cgroup_test_util.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::probe_test {
 namespace {
 
 std::string Describe(const probe::UsernsProbe& probe) {
@@ -130,4 +130,4 @@ TEST_CASE("host report: backend and limits", "[probe]") {
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::probe_test

@@ -10,7 +10,7 @@
 #include "tests/runtime/cgroup/cgroup_test_util.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::unprivileged_test {
 namespace {
 
 constexpr uid_t kNobody = 65534;
@@ -85,4 +85,4 @@ TEST_CASE("SANDBOX_CGROUP overrides and refuses bad values", "[cgroup][unprivile
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::unprivileged_test

@@ -8,7 +8,7 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::usage_files_test {
 namespace {
 
 TEST_CASE("usage files: v1 CPU, OOM kills and peak through kept descriptors [unit]", "[unit]") {
@@ -61,4 +61,4 @@ TEST_CASE("usage files: missing groups read as zero [unit]", "[unit]") {
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::usage_files_test

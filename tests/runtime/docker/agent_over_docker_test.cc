@@ -10,6 +10,8 @@
 #include "runtime/docker/container_spec.h"
 #include "tests/runtime/docker/docker_fixture.h"
 
+namespace agent_over_docker_test {
+
 using namespace sandbox;
 using namespace sandbox::testing;
 using namespace std::chrono_literals;
@@ -163,3 +165,5 @@ TEST_CASE("docker agent: a worker killed by the memory limit is seen as an OOM k
   CHECK(s.sandbox->Usage().oom_kills > before);  // what SessionManager checks, right after
   CHECK(s.Python("print('back')").stdout_text == "back\n");
 }
+
+}  // namespace agent_over_docker_test

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace api_version_test {
+
 using sandbox::docker::ApiVersion;
 using sandbox::docker::NegotiateApiVersion;
 using sandbox::docker::ParseApiVersion;
@@ -36,3 +38,5 @@ TEST_CASE("negotiation speaks min(ours, the daemon's) and never below 1.41", "[u
   REQUIRE_FALSE(future);
   CHECK_THAT(future.error().message, Catch::Contains("2.0"));
 }
+
+}  // namespace api_version_test

@@ -17,6 +17,8 @@
 #include "runtime/docker/hijacked_connection.h"
 #include "tests/support/test_support.h"
 
+namespace attach_stream_test {
+
 using namespace sandbox;
 using namespace sandbox::docker;
 using namespace std::chrono_literals;
@@ -229,3 +231,5 @@ TEST_CASE("no daemon at the socket: a clear sandbox_unavailable", "[unit]") {
   CHECK(tcp.error().code == ErrorCode::kInvalidArgument);
   CHECK_THAT(tcp.error().message, Catch::Contains("DOCKER_HOST"));
 }
+
+}  // namespace attach_stream_test

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace container_spec_test {
+
 using nlohmann::json;
 using namespace sandbox::docker;
 
@@ -190,3 +192,5 @@ TEST_CASE("specs that cannot make a safe container are refused", "[unit]") {
   CHECK_FALSE(ContainerSpecFor(wheels, "img", {"h", "o", ""}, ""));
   CHECK_FALSE(ContainerSpecFor(Spec(), "", {"h", "o", ""}, ""));
 }
+
+}  // namespace container_spec_test

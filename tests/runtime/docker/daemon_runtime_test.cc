@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace daemon_runtime_test {
+
 using namespace sandbox;
 using namespace sandbox::docker;
 
@@ -50,3 +52,5 @@ TEST_CASE("a create refused for an unknown runtime says what to do", "[unit]") {
   Error unknown = MakeError(ErrorCode::kInvalidArgument, "Unknown runtime specified x");
   CHECK(ExplainCreateError(unknown, "").code == ErrorCode::kInvalidArgument);
 }
+
+}  // namespace daemon_runtime_test

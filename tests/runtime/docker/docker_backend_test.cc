@@ -21,6 +21,8 @@
 #include "tests/runtime/docker/docker_fixture.h"
 #include "tests/support/cpu_window.h"
 
+namespace docker_backend_test {
+
 using namespace sandbox;
 using namespace sandbox::testing;
 using nlohmann::json;
@@ -540,3 +542,5 @@ TEST_CASE(
   background->reset();
   CHECK_FALSE(ContainerExists(*backend, background_name));
 }
+
+}  // namespace docker_backend_test

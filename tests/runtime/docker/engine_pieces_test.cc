@@ -11,6 +11,8 @@
 #include "runtime/docker/owner.h"
 #include "runtime/docker/unix_http.h"
 
+namespace engine_pieces_test {
+
 using namespace sandbox::docker;
 using sandbox::ErrorCode;
 using sandbox::LimitMechanism;
@@ -252,3 +254,5 @@ TEST_CASE("limits: planned from the daemon, corrected from the container", "[uni
     CHECK(limit.mechanism == LimitMechanism::kDocker);
   }
 }
+
+}  // namespace engine_pieces_test

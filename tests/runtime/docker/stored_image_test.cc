@@ -24,6 +24,8 @@
 #include "tests/runtime/docker/docker_fixture.h"
 #include "tools/cli/wiring.h"
 
+namespace stored_image_test {
+
 using namespace sandbox;
 using namespace sandbox::testing;
 
@@ -155,3 +157,5 @@ TEST_CASE("docker: an imported image is exported from the store, loaded and runs
     CHECK(gone.error().code == ErrorCode::kNotFound);
   }
 }
+
+}  // namespace stored_image_test

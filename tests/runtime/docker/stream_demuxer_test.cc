@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace stream_demuxer_test {
+
 using sandbox::docker::StreamDemuxer;
 using sandbox::docker::StreamType;
 
@@ -132,3 +134,5 @@ TEST_CASE("demuxer refuses a stream that is not multiplexed", "[unit]") {
   StreamDemuxer bad_type;
   CHECK_FALSE(bad_type.Feed(Frame(4, "x"), Into(got)));
 }
+
+}  // namespace stream_demuxer_test

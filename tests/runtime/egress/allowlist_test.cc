@@ -4,7 +4,7 @@
 
 #include "runtime/egress/ip_address.h"
 
-namespace sandbox::egress {
+namespace sandbox::egress::allowlist_test {
 namespace {
 
 IpAddress Ip(const char* text) { return *ParseIpLiteral(text); }
@@ -114,4 +114,4 @@ TEST_CASE("names: normalized, and refused when not DNS names", "[unit]") {
 }
 
 }  // namespace
-}  // namespace sandbox::egress
+}  // namespace sandbox::egress::allowlist_test

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox::egress {
+namespace sandbox::egress::egress_config_test {
 namespace {
 
 TEST_CASE("egress config: the index host is allowed implicitly, only when egress is on", "[unit]") {
@@ -47,4 +47,4 @@ TEST_CASE("egress config: index URLs that are not http(s)://host are refused", "
 }
 
 }  // namespace
-}  // namespace sandbox::egress
+}  // namespace sandbox::egress::egress_config_test

@@ -9,7 +9,7 @@
 
 #include "tests/support/log_capture.h"
 
-namespace sandbox::egress {
+namespace sandbox::egress::egress_log_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -68,4 +68,4 @@ TEST_CASE("egress log: events below the log level neither print nor use the budg
 }
 
 }  // namespace
-}  // namespace sandbox::egress
+}  // namespace sandbox::egress::egress_log_test

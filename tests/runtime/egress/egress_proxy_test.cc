@@ -21,7 +21,7 @@
 #include "runtime/base/fd_ops.h"
 #include "tests/support/log_capture.h"
 
-namespace sandbox::egress {
+namespace sandbox::egress::egress_proxy_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -304,4 +304,4 @@ TEST_CASE("egress proxy: garbage gets 400, not a crash", "[unit]") {
 }
 
 }  // namespace
-}  // namespace sandbox::egress
+}  // namespace sandbox::egress::egress_proxy_test

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox::egress {
+namespace sandbox::egress::proxy_request_test {
 namespace {
 
 std::optional<ProxyRequest> Parse(std::string_view head, int* status = nullptr,
@@ -70,4 +70,4 @@ TEST_CASE("proxy request: the end of the head", "[unit]") {
 }
 
 }  // namespace
-}  // namespace sandbox::egress
+}  // namespace sandbox::egress::proxy_request_test

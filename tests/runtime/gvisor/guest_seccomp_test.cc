@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+namespace guest_seccomp_test {
+
 using sandbox::gvisor::GuestSeccomp;
 
 namespace {
@@ -34,3 +36,5 @@ TEST_CASE("guest seccomp: the policy's refusals as EPERM, clone3 left to the Sen
   CHECK(ActionFor(profile, "ptrace") == "SCMP_ACT_ERRNO");
   CHECK(ActionFor(profile, "read") == "SCMP_ACT_ALLOW");
 }
+
+}  // namespace guest_seccomp_test

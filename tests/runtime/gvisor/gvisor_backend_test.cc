@@ -17,6 +17,8 @@
 #include "runtime/gvisor/runsc.h"
 #include "tests/support/test_support.h"
 
+namespace gvisor_backend_test {
+
 using namespace sandbox;
 
 namespace {
@@ -157,3 +159,5 @@ TEST_CASE("gvisor backend: the sweep removes the bundle of a server that is gone
   CHECK(*swept == 1);
   CHECK_FALSE(f.Exists(orphan));
 }
+
+}  // namespace gvisor_backend_test

@@ -8,6 +8,8 @@
 
 #include "runtime/sandbox_layout.h"
 
+namespace oci_spec_test {
+
 using sandbox::gvisor::OciInputs;
 using sandbox::gvisor::OciSpecFor;
 
@@ -113,3 +115,5 @@ TEST_CASE(
   CHECK(MountAt(sealed, sandbox::layout::kGvisorEgressDir) == nullptr);
   CHECK(sealed["process"]["env"] == nlohmann::json({"PATH=/usr/bin"}));
 }
+
+}  // namespace oci_spec_test

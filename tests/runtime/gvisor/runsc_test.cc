@@ -4,6 +4,8 @@
 
 #include "runtime/gvisor/gvisor_backend.h"
 
+namespace runsc_test {
+
 using namespace sandbox::gvisor;
 
 TEST_CASE("runsc's release date is read from Debian's and upstream's version lines", "[unit]") {
@@ -34,3 +36,5 @@ TEST_CASE("the host pids cap leaves the Sentry room for its threads", "[unit]") 
   CHECK(HostPidsFor(16) == 4096);
   CHECK(HostPidsFor(1000) == 32000);
 }
+
+}  // namespace runsc_test

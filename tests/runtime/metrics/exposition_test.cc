@@ -10,7 +10,7 @@
 #include "runtime/metrics/sandbox_metrics.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox::metrics {
+namespace sandbox::metrics::exposition_test {
 namespace {
 
 // Runs Prometheus's own parser and linter over `text`; its complaints, or "" when it has none.
@@ -125,4 +125,4 @@ TEST_CASE("the server's own exposition passes promtool", "[promtool]") {
 }
 
 }  // namespace
-}  // namespace sandbox::metrics
+}  // namespace sandbox::metrics::exposition_test

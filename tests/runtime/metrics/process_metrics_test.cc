@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox::metrics {
+namespace sandbox::metrics::process_metrics_test {
 namespace {
 
 TEST_CASE("proc stat is parsed after the last parenthesis of the name [unit]", "[unit]") {
@@ -52,4 +52,4 @@ TEST_CASE("this process's figures are plausible and follow its descriptors [unit
 }
 
 }  // namespace
-}  // namespace sandbox::metrics
+}  // namespace sandbox::metrics::process_metrics_test

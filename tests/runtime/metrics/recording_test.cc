@@ -9,7 +9,7 @@
 
 #include "runtime/metrics/sandbox_metrics.h"
 
-namespace sandbox::metrics {
+namespace sandbox::metrics::recording_test {
 namespace {
 
 // The value of the series line starting with `series ` in a scrape, or -1 when absent.
@@ -75,4 +75,4 @@ TEST_CASE("tool calls count in their own series from every thread, past the kept
 }
 
 }  // namespace
-}  // namespace sandbox::metrics
+}  // namespace sandbox::metrics::recording_test

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox::metrics {
+namespace sandbox::metrics::registry_test {
 namespace {
 
 const Sample* Find(const FamilySnapshot& family, const std::vector<std::string>& values) {
@@ -128,4 +128,4 @@ TEST_CASE("collectors add their families after the registered ones [unit]", "[un
 }
 
 }  // namespace
-}  // namespace sandbox::metrics
+}  // namespace sandbox::metrics::registry_test

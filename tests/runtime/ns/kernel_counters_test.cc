@@ -21,6 +21,8 @@
 
 #include "tests/runtime/ns/ns_test_support.h"
 
+namespace kernel_counters_test {
+
 using namespace sandbox;
 using namespace sandbox::testing;
 
@@ -179,3 +181,5 @@ TEST_CASE("security: kernel per-user counters are charged to the sandbox, not th
   auto again = box.Python("print(6 * 7)");  // the session stays usable
   CHECK(again.stdout_text == "42\n");
 }
+
+}  // namespace kernel_counters_test

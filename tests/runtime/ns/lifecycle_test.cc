@@ -23,6 +23,8 @@
 #include "runtime/ns/session_record.h"
 #include "tests/runtime/ns/ns_test_support.h"
 
+namespace lifecycle_test {
+
 using namespace sandbox;
 using namespace sandbox::testing;
 using namespace std::chrono_literals;
@@ -504,3 +506,5 @@ TEST_CASE("lifecycle: the sandbox's stderr is drained into the debug log", "[san
   CHECK(Contains(all, "(further output not logged)"));
   CHECK(all.size() < 200000);
 }
+
+}  // namespace lifecycle_test

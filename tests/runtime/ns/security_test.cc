@@ -18,6 +18,8 @@
 #include "runtime/ns/process_identity.h"
 #include "tests/runtime/ns/ns_test_support.h"
 
+namespace security_test {
+
 using namespace sandbox;
 using namespace sandbox::testing;
 using namespace std::chrono_literals;
@@ -253,3 +255,5 @@ TEST_CASE("security: no host fd reaches the sandbox", "[sandbox][security]") {
   auto sh = box.Shell("ls /proc/self/fd");
   CHECK(sh.stdout_text == "0\n1\n2\n3\n");  // 3: ls's own directory fd
 }
+
+}  // namespace security_test

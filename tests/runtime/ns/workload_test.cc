@@ -4,6 +4,8 @@
 
 #include "tests/runtime/ns/ns_test_support.h"
 
+namespace workload_test {
+
 using namespace sandbox;
 using namespace sandbox::testing;
 
@@ -103,3 +105,5 @@ import os; print('png', os.path.getsize('/mnt/data/plot.png') > 1000)
   CHECK(Contains(r.stdout_text, "pandas {'a': 4, 'b': 2}"));
   CHECK(Contains(r.stdout_text, "png True"));
 }
+
+}  // namespace workload_test

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox {
+namespace sandbox::cold_preload_priority_test {
 namespace {
 
 // Records every priority write, as the cgroup would receive it.
@@ -81,4 +81,4 @@ TEST_CASE("cold preload priority: a failed lower is not taken for done", "[unit]
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::cold_preload_priority_test

@@ -14,7 +14,7 @@
 
 using namespace std::chrono_literals;
 
-namespace sandbox {
+namespace sandbox::cold_preload_queue_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -159,4 +159,4 @@ TEST_CASE("cold preload queue: destroying it drops the turns not taken", "[unit]
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::cold_preload_queue_test

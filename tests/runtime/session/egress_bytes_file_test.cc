@@ -12,7 +12,7 @@
 #include "runtime/base/files.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::egress_bytes_file_test {
 namespace {
 
 bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -56,4 +56,4 @@ TEST_CASE("egress bytes file: session ids that name no file are refused [unit]",
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::egress_bytes_file_test

@@ -15,7 +15,7 @@
 
 #include "tests/support/test_support.h"
 
-namespace sandbox::testing {
+namespace sandbox::testing::egress_socket_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -150,4 +150,4 @@ TEST_CASE("egress socket: the sweep takes only old sockets", "[unit]") {
   CHECK(SweepEgressSockets(tmp.Join("missing"), kStaleEgressSocketAge) == 0);
 }
 
-}  // namespace sandbox::testing
+}  // namespace sandbox::testing::egress_socket_test

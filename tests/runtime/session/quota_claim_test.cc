@@ -11,7 +11,7 @@
 #include "tests/support/host_backend.h"
 #include "tests/support/session_support.h"
 
-namespace sandbox {
+namespace sandbox::quota_claim_test {
 namespace {
 
 using Json = nlohmann::json;
@@ -116,4 +116,4 @@ TEST_CASE("quota claim: a session manager holds one subject to its claim, others
   CHECK(manager.SessionCount() == 4);
 }
 
-}  // namespace sandbox
+}  // namespace sandbox::quota_claim_test

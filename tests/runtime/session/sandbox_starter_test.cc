@@ -14,7 +14,7 @@
 #include "tests/support/host_backend.h"
 #include "tests/support/session_support.h"
 
-namespace sandbox {
+namespace sandbox::sandbox_starter_test {
 namespace {
 
 bool Has(const std::vector<std::string>& env, const std::string& entry) {
@@ -141,4 +141,4 @@ TEST_CASE("sandbox starter: a pooled start cancelled by a stop fails at once and
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::sandbox_starter_test

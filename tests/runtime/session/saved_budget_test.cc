@@ -24,7 +24,7 @@
 #include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::saved_budget_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -253,4 +253,4 @@ TEST_CASE("drain: an idle session is hibernated, not closed, and a new server re
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::saved_budget_test

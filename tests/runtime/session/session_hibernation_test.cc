@@ -23,7 +23,7 @@
 #include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::session_hibernation_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -413,9 +413,9 @@ TEST_CASE("saved sessions: the TTL and the disk cap evict, oldest first", "[unit
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::session_hibernation_test
 
-namespace sandbox {
+namespace sandbox::session_hibernation_test {
 namespace {
 
 TEST_CASE("hibernation: a call arriving while its session is being saved waits and resumes it",
@@ -498,4 +498,4 @@ TEST_CASE("hibernation without dill: a class of the session is reported, its nei
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::session_hibernation_test

@@ -20,7 +20,7 @@
 #include "tests/support/host_backend.h"
 #include "tests/support/session_parts.h"
 
-namespace sandbox {
+namespace sandbox::session_hibernator_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -190,4 +190,4 @@ TEST_CASE("session hibernator: with hibernation off, a save and a fork say so", 
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::session_hibernator_test

@@ -6,6 +6,8 @@
 
 #include "runtime/session/session_manager.h"
 
+namespace session_id_test {
+
 TEST_CASE("session ids are sess_ and 32 lowercase hex digits (128 bits), and differ", "[unit]") {
   std::set<std::string> seen;
   for (int i = 0; i < 1000; ++i) {
@@ -103,3 +105,5 @@ TEST_CASE("a 1 MiB session id gives an error of a few bytes, quoting it cut", "[
   REQUIRE_FALSE(stat);
   CHECK(stat.error().message.size() < 1024);
 }
+
+}  // namespace session_id_test

@@ -15,7 +15,7 @@
 #include "tests/support/host_backend.h"
 #include "tests/support/session_parts.h"
 
-namespace sandbox {
+namespace sandbox::session_lifecycle_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -172,4 +172,4 @@ TEST_CASE("session lifecycle: without a pool there are no pool figures", "[unit]
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::session_lifecycle_test

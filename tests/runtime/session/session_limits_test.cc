@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sandbox {
+namespace sandbox::session_limits_test {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -67,4 +67,4 @@ TEST_CASE("session limits: a request above a maximum is refused with the bound",
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::session_limits_test

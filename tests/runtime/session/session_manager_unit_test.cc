@@ -20,7 +20,7 @@
 #include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::session_manager_unit_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -305,4 +305,4 @@ TEST_CASE(
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::session_manager_unit_test

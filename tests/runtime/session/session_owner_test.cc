@@ -14,7 +14,7 @@
 #include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::session_owner_test {
 namespace {
 
 std::unique_ptr<SessionManager> Manager(SubjectQuota quota) {
@@ -192,4 +192,4 @@ TEST_CASE("session owner: a hibernated session stays its owner's, and only its o
     CHECK(resumed->stdout_text == "42\n");
   }
 }
-}  // namespace sandbox
+}  // namespace sandbox::session_owner_test

@@ -19,7 +19,7 @@
 #include "runtime/session/session_owner.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::session_registry_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -143,4 +143,4 @@ TEST_CASE("session registry: a lookup waits for a hibernation in progress", "[un
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::session_registry_test

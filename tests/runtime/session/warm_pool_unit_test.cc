@@ -16,7 +16,7 @@
 #include "tests/support/session_support.h"
 #include "tests/support/test_support.h"
 
-namespace sandbox {
+namespace sandbox::warm_pool_unit_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -203,4 +203,4 @@ TEST_CASE("warm pool: destroying the manager destroys every pooled sandbox", "[u
 }
 
 }  // namespace
-}  // namespace sandbox
+}  // namespace sandbox::warm_pool_unit_test
