@@ -19,18 +19,21 @@
 // A raise from under the cap also makes the group kRaiseBoost times heavier (cpu.weight,
 // cpu.shares) for kRaiseBoostTime. On EEVDF (6.6 on) a group is throttled while it runs, when its
 // quota runs out mid-slice, so its entity leaves the run queue with a negative lag (it had more
-// than its share), which 6.6-6.17 keep across the throttle (throttle_cfs_rq dequeues without the
-// delayed dequeue that would let it run that lag off) and put back at the unthrottle
-// (place_entity). The group is then not eligible, and its woken call can neither preempt nor be
-// picked until the others have run that lag back: up to max(2 slices, a tick) of it, which in
-// Debian 13's 6.12 left the raised call about a tick behind a group never lowered (p50 8.6-10.5
-// against 4.2-6.7 ms; a lag of -4.000 ms, that clamp, read from sched/debug right after raises;
-// docs/benchmarks.md). A group its tasks left by sleeping (frozen instead of capped) came back
-// as fast as the baseline. The kernel keeps the lag across a weight change but the lag is service
-// owed: a group ten times heavier earns it back about three times sooner against two others, and
-// then preempts, so the raised call started at the baseline's time (p50 5.6 ms). The boost costs
-// the other groups on that CPU at most that moment's share; CFS (before 6.6) and 6.18's throttling
-// at the return to user space have no such lag and lose nothing by it either.
+// than its share). Until 6.18, which throttles per task at the return to user space, the
+// throttle dequeues the group's entity keeping that lag (6.12: without the delayed dequeue that
+// would run it off), and the unthrottle puts it back (place_entity). The group is then not
+// eligible: its woken call can neither preempt nor be picked until the others have run that lag
+// back, up to max(2 slices, a tick). In Debian 13's 6.12 that left the raised call about a tick
+// behind a group never lowered (p50 9.3-13.7 against 6.3-7.3 ms; lags of -1.3 to -4.0 ms, the
+// clamp, read from sched/debug right after raises; a group lowered by cgroup.freeze instead,
+// whose tasks leave by sleeping, came back as fast as the baseline: docs/benchmarks.md). The lag
+// is service owed and survives a weight change, but a heavier group earns it back sooner (its
+// share of the others' running time is larger) and then preempts: boosted, the raised call's
+// p50 was 5.6-6.0 ms, 1.00-1.14 times the baseline's. CFS (before 6.6) has no lag and 6.18 shows
+// no such delay; the boost cost neither. It is written before the quota, while the group is still
+// throttled, so the unthrottle places the group heavy; for those 20 ms the group has ten times its
+// share of its CPU against the others there, and only after a raise from under the cap, which
+// is the first call of a session someone waits for.
 //
 // BackgroundCpuCap counts the foreground calls (runtime/session begins and ends them) and applies
 // the cap from one thread of its own, so a call pays one atomic increment and, when it is the

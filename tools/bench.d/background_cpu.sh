@@ -126,8 +126,12 @@ for line in lines:
     ratios = " / ".join("%.2f" % (at(raised, q) / at(base, q)) if at(base, q) > 0 else "-"
                         for q in (0.5, 0.9, 0.99))
     where = "host" if r["kernel"] == sys.argv[2] else "VM"
-    if r.get("cap", "product") != "product":
+    if r.get("cap", "product") not in ("product", "freeze"):
         where += ", cpu.max " + r["cap"] + " by hand"
+    elif r.get("cap") == "freeze":
+        where += ", lowered by cgroup.freeze"
+    if r.get("raise_boost", 1) != 1:
+        where += ", raise boost x%d" % r["raise_boost"]
     write = r.get("raise_call_ms") or [0]
     print("| %s (%s, %s) | %s | %s | %s | %s | %.2f / %.2f | %d of %d |" % (
         r["kernel"], where, r["mode"], spread(raised), spread(base), ratios,
