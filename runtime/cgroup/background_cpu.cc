@@ -68,13 +68,17 @@ Result<std::unique_ptr<BackgroundCpuGroup>> BackgroundCpuGroup::Join(std::string
   // weight to restore is its own, written back now.
   std::string weight_file = dir + (v2 ? "/cpu.weight" : "/cpu.shares");
   std::string weight;
-  if (auto boosted_before = cap.TakeWeightRestore(weight_file)) {
-    weight = *boosted_before;
-    if (auto restored = WriteControl(weight_file, weight); !restored) {
-      spdlog::debug("background cpu: {}: {}", weight_file, restored.error().message);
+  {
+    // Not while the cap's thread writes a weight back: this would read the boosted one as its own.
+    std::lock_guard<std::mutex> weights(cap.weight_mutex_);
+    if (auto boosted_before = cap.TakeWeightRestore(weight_file)) {
+      weight = *boosted_before;
+      if (auto restored = WriteControl(weight_file, weight); !restored) {
+        spdlog::debug("background cpu: {}: {}", weight_file, restored.error().message);
+      }
+    } else if (auto read = ReadControl(weight_file)) {
+      weight = *read;  // none (a test's directory, a container's cpu dir not visible): no boost
     }
-  } else if (auto read = ReadControl(weight_file)) {
-    weight = *read;  // none (a test's directory, a container's cpu dir not visible): no boost
   }
   std::unique_ptr<BackgroundCpuGroup> group(
       new BackgroundCpuGroup(std::move(dir), v2, quota, period, std::move(weight), cap));
@@ -218,6 +222,11 @@ std::optional<std::string> BackgroundCpuCap::TakeWeightRestore(const std::string
 }
 
 void BackgroundCpuCap::RestoreWeights(std::unique_lock<std::mutex>& lock, bool all) {
+  if (restores_.empty()) return;
+  // weight_mutex_ over the taking and the writes (taken before state_mutex_, as Join does).
+  lock.unlock();
+  std::lock_guard<std::mutex> weights(weight_mutex_);
+  lock.lock();
   auto now = std::chrono::steady_clock::now();
   std::vector<WeightRestore> due;
   for (auto it = restores_.begin(); it != restores_.end();) {

@@ -174,6 +174,9 @@ class BackgroundCpuCap {
   std::chrono::steady_clock::duration capped_total_{};
   std::vector<WeightRestore> restores_;
   std::thread thread_;
+  // Held while weights are written back, and by a Join reading a group's own weight; taken
+  // before state_mutex_.
+  std::mutex weight_mutex_;
 
   // Guards the set; taken before a member's write_mutex_, never while holding one.
   std::mutex members_mutex_;
