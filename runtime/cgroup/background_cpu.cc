@@ -20,6 +20,13 @@ long CappedQuotaMicros(size_t members, long own_quota_micros, long period_micros
   return own_quota_micros < 0 ? quota : std::min(own_quota_micros, quota);
 }
 
+std::optional<std::string> BoostedWeight(std::string_view own_weight, bool v2, int boost) {
+  auto weight = ParseControlNumber<long>(own_weight);
+  if (!weight || *weight <= 0) return std::nullopt;
+  long most = v2 ? 10000 : 262144;  // the kernel's largest cpu.weight, cpu.shares
+  return std::to_string(std::min(most, *weight * std::max(boost, 1)));
+}
+
 std::optional<std::pair<long, long>> ParseCpuMax(std::string_view cpu_max) {
   while (!cpu_max.empty() && (cpu_max.back() == '\n' || cpu_max.back() == ' ')) {
     cpu_max.remove_suffix(1);
@@ -57,18 +64,35 @@ Result<std::unique_ptr<BackgroundCpuGroup>> BackgroundCpuGroup::Join(std::string
     quota = *parsed_quota < 0 ? -1 : *parsed_quota;
     period = *parsed_period;
   }
+  // Its own weight, for the raise's boost. Lowered again before a raise's boost ended: the
+  // weight to restore is its own, written back now.
+  std::string weight_file = dir + (v2 ? "/cpu.weight" : "/cpu.shares");
+  std::string weight;
+  {
+    // Not while the cap's thread writes a weight back: this would read the boosted one as its own.
+    std::lock_guard<std::mutex> weights(cap.weight_mutex_);
+    if (auto boosted_before = cap.TakeWeightRestore(weight_file)) {
+      weight = *boosted_before;
+      if (auto restored = WriteControl(weight_file, weight); !restored) {
+        spdlog::debug("background cpu: {}: {}", weight_file, restored.error().message);
+      }
+    } else if (auto read = ReadControl(weight_file)) {
+      weight = *read;  // none (a test's directory, a container's cpu dir not visible): no boost
+    }
+  }
   std::unique_ptr<BackgroundCpuGroup> group(
-      new BackgroundCpuGroup(std::move(dir), v2, quota, period, cap));
+      new BackgroundCpuGroup(std::move(dir), v2, quota, period, std::move(weight), cap));
   cap.Add(group.get());
   return group;
 }
 
 BackgroundCpuGroup::BackgroundCpuGroup(std::string dir, bool v2, long own_quota, long period,
-                                       BackgroundCpuCap& cap)
+                                       std::string own_weight, BackgroundCpuCap& cap)
     : dir_(std::move(dir)),
       v2_(v2),
       own_quota_micros_(own_quota),
       period_micros_(period),
+      own_weight_(std::move(own_weight)),
       cap_(cap) {}
 
 BackgroundCpuGroup::~BackgroundCpuGroup() {
@@ -76,9 +100,16 @@ BackgroundCpuGroup::~BackgroundCpuGroup() {
   // The cap thread may be writing this group's quota (not another's: each has its own lock).
   std::lock_guard<std::mutex> write(write_mutex_);
   if (!has_) return;  // never capped: nothing to give back
+  // Heavier first, while still throttled: the kernel weighs the group anew as the quota write
+  // puts it back on the run queue, so it is placed heavy (background_cpu.h says why).
+  std::string weight_file = dir_ + (v2_ ? "/cpu.weight" : "/cpu.shares");
+  const int factor = cap_.raise_boost_.load();
+  auto boosted = factor > 1 ? BoostedWeight(own_weight_, v2_, factor) : std::nullopt;
+  bool boost = boosted && WriteControl(weight_file, *boosted).has_value();
   if (auto restored = WriteQuota(own_quota_micros_); !restored) {
     spdlog::debug("background cpu: giving {} its quota back: {}", dir_, restored.error().message);
   }
+  if (boost) cap_.RestoreWeightLater(weight_file, own_weight_);
 }
 
 Status BackgroundCpuGroup::Apply(std::optional<size_t> members) {
@@ -106,8 +137,9 @@ BackgroundCpuCap& BackgroundCpuCap::Instance() {
   return *cap;
 }
 
-BackgroundCpuCap::BackgroundCpuCap(std::chrono::milliseconds lift_delay)
-    : lift_delay_(lift_delay) {}
+BackgroundCpuCap::BackgroundCpuCap(std::chrono::milliseconds lift_delay,
+                                   std::chrono::milliseconds raise_boost_time)
+    : lift_delay_(lift_delay), raise_boost_time_(raise_boost_time) {}
 
 BackgroundCpuCap::~BackgroundCpuCap() {
   {
@@ -116,6 +148,8 @@ BackgroundCpuCap::~BackgroundCpuCap() {
     changed_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+  std::unique_lock<std::mutex> lock(state_mutex_);
+  RestoreWeights(lock, /*all=*/true);  // no raised group stays heavy
 }
 
 void BackgroundCpuCap::ForegroundBegins() {
@@ -167,6 +201,54 @@ void BackgroundCpuCap::Remove(BackgroundCpuGroup* group) {
   if (capped_) Wake();  // the others' parts of the cap grow
 }
 
+void BackgroundCpuCap::RestoreWeightLater(std::string file, std::string weight) {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  restores_.push_back(
+      {std::move(file), std::move(weight), std::chrono::steady_clock::now() + raise_boost_time_});
+  // The thread runs while there are members (a raised group was one); woken to wait for `at`.
+  if (thread_.joinable()) {
+    changed_.notify_all();
+  }
+}
+
+std::optional<std::string> BackgroundCpuCap::TakeWeightRestore(const std::string& file) {
+  std::lock_guard<std::mutex> lock(state_mutex_);
+  auto found = std::find_if(restores_.begin(), restores_.end(),
+                            [&](const WeightRestore& restore) { return restore.file == file; });
+  if (found == restores_.end()) return std::nullopt;
+  std::string weight = std::move(found->weight);
+  restores_.erase(found);
+  return weight;
+}
+
+void BackgroundCpuCap::RestoreWeights(std::unique_lock<std::mutex>& lock, bool all) {
+  if (restores_.empty()) return;
+  // weight_mutex_ over the taking and the writes (taken before state_mutex_, as Join does).
+  lock.unlock();
+  std::lock_guard<std::mutex> weights(weight_mutex_);
+  lock.lock();
+  auto now = std::chrono::steady_clock::now();
+  std::vector<WeightRestore> due;
+  for (auto it = restores_.begin(); it != restores_.end();) {
+    if (all || it->at <= now) {
+      due.push_back(std::move(*it));
+      it = restores_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (due.empty()) return;
+  lock.unlock();
+  for (const WeightRestore& restore : due) {
+    // A group destroyed meanwhile (ENOENT) has nothing to restore.
+    if (auto written = WriteControl(restore.file, restore.weight); !written) {
+      spdlog::log(written.error().sys_errno == ENOENT ? spdlog::level::debug : spdlog::level::warn,
+                  "background cpu: restoring {}: {}", restore.file, written.error().message);
+    }
+  }
+  lock.lock();
+}
+
 void BackgroundCpuCap::Wake() {
   ++asked_;
   changed_.notify_all();
@@ -175,8 +257,18 @@ void BackgroundCpuCap::Wake() {
 void BackgroundCpuCap::Run() {
   std::unique_lock<std::mutex> lock(state_mutex_);
   for (;;) {
-    changed_.wait(lock, [&] { return stop_ || applied_ != asked_; });
+    RestoreWeights(lock, /*all=*/false);
+    auto asked_for = [&] { return stop_ || applied_ != asked_; };
+    if (restores_.empty()) {
+      changed_.wait(lock, [&] { return asked_for() || !restores_.empty(); });
+    } else {
+      auto next = restores_.front().at;
+      for (const WeightRestore& restore : restores_) next = std::min(next, restore.at);
+      // Woken by a new restore too (not asked_for): then the loop waits for the nearer one.
+      changed_.wait_until(lock, next);
+    }
     if (stop_) return;
+    if (applied_ == asked_) continue;  // a weight to restore, not a change
     uint64_t asked = asked_;
     bool cap = foreground_.load() > 0;
     if (!cap && capped_) {

@@ -7,7 +7,8 @@
 # raised group's share of the 50 ms after each raise, and the time from each raise to its first
 # CPU time. Then, per kernel, raise_bench (tests/runtime/cgroup/raise_bench.cc,
 # $SANDBOX_BENCH_RAISE_ROUNDS rounds of each kind, default 40): a woken call's first CPU time after
-# a raise beside the same call in a group never lowered, in turn in the same run. Emulation is slow
+# a raise beside the same call in a group never lowered, in turn in the same run; once with the
+# raise boost off (x1), once as the product raises (x10). Emulation is slow
 # in absolute terms: compare the ratios within one kernel, never times across kernels.
 set -euo pipefail
 source "$(dirname "$0")/../lib/common.sh"
@@ -27,8 +28,11 @@ for _ in $(seq "$runs"); do
   "$BUILD_DIR/tests/runtime/cgroup_tests" "cgroup1: $name" 2>&1 | grep '^\[cgroup' >> "$work/host.txt" || true
   "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "$work/host.txt" || true
 done
-"$BUILD_DIR/tests/runtime/raise_bench" --rounds "$raise_rounds" 2>/dev/null | grep '^{' >> "$work/raise.jsonl" ||
-  echo "raise_bench failed on the host" >&2
+# raise_bench with the product's raise boost and without it (background_cpu.h), in the same boot.
+for boost in 1 ""; do
+  "$BUILD_DIR/tests/runtime/raise_bench" --rounds "$raise_rounds" ${boost:+--raise-boost $boost} 2>/dev/null |
+    grep '^{' >> "$work/raise.jsonl" || echo "raise_bench failed on the host" >&2
+done
 if [ -x "$vm" ]; then
   # Each kernel of $SANDBOX_BENCH_VM_KERNELS (as in kernels.sh; default Debian 12's 6.1).
   for kernel in ${SANDBOX_BENCH_VM_KERNELS:-linux-image-amd64}; do
@@ -39,7 +43,9 @@ out=$work/vm-\$(uname -r).txt
 for i in \$(seq $runs); do
   "$BUILD_DIR/tests/runtime/cgroup2_tests" "cgroup2: $name" 2>&1 | grep '^\[cgroup' >> "\$out"
 done
-"$BUILD_DIR/tests/runtime/raise_bench" --rounds $raise_rounds 2>/dev/null | grep '^{' >> "$work/raise.jsonl"
+for boost in 1 ""; do
+  "$BUILD_DIR/tests/runtime/raise_bench" --rounds $raise_rounds \${boost:+--raise-boost \$boost} 2>/dev/null | grep '^{' >> "$work/raise.jsonl"
+done
 GUEST
     VM_CACHE="$cache" VM_KERNEL_PKG="$kernel" VM_WORKDIR="$work" "$vm" bash "$work/in-vm.sh" >&2 ||
       echo "the VM run on $kernel failed (exit $?)" >&2
@@ -126,8 +132,12 @@ for line in lines:
     ratios = " / ".join("%.2f" % (at(raised, q) / at(base, q)) if at(base, q) > 0 else "-"
                         for q in (0.5, 0.9, 0.99))
     where = "host" if r["kernel"] == sys.argv[2] else "VM"
-    if r.get("cap", "product") != "product":
+    if r.get("cap", "product") not in ("product", "freeze"):
         where += ", cpu.max " + r["cap"] + " by hand"
+    elif r.get("cap") == "freeze":
+        where += ", lowered by cgroup.freeze"
+    if "raise_boost" in r:  # x1: the raise boost off, to compare
+        where += ", raise boost x%d" % r["raise_boost"]
     write = r.get("raise_call_ms") or [0]
     print("| %s (%s, %s) | %s | %s | %s | %s | %.2f / %.2f | %d of %d |" % (
         r["kernel"], where, r["mode"], spread(raised), spread(base), ratios,

@@ -486,5 +486,66 @@ TEST_CASE("the background CPU cap: a group that joins while a call runs is cappe
   cap.ForegroundEnds();
 }
 
+TEST_CASE("the background CPU cap: a raise from under the cap makes the group heavier a moment",
+          "[unit]") {
+  // On EEVDF a group throttled by the cap comes back with the negative lag it was throttled with
+  // and waits for the others to run it back (background_cpu.h): ten times heavier, it earns it
+  // back sooner. The weight goes back after the boost's time, at once if the group is lowered
+  // again before then, and a group raised while not capped (no throttle, no lag) is not boosted.
+  testing::TempDir dir;
+  std::string group = dir.Join("raised"), weight = group + "/cpu.weight";
+  REQUIRE(::mkdir(group.c_str(), 0755) == 0);
+  for (const auto& [file, text] : {std::pair{group + "/cpu.max", "max 100000"}, {weight, "100"}}) {
+    Fd made(::open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    REQUIRE(made);
+    REQUIRE(cgroup::WriteControl(file, text).has_value());
+  }
+  // A plain file, unlike cgroupfs, keeps the tail of a longer earlier write: emptied before
+  // each write looked for.
+  auto empty = [&] { REQUIRE(::truncate(weight.c_str(), 0) == 0); };
+  auto weight_within = [&](std::chrono::milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    std::string text;
+    while ((text = cgroup::ReadControl(weight).value_or("")).empty() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return text;
+  };
+  cgroup::BackgroundCpuCap cap(cgroup::BackgroundCpuCap::kLiftDelay,
+                               std::chrono::milliseconds(300));
+
+  auto uncapped = cgroup::BackgroundCpuGroup::Join(group, /*v2=*/true, cap);
+  REQUIRE(uncapped.has_value());
+  cap.Settle();
+  uncapped->reset();
+  CHECK(cgroup::ReadControl(weight).value_or("") == "100");  // no call ran: not boosted
+
+  cap.ForegroundBegins();
+  auto lowered = cgroup::BackgroundCpuGroup::Join(group, /*v2=*/true, cap);
+  REQUIRE(lowered.has_value());
+  cap.Settle();
+  lowered->reset();  // the raise
+  CHECK(cgroup::ReadControl(weight).value_or("") == "1000");
+  empty();
+  CHECK(weight_within(std::chrono::seconds(5)) == "100");
+
+  auto again = cgroup::BackgroundCpuGroup::Join(group, /*v2=*/true, cap);
+  REQUIRE(again.has_value());
+  cap.Settle();
+  again->reset();
+  empty();
+  auto relowered = cgroup::BackgroundCpuGroup::Join(group, /*v2=*/true, cap);
+  REQUIRE(relowered.has_value());
+  CHECK(cgroup::ReadControl(weight).value_or("") == "100");  // its own weight back at once
+  empty();
+  cap.Settle();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // past the boost's time
+  CHECK(cgroup::ReadControl(weight).value_or("") == "");        // nothing left to restore
+  relowered->reset();
+  CHECK(cgroup::ReadControl(weight).value_or("") == "1000");
+  cap.ForegroundEnds();
+}
+
 }  // namespace
 }  // namespace sandbox::cgroup_unit_test

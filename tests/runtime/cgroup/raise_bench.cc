@@ -2,11 +2,16 @@
 // #38), against a baseline taken in the same run on the same kernel. tools/bench.d/
 // background_cpu.sh runs it on this host and in ../shared/tools/run-in-vm per kernel.
 //
-//   raise_bench [--rounds N] [--lowered-ms MS] [--cap QUOTA_US/PERIOD_US]
+//   raise_bench [--rounds N] [--lowered-ms MS] [--cap QUOTA_US/PERIOD_US] [--raise-boost N]
+//               [--freeze]
 //
 // --cap (cgroup v2 only, an experiment): the raised group is lowered by writing that cpu.max
 // itself, and raised by writing its own quota back, instead of the product's cap (whose cap of
 // one group alone is 10000/100000): what another period would change.
+// --raise-boost: how much heavier the product makes a group at its raise, for a moment (default
+// its kRaiseBoost; 1: not at all, as before): background_cpu.h says why.
+// --freeze (cgroup v2, an experiment): the raised group is lowered by cgroup.freeze instead of a
+// cap, and raised by thawing it: a group its tasks left by sleeping, not by a throttle.
 //
 // On CPU 0: a normal group's spinner (it stands for the foreground call that runs meanwhile, and
 // a ForegroundCall is held throughout, so a lowered group is capped as in the server), and three
@@ -79,13 +84,14 @@ struct WakeClocks {
   std::atomic<int64_t> woke_ns[kKinds];
 };
 
-// The group's cpu.max (v2), "" where it has none.
-std::string CpuMaxFile(const SandboxCgroup& group) {
+// The group's v2 control file `name` (cpu.max, cpu.weight, cgroup.freeze), "" where it has none.
+std::string ControlFile(const SandboxCgroup& group, const std::string& name) {
   for (const auto& dir : group.paths()) {
-    if (cgroup::ReadControl(dir + "/cpu.max")) return dir + "/cpu.max";
+    if (cgroup::ReadControl(dir + "/" + name)) return dir + "/" + name;
   }
   return "";
 }
+std::string CpuMaxFile(const SandboxCgroup& group) { return ControlFile(group, "cpu.max"); }
 
 // One group of those measured: its waiting process and (but the idle one) its busy one, on CPU 0.
 struct Measured {
@@ -113,6 +119,8 @@ int main(int argc, char** argv) {
   int rounds = 40;
   int lowered_ms = 300;
   std::string cap_by_hand;  // "QUOTA PERIOD" for cpu.max, or "": the product's cap
+  int raise_boost = cgroup::kRaiseBoost;
+  bool freeze = false;  // lowered by cgroup.freeze instead
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -123,15 +131,21 @@ int main(int argc, char** argv) {
     } else if (arg == "--cap") {
       cap_by_hand = next();
       std::replace(cap_by_hand.begin(), cap_by_hand.end(), '/', ' ');
+    } else if (arg == "--raise-boost") {
+      raise_boost = std::atoi(next().c_str());
+    } else if (arg == "--freeze") {
+      freeze = true;
     } else {
-      std::fprintf(
-          stderr, "usage: raise_bench [--rounds N] [--lowered-ms MS] [--cap QUOTA_US/PERIOD_US]\n");
+      std::fprintf(stderr,
+                   "usage: raise_bench [--rounds N] [--lowered-ms MS] [--cap QUOTA_US/PERIOD_US] "
+                   "[--raise-boost N] [--freeze]\n");
       return 2;
     }
   }
   spdlog::set_level(spdlog::level::warn);
-  if (rounds < 1 || lowered_ms < 1) {
-    std::fprintf(stderr, "raise_bench: --rounds and --lowered-ms must be positive\n");
+  if (rounds < 1 || lowered_ms < 1 || raise_boost < 1) {
+    std::fprintf(stderr,
+                 "raise_bench: --rounds, --lowered-ms and --raise-boost must be positive\n");
     return 2;
   }
 
@@ -149,8 +163,8 @@ int main(int argc, char** argv) {
     std::printf("n/a: no cpu controller for session groups (%s)\n", plan.reason.c_str());
     return 0;
   }
-  if (!cap_by_hand.empty() && manager->mode() != "cgroup2") {
-    std::fprintf(stderr, "raise_bench: --cap needs cgroup v2 (this is %s)\n",
+  if ((!cap_by_hand.empty() || freeze) && manager->mode() != "cgroup2") {
+    std::fprintf(stderr, "raise_bench: --cap and --freeze need cgroup v2 (this is %s)\n",
                  manager->mode().c_str());
     return 2;
   }
@@ -212,6 +226,7 @@ int main(int argc, char** argv) {
   }
   cgroup::ForegroundCall foreground;  // the normal group's spinner stands for it
   auto& cap = cgroup::BackgroundCpuCap::Instance();
+  cap.set_raise_boost(raise_boost);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // all spinning
 
   int capped_before_raise = 0, late = 0;
@@ -221,20 +236,25 @@ int main(int argc, char** argv) {
     // In turn, each three rounds beginning with the next kind: 0 1 2, 1 2 0, 2 0 1, ...
     const int which = (round + round / kKinds) % kKinds;
     Measured& m = measured[which];
-    if (which == kRaised && !cap_by_hand.empty()) {
+    if (which == kRaised && freeze) {
+      if (!cgroup::WriteControl(ControlFile(*m.group, "cgroup.freeze"), "1")) return 1;
+    } else if (which == kRaised && !cap_by_hand.empty()) {
       if (!cgroup::WriteControl(CpuMaxFile(*m.group), cap_by_hand)) return 1;
     } else if (which == kRaised) {
       if (!m.group->SetCpuPriority(CpuPriority::kBackground)) return 1;
       cap.Settle();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(lowered_ms));
-    if (which == kRaised) {
+    if (which == kRaised && !freeze) {
       const long expected = cap_by_hand.empty() ? 10000 : std::atol(cap_by_hand.c_str());
       capped_before_raise += QuotaOf(*m.group) == expected ? 1 : 0;
     }
     const int64_t woke_before = clocks->woke_ns[which].load();
     const int64_t at = MonotonicNs();
-    if (which == kRaised && !cap_by_hand.empty()) {
+    if (which == kRaised && freeze) {
+      if (!cgroup::WriteControl(ControlFile(*m.group, "cgroup.freeze"), "0")) return 1;
+      raise_call_ms.push_back(static_cast<double>(MonotonicNs() - at) / 1e6);
+    } else if (which == kRaised && !cap_by_hand.empty()) {
       if (!cgroup::WriteControl(CpuMaxFile(*m.group), "100000 100000")) return 1;  // its own
       raise_call_ms.push_back(static_cast<double>(MonotonicNs() - at) / 1e6);
     } else if (which == kRaised) {
@@ -266,9 +286,11 @@ int main(int argc, char** argv) {
       "kernel %s, %s, %ld cpus; CPU 0 shared by a normal group's spinner and, in each measured "
       "group, a process waiting for a call and (but the idle group) a busy one; %d rounds each, "
       "in turn; lowered %d ms before each raise (capped under the held foreground call in %d of "
-      "%d rounds)%s\n\n",
+      "%d rounds)%s%s%s\n\n",
       uts.release, manager->mode().c_str(), cpus, rounds, lowered_ms, capped_before_raise, rounds,
-      cap_by_hand.empty() ? "" : (", lowered by hand: cpu.max " + cap_by_hand).c_str());
+      cap_by_hand.empty() ? "" : (", lowered by hand: cpu.max " + cap_by_hand).c_str(),
+      fmt::format(", the product's raise boost x{}", raise_boost).c_str(),
+      freeze ? ", lowered by cgroup.freeze" : "");
   std::printf("| the woken call's first CPU time after | p50 ms | p90 ms | p99 ms | max ms |\n");
   std::printf("|---|---:|---:|---:|---:|\n");
   std::printf("| the raise (and the write) | %s |\n", Spread(raised).c_str());
@@ -286,10 +308,14 @@ int main(int argc, char** argv) {
   if (late > 0) std::printf("\n%d calls did not run within 2 s (counted as 2 s)\n", late);
   std::printf(
       "\n{\"kernel\": \"%s\", \"mode\": \"%s\", \"rounds\": %d, \"capped\": %d, \"raised_ms\": %s, "
-      "\"never_lowered_ms\": %s, \"idle_ms\": %s, \"raise_call_ms\": %s, \"cap\": \"%s\"}\n",
+      "\"never_lowered_ms\": %s, \"idle_ms\": %s, \"raise_call_ms\": %s, \"cap\": \"%s\", "
+      "\"raise_boost\": %d}\n",
       uts.release, manager->mode().c_str(), rounds, capped_before_raise, JsonList(raised).c_str(),
       JsonList(steady).c_str(), JsonList(idle).c_str(), JsonList(raise_call_ms).c_str(),
-      cap_by_hand.empty() ? "product" : cap_by_hand.c_str());
+      freeze                ? "freeze"
+      : cap_by_hand.empty() ? "product"
+                            : cap_by_hand.c_str(),
+      raise_boost);
   for (Measured& m : measured) (void)m.group->Destroy();
   (void)(*normal)->Destroy();
   ::munmap(shared, sizeof(WakeClocks));
