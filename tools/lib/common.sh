@@ -72,13 +72,19 @@ ensure_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
+# configure_project BUILD_DIR [extra cmake args...]: configures BUILD_DIR (Ninja, RelWithDebInfo).
+configure_project() {
+  local dir=$1; shift
+  cmake -S "$SANDBOX_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
+}
+
 # build_project [BUILD_DIR] [extra cmake args...]: configure once, then build incrementally.
 # Extra args are applied to an existing build too (a re-configure takes a second or two).
 # SANDBOX_BUILD_TARGETS (space-separated) builds only those targets and what they need.
 build_project() {
   local dir=${1:-$BUILD_DIR}; shift || true
   if [ ! -f "$dir/build.ninja" ] || [ $# -gt 0 ]; then
-    cmake -S "$SANDBOX_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >&2
+    configure_project "$dir" "$@"
   fi
   local targets=()
   [ -z "${SANDBOX_BUILD_TARGETS:-}" ] || read -r -a targets <<<"--target $SANDBOX_BUILD_TARGETS"
