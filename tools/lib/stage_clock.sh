@@ -7,8 +7,9 @@
 # (tools/lib/idle_builds.sh), and on a shared machine anyone else's too. Beside it, the stage's
 # own: the CPU time of the processes this script waited for in the stage (its commands and all
 # they started and waited for; not the Docker daemon's containers, which are the daemon's
-# children; and a background job's whole time lands in the stage that waits for it: the image
-# build's in "images", the idle builds' in "style", which also prints them apart).
+# children). A background job's whole CPU time lands in the stage in which it ends (bash reaps it
+# then): the idle builds' in the stage clang-tidy ends in, the Debian 13 compile's likewise; each
+# prints its own CPU time apart (idle_builds.sh, background_package_roots.sh).
 
 stage_clock_names=() stage_clock_starts=() stage_clock_cpu=() stage_clock_own=()
 
