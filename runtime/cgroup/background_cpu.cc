@@ -27,6 +27,13 @@ std::optional<std::string> BoostedWeight(std::string_view own_weight, bool v2, i
   return std::to_string(std::min(most, *weight * std::max(boost, 1)));
 }
 
+namespace {
+// The group's weight file: cpu.weight on v2, cpu.shares on v1.
+std::string WeightFile(const std::string& dir, bool v2) {
+  return dir + (v2 ? "/cpu.weight" : "/cpu.shares");
+}
+}  // namespace
+
 std::optional<std::pair<long, long>> ParseCpuMax(std::string_view cpu_max) {
   while (!cpu_max.empty() && (cpu_max.back() == '\n' || cpu_max.back() == ' ')) {
     cpu_max.remove_suffix(1);
@@ -66,7 +73,7 @@ Result<std::unique_ptr<BackgroundCpuGroup>> BackgroundCpuGroup::Join(std::string
   }
   // Its own weight, for the raise's boost. Lowered again before a raise's boost ended: the
   // weight to restore is its own, written back now.
-  std::string weight_file = dir + (v2 ? "/cpu.weight" : "/cpu.shares");
+  std::string weight_file = WeightFile(dir, v2);
   std::string weight;
   {
     // Not while the cap's thread writes a weight back: this would read the boosted one as its own.
@@ -102,7 +109,7 @@ BackgroundCpuGroup::~BackgroundCpuGroup() {
   if (!has_) return;  // never capped: nothing to give back
   // Heavier first, while still throttled: the kernel weighs the group anew as the quota write
   // puts it back on the run queue, so it is placed heavy (background_cpu.h says why).
-  std::string weight_file = dir_ + (v2_ ? "/cpu.weight" : "/cpu.shares");
+  std::string weight_file = WeightFile(dir_, v2_);
   const int factor = cap_.raise_boost_.load();
   auto boosted = factor > 1 ? BoostedWeight(own_weight_, v2_, factor) : std::nullopt;
   bool boost = boosted && WriteControl(weight_file, *boosted).has_value();

@@ -4,14 +4,12 @@
 # below waited for something else (a VM's boot, a download, a timeout a test runs into), and the
 # background at idle priority takes the rest. The CPU time is the machine's, every process's
 # user and system time from /proc/stat: the stage's own work and the idle builds beside it
-# (tools/lib/idle_builds.sh), and on a shared machine anyone else's too. Beside it, the stage's
-# own: the CPU time of the processes this script waited for in the stage (its commands and all
-# they started and waited for; not the Docker daemon's containers, which are the daemon's
-# children). A background job's whole CPU time lands in the stage in which it ends (bash reaps it
-# then): the idle builds' in the stage clang-tidy ends in, the Debian 13 compile's likewise; each
-# prints its own CPU time apart (idle_builds.sh, background_package_roots.sh).
+# (tools/lib/idle_builds.sh), and on a shared machine anyone else's too. Each background job
+# prints its own CPU time apart (idle_builds.sh, background_package_roots.sh): a stage's own
+# share cannot be told from the shell's children's times, as bash adds a background job's whole
+# time when it reaps it, in whatever stage that is.
 
-stage_clock_names=() stage_clock_starts=() stage_clock_cpu=() stage_clock_own=()
+stage_clock_names=() stage_clock_starts=() stage_clock_cpu=()
 
 # The machine's busy CPU time so far, in clock ticks: user, nice, system, irq, softirq, steal
 # (guest time is inside user).
@@ -29,37 +27,34 @@ stage_clock_mark() {
   stage_clock_names+=("$1")
   stage_clock_starts+=("$SECONDS")
   stage_clock_cpu+=("$(stage_clock_busy_ticks)")
-  stage_clock_own+=("$(stage_clock_children_ticks)")
 }
 
 # stage_clock_report: one line per stage (its start, wall time, the machine's CPU time in it and
-# that as a share of every CPU's, the stage's own CPU time), then the whole run's, and the line
-# "stage starts: ..." that tools/lib/fresh_run.sh prints.
+# that as a share of every CPU's), then the whole run's, and the line "stage starts: ..." that
+# tools/lib/fresh_run.sh prints.
 stage_clock_report() {
-  local ticks_per_s cpus end_s end_ticks end_own i next_s next_ticks next_own starts=()
+  local ticks_per_s cpus end_s end_ticks i next_s next_ticks starts=()
   ticks_per_s=$(getconf CLK_TCK) cpus=$(nproc)
-  end_s=$SECONDS end_ticks=$(stage_clock_busy_ticks) end_own=$(stage_clock_children_ticks)
-  # stage_clock_line NAME START WALL_S CPU_TICKS OWN_TICKS
+  end_s=$SECONDS end_ticks=$(stage_clock_busy_ticks)
+  # stage_clock_line NAME START WALL_S CPU_TICKS
   stage_clock_line() {
     local cpu=$(($4 / ticks_per_s))
-    printf 'stage %-8s %8s %5d s, CPU %6d s (%3d %% of %d CPUs), its own %6d s\n' "$1" "$2" "$3" \
-      "$cpu" $(($3 > 0 ? 100 * cpu / ($3 * cpus) : 0)) "$cpus" $(($5 / ticks_per_s))
+    printf 'stage %-8s %8s %5d s, CPU %6d s (%3d %% of %d CPUs)\n' "$1" "$2" "$3" \
+      "$cpu" $(($3 > 0 ? 100 * cpu / ($3 * cpus) : 0)) "$cpus"
   }
-  log "stage times (wall; the machine's CPU time; the CPU time of what the stage waited for):"
+  log "stage times (wall; the machine's CPU time):"
   for i in "${!stage_clock_names[@]}"; do
-    next_s=$end_s next_ticks=$end_ticks next_own=$end_own
+    next_s=$end_s next_ticks=$end_ticks
     if [ $((i + 1)) -lt ${#stage_clock_names[@]} ]; then
       next_s=${stage_clock_starts[$((i + 1))]} next_ticks=${stage_clock_cpu[$((i + 1))]}
-      next_own=${stage_clock_own[$((i + 1))]}
     fi
     log "$(stage_clock_line "${stage_clock_names[i]}" "at ${stage_clock_starts[i]}:" \
-      $((next_s - stage_clock_starts[i])) $((next_ticks - stage_clock_cpu[i])) \
-      $((next_own - stage_clock_own[i])))"
+      $((next_s - stage_clock_starts[i])) $((next_ticks - stage_clock_cpu[i])))"
     starts+=("${stage_clock_names[i]} at ${stage_clock_starts[i]}s")
   done
   if [ ${#stage_clock_names[@]} -gt 0 ]; then
     log "$(stage_clock_line all "" $((end_s - stage_clock_starts[0])) \
-      $((end_ticks - stage_clock_cpu[0])) $((end_own - stage_clock_own[0])))"
+      $((end_ticks - stage_clock_cpu[0])))"
   fi
   log "stage starts: ${starts[*]}; end at ${end_s}s"
 }
